@@ -1,0 +1,301 @@
+package schemas
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Task is what the label means.
+type Task string
+
+const (
+	// Classification labels are class values (any distinct numbers); two
+	// classes give a binary model, more give one-vs-all or shared models.
+	Classification Task = "classification"
+	// Regression labels are real values.
+	Regression Task = "regression"
+)
+
+// Kernel types understood by transform.
+const (
+	KernelRBF    = "rbf"
+	KernelLinear = "linear"
+	KernelPoly   = "poly"
+)
+
+// KernelSpec sets one view's kernel. The zero value means a Gaussian (RBF)
+// kernel whose width is the mean pairwise distance of the view, as in the
+// paper's classification experiments.
+type KernelSpec struct {
+	// Type is rbf, linear or poly. Default rbf.
+	Type string `json:"type,omitempty" yaml:"type,omitempty"`
+	// Gamma is the RBF width exp(-gamma·||x-z||²) or the poly scale
+	// (gamma·xᵀz + coef0)^degree. Zero means: derive it from Sigma (rbf) or
+	// use 1/dim (poly).
+	Gamma float64 `json:"gamma,omitempty" yaml:"gamma,omitempty"`
+	// Sigma, for rbf when Gamma is zero: "mean" (default), "median", or a
+	// number; gamma = 1/(2σ²).
+	Sigma string `json:"sigma,omitempty" yaml:"sigma,omitempty"`
+	// Degree of the polynomial kernel. Default 2.
+	Degree int `json:"degree,omitempty" yaml:"degree,omitempty"`
+	// Coef0 of the polynomial kernel. Default (nil) 1; 0 gives a
+	// homogeneous kernel.
+	Coef0 *float64 `json:"coef0,omitempty" yaml:"coef0,omitempty"`
+}
+
+// View is one feature set of a multi-view record. Exactly one layout is
+// given: Prefix with Dim (flat columns prefix0..prefix{dim-1}), Columns (an
+// explicit list), or List (one list column holding the whole view; Dim then
+// fixes its length).
+type View struct {
+	Name    string      `json:"name" yaml:"name"`
+	Prefix  string      `json:"prefix,omitempty" yaml:"prefix,omitempty"`
+	Dim     int         `json:"dim,omitempty" yaml:"dim,omitempty"`
+	Columns []string    `json:"columns,omitempty" yaml:"columns,omitempty"`
+	List    string      `json:"list,omitempty" yaml:"list,omitempty"`
+	Kernel  *KernelSpec `json:"kernel,omitempty" yaml:"kernel,omitempty"`
+}
+
+// Layout names how a view is stored in a flat input file.
+type Layout int
+
+const (
+	// LayoutColumns: one scalar column per feature.
+	LayoutColumns Layout = iota
+	// LayoutList: one list column per view.
+	LayoutList
+)
+
+// Layout reports how the view is stored.
+func (v *View) Layout() Layout {
+	if v.List != "" {
+		return LayoutList
+	}
+	return LayoutColumns
+}
+
+// Dimension is the number of features of the view.
+func (v *View) Dimension() int {
+	if len(v.Columns) > 0 {
+		return len(v.Columns)
+	}
+	return v.Dim
+}
+
+// ColumnNames returns the flat input columns of a LayoutColumns view, in
+// feature order, or nil for a LayoutList view.
+func (v *View) ColumnNames() []string {
+	if v.List != "" {
+		return nil
+	}
+	if len(v.Columns) > 0 {
+		return v.Columns
+	}
+	names := make([]string, v.Dim)
+	for i := range names {
+		names[i] = v.Prefix + strconv.Itoa(i)
+	}
+	return names
+}
+
+// ViewSpec describes a multi-view data set: which columns hold the id, the
+// label and each view, and what the label means. It reads the views.json
+// files of the reference data sets as they are.
+type ViewSpec struct {
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	Task Task   `json:"task" yaml:"task"`
+	// ID is the input column of integer record ids. Default "id".
+	ID string `json:"id,omitempty" yaml:"id,omitempty"`
+	// Label is the input column of labels. Default "label".
+	Label string `json:"label,omitempty" yaml:"label,omitempty"`
+	Views []View `json:"views" yaml:"views"`
+
+	// Informational fields, kept so that documented data sets load strictly.
+	NClasses         int               `json:"n_classes,omitempty" yaml:"n_classes,omitempty"`
+	Split            string            `json:"split,omitempty" yaml:"split,omitempty"`
+	Files            map[string]string `json:"files,omitempty" yaml:"files,omitempty"`
+	LabelDescription string            `json:"label_description,omitempty" yaml:"label_description,omitempty"`
+}
+
+// LoadViewSpec reads and validates a view spec file (JSON or YAML).
+func LoadViewSpec(path string) (*ViewSpec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("view spec: %w", err)
+	}
+	spec, err := ParseViewSpec(data)
+	if err != nil {
+		return nil, fmt.Errorf("view spec %s: %w", path, err)
+	}
+	return spec, nil
+}
+
+// ParseViewSpec decodes a view spec from JSON or YAML, fills defaults and
+// validates it. Unknown keys are errors, so that a misspelt key is not
+// silently ignored.
+func ParseViewSpec(data []byte) (*ViewSpec, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errors.New("empty view spec")
+	}
+	if trimmed[0] != '{' {
+		// YAML: decode generically, then take the single strict JSON path.
+		var generic any
+		if err := yaml.Unmarshal(trimmed, &generic); err != nil {
+			return nil, fmt.Errorf("yaml: %w", err)
+		}
+		js, err := json.Marshal(generic)
+		if err != nil {
+			return nil, fmt.Errorf("yaml: %w", err)
+		}
+		trimmed = js
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	var spec ViewSpec
+	if err := dec.Decode(&spec); err != nil {
+		return nil, fmt.Errorf("json: %w", err)
+	}
+	spec.fillDefaults()
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+func (s *ViewSpec) fillDefaults() {
+	if s.ID == "" {
+		s.ID = "id"
+	}
+	if s.Label == "" {
+		s.Label = "label"
+	}
+}
+
+// Validate checks that the spec is complete and unambiguous.
+func (s *ViewSpec) Validate() error {
+	switch s.Task {
+	case Classification, Regression:
+	case "":
+		return errors.New("task is missing (classification or regression)")
+	default:
+		return fmt.Errorf("task %q: want classification or regression", s.Task)
+	}
+	if len(s.Views) == 0 {
+		return errors.New("no views")
+	}
+	seenView := map[string]bool{}
+	seenCol := map[string]string{s.ID: "the id", s.Label: "the label"}
+	if s.ID == s.Label {
+		return fmt.Errorf("id and label are the same column %q", s.ID)
+	}
+	for i := range s.Views {
+		v := &s.Views[i]
+		if v.Name == "" {
+			return fmt.Errorf("view %d has no name", i)
+		}
+		if v.Name == FieldID || v.Name == FieldLabel {
+			return fmt.Errorf("view name %q is reserved", v.Name)
+		}
+		if seenView[v.Name] {
+			return fmt.Errorf("view %q is named twice", v.Name)
+		}
+		seenView[v.Name] = true
+		layouts := 0
+		if v.Prefix != "" {
+			layouts++
+		}
+		if len(v.Columns) > 0 {
+			layouts++
+		}
+		if v.List != "" {
+			layouts++
+		}
+		if layouts != 1 {
+			return fmt.Errorf("view %q: give exactly one of prefix+dim, columns, list", v.Name)
+		}
+		if len(v.Columns) > 0 && v.Dim != 0 && v.Dim != len(v.Columns) {
+			return fmt.Errorf("view %q: dim %d but %d columns", v.Name, v.Dim, len(v.Columns))
+		}
+		if v.Dimension() <= 0 {
+			return fmt.Errorf("view %q: dim must be positive", v.Name)
+		}
+		cols := v.ColumnNames()
+		if v.List != "" {
+			cols = []string{v.List}
+		}
+		for _, c := range cols {
+			if owner, ok := seenCol[c]; ok {
+				return fmt.Errorf("view %q: column %q is already %s", v.Name, c, owner)
+			}
+			seenCol[c] = "in view " + strconv.Quote(v.Name)
+		}
+		if err := v.Kernel.validate(); err != nil {
+			return fmt.Errorf("view %q: %w", v.Name, err)
+		}
+	}
+	return nil
+}
+
+func (k *KernelSpec) validate() error {
+	if k == nil {
+		return nil
+	}
+	switch k.Type {
+	case "", KernelRBF, KernelLinear, KernelPoly:
+	default:
+		return fmt.Errorf("kernel type %q: want rbf, linear or poly", k.Type)
+	}
+	if k.Gamma < 0 {
+		return fmt.Errorf("kernel gamma %v must not be negative", k.Gamma)
+	}
+	if k.Degree < 0 {
+		return fmt.Errorf("kernel degree %d must not be negative", k.Degree)
+	}
+	switch k.Sigma {
+	case "", "mean", "median":
+	default:
+		s, err := strconv.ParseFloat(k.Sigma, 64)
+		if err != nil || !(s > 0) {
+			return fmt.Errorf("kernel sigma %q: want mean, median or a positive number", k.Sigma)
+		}
+	}
+	return nil
+}
+
+// Fingerprint identifies the spec's meaning: task, columns and views in
+// order, and kernel settings. Two specs with the same fingerprint read the
+// same data the same way; informational fields do not count.
+func (s *ViewSpec) Fingerprint() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "task=%s;id=%s;label=%s", s.Task, s.ID, s.Label)
+	for _, v := range s.Views {
+		fmt.Fprintf(&b, ";view=%s:%d:%s:%s", v.Name, v.Dimension(), v.List, strings.Join(v.ColumnNames(), ","))
+		if v.Kernel != nil {
+			fmt.Fprintf(&b, ":%s/%g/%s/%d", v.Kernel.Type, v.Kernel.Gamma, v.Kernel.Sigma, v.Kernel.Degree)
+			if v.Kernel.Coef0 != nil {
+				fmt.Fprintf(&b, "/%g", *v.Kernel.Coef0)
+			}
+		}
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Dims returns the dimension of every view, in order.
+func (s *ViewSpec) Dims() []int {
+	d := make([]int, len(s.Views))
+	for i := range s.Views {
+		d[i] = s.Views[i].Dimension()
+	}
+	return d
+}
