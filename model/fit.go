@@ -1,0 +1,560 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Solution is one fitted triple (Ã, g̃, w) for a set of target columns.
+type Solution struct {
+	// A is the block metric Ã (D×D, symmetric positive definite).
+	A *mat.SymDense
+	// G is g̃, one column per target column (D×k).
+	G *mat.Dense
+	// W holds the view weights.
+	W []float64
+	// Trace records how the fit went.
+	Trace Trace
+}
+
+// Trace records the course of a fit.
+type Trace struct {
+	// Objective is the objective after every g̃-step: index 0 is the
+	// initial metric, index i the i-th outer iteration. It never
+	// increases.
+	Objective []float64 `json:"objective"`
+	// Iterations is the number of outer iterations run.
+	Iterations int `json:"iterations"`
+	// Converged reports whether Tol stopped the fit before MaxIter.
+	Converged bool `json:"converged"`
+	// Steps holds the accepted Ã step size of every iteration (0: none
+	// decreased the objective within the conditioning limit).
+	Steps []float64 `json:"steps,omitempty"`
+	// Cond is the final condition number estimate of Ã.
+	Cond float64 `json:"cond"`
+	// CondLimited counts trial steps refused by MaxCond.
+	CondLimited int `json:"cond_limited,omitempty"`
+	// NotPD counts sparse-mode trial steps refused because the proximal
+	// step left Ã not positive definite.
+	NotPD int `json:"not_pd,omitempty"`
+	// Jitter is what had to be added to the diagonal of the initial Ã to
+	// make it positive definite (0 normally).
+	Jitter float64 `json:"jitter,omitempty"`
+}
+
+// ErrNotPositiveDefinite reports a metric that cannot be factorised.
+var ErrNotPositiveDefinite = errors.New("metric is not positive definite")
+
+// Fit runs the paper's Algorithm 1 (version b) on the statistics for the
+// target columns cols: alternately the closed-form g̃-step, one Ã-step
+// with backtracking, and (with LearnW) the w-step, until the objective
+// stops falling. A warm solution, if given, supplies the initial Ã and w.
+//
+// One column gives a binary, regression or one-vs-all model; several
+// columns share one metric Ã (the shared multi-class mode, gradient
+// −λÃ⁻¹G̃G̃ᵀÃ⁻¹ + 2ηÃ).
+func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution) (*Solution, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, errors.New("fit: no target columns")
+	}
+	for _, c := range cols {
+		if c < 0 || c >= st.Outputs() {
+			return nil, fmt.Errorf("fit: target column %d out of range [0,%d)", c, st.Outputs())
+		}
+	}
+	if st.N <= 0 {
+		return nil, errors.New("fit: no rows in the statistics")
+	}
+	s := newSolver(st, cols, cfg)
+	if err := s.initMetric(warm); err != nil {
+		return nil, err
+	}
+	w := make([]float64, len(st.Ranks))
+	for l := range w {
+		w[l] = 1 / float64(len(w))
+	}
+	if warm != nil && len(warm.W) == len(w) {
+		copy(w, warm.W)
+	}
+	s.setWeights(w)
+	if err := s.run(ctx); err != nil {
+		return nil, err
+	}
+	return &Solution{A: s.a, G: s.g, W: s.w, Trace: s.trace}, nil
+}
+
+// solver holds the state of one fit.
+type solver struct {
+	cfg  Config
+	st   *Stats
+	cols []int
+	off  []int
+	d, k int
+	yty  float64 // Σ yᵀy over the target columns
+
+	a    *mat.SymDense // Ã
+	chol mat.Cholesky  // Ã = LLᵀ, followed through the Ã steps
+	w    []float64
+	bw   *mat.SymDense // B(w) = [w_l w_m S_lm]
+	cw   *mat.Dense    // b(w) = [w_l c_l] for the target columns (D×k)
+	g    *mat.Dense    // g̃ (D×k)
+	abar *mat.Dense    // Ã⁻¹g̃ (D×k)
+
+	lower mat.TriDense
+	work  *mat.Dense
+	m     *mat.SymDense
+	cholM mat.Cholesky
+
+	trace Trace
+}
+
+func newSolver(st *Stats, cols []int, cfg Config) *solver {
+	d, k := st.Dim(), len(cols)
+	s := &solver{
+		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
+		bw: mat.NewSymDense(d, nil), cw: mat.NewDense(d, k, nil),
+		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
+		work: mat.NewDense(d, d, nil), m: mat.NewSymDense(d, nil),
+	}
+	for _, c := range cols {
+		s.yty += st.YtY[c]
+	}
+	return s
+}
+
+// viewOf returns the view of feature i.
+func (s *solver) viewOf(i int) int {
+	l := 0
+	for i >= s.off[l+1] {
+		l++
+	}
+	return l
+}
+
+// initMetric sets Ã: I, S, blockdiag(S_ll) (the paper's initialisation), or
+// the warm start, and factorises it, adding the smallest diagonal jitter
+// that makes it positive definite when it is only semidefinite.
+func (s *solver) initMetric(warm *Solution) error {
+	d := s.d
+	s.a = mat.NewSymDense(d, nil)
+	switch {
+	case s.cfg.Mode == ModeIdentity:
+		for i := 0; i < d; i++ {
+			s.a.SetSym(i, i, 1)
+		}
+	case s.cfg.Mode == ModeCov:
+		s.a.CopySym(s.st.S)
+	case warm != nil && warm.A != nil:
+		if warm.A.SymmetricDim() != d {
+			return fmt.Errorf("fit: warm start metric is %d×%d, want %d×%d", warm.A.SymmetricDim(), warm.A.SymmetricDim(), d, d)
+		}
+		s.a.CopySym(warm.A)
+	default:
+		for l := range s.st.Ranks {
+			for i := s.off[l]; i < s.off[l+1]; i++ {
+				for j := i; j < s.off[l+1]; j++ {
+					s.a.SetSym(i, j, s.st.S.At(i, j))
+				}
+			}
+		}
+	}
+	if s.chol.Factorize(s.a) {
+		s.trace.Cond = s.chol.Cond()
+		return nil
+	}
+	scale := 0.0
+	for i := 0; i < d; i++ {
+		scale += math.Abs(s.a.At(i, i))
+	}
+	scale /= float64(d)
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return fmt.Errorf("fit: initial metric (mode %s) has diagonal mean %v: %w", s.cfg.Mode, scale, ErrNotPositiveDefinite)
+	}
+	for jitter := 1e-12 * scale; jitter <= 1e-2*scale; jitter *= 10 {
+		for i := 0; i < d; i++ {
+			s.a.SetSym(i, i, s.a.At(i, i)+jitter-s.trace.Jitter)
+		}
+		s.trace.Jitter = jitter
+		if s.chol.Factorize(s.a) {
+			s.trace.Cond = s.chol.Cond()
+			return nil
+		}
+	}
+	return fmt.Errorf("fit: initial metric (mode %s) even with jitter %g: %w", s.cfg.Mode, s.trace.Jitter, ErrNotPositiveDefinite)
+}
+
+// setWeights sets w and the weighted statistics B(w) and b(w).
+func (s *solver) setWeights(w []float64) {
+	s.w = w
+	for i := 0; i < s.d; i++ {
+		wi := w[s.viewOf(i)]
+		for j := i; j < s.d; j++ {
+			s.bw.SetSym(i, j, wi*w[s.viewOf(j)]*s.st.S.At(i, j))
+		}
+		for c, col := range s.cols {
+			s.cw.Set(i, c, wi*s.st.C.At(i, col))
+		}
+	}
+}
+
+func (s *solver) run(ctx context.Context) error {
+	if err := s.gStep(); err != nil {
+		return err
+	}
+	s.trace.Objective = append(s.trace.Objective, s.objective())
+	learnsA := s.cfg.Mode == ModeLearned || s.cfg.Mode == ModeSparse
+	if !learnsA && !s.cfg.LearnW {
+		s.trace.Converged = true
+		return nil
+	}
+	prevG := mat.NewDense(s.d, s.k, nil)
+	prevA := mat.NewSymDense(s.d, nil)
+	for it := 1; it <= s.cfg.MaxIter; it++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("fit: %w", err)
+		}
+		prevG.Copy(s.g)
+		prevA.CopySym(s.a)
+		if learnsA {
+			var step float64
+			var err error
+			if s.cfg.Mode == ModeLearned {
+				step = s.frobeniusStep()
+			} else {
+				step, err = s.sparseStep()
+			}
+			if err != nil {
+				return err
+			}
+			s.trace.Steps = append(s.trace.Steps, step)
+		}
+		if s.cfg.LearnW {
+			s.weightStep()
+		}
+		if err := s.gStep(); err != nil {
+			return err
+		}
+		obj := s.objective()
+		prev := s.trace.Objective[len(s.trace.Objective)-1]
+		s.trace.Objective = append(s.trace.Objective, obj)
+		s.trace.Iterations = it
+		if (prev-obj) <= s.cfg.Tol*math.Abs(prev) ||
+			(relChange(s.g, prevG) <= s.cfg.Tol && relChange(s.a, prevA) <= s.cfg.Tol) {
+			s.trace.Converged = true
+			break
+		}
+	}
+	s.trace.Cond = s.chol.Cond()
+	return nil
+}
+
+// relChange is ‖x−y‖_F / ‖y‖_F (or ‖x−y‖_F when y is zero).
+func relChange(x, y mat.Matrix) float64 {
+	var diff mat.Dense
+	diff.Sub(x, y)
+	num, den := mat.Norm(&diff, 2), mat.Norm(y, 2)
+	if den == 0 {
+		return num
+	}
+	return num / den
+}
+
+// gStep solves g̃ = (B + λÃ⁻¹)⁻¹ b without an inverse: with Ã = LLᵀ,
+// g̃ = L (LᵀBL + λI)⁻¹ Lᵀb, one SPD solve. It also sets Ã⁻¹g̃ = L⁻ᵀ(...).
+func (s *solver) gStep() error {
+	s.chol.LTo(&s.lower)
+	s.work.Mul(s.bw, &s.lower)
+	var ltbl mat.Dense
+	ltbl.Mul(s.lower.T(), s.work)
+	for i := 0; i < s.d; i++ {
+		for j := i; j < s.d; j++ {
+			v := 0.5 * (ltbl.At(i, j) + ltbl.At(j, i))
+			if i == j {
+				v += s.cfg.Lambda
+			}
+			s.m.SetSym(i, j, v)
+		}
+	}
+	if !s.cholM.Factorize(s.m) {
+		return fmt.Errorf("fit: g-step system LᵀBL+λI: %w", ErrNotPositiveDefinite)
+	}
+	var rhs, z mat.Dense
+	rhs.Mul(s.lower.T(), s.cw)
+	if err := s.cholM.SolveTo(&z, &rhs); err != nil && !isCondition(err) {
+		return fmt.Errorf("fit: g-step solve: %w", err)
+	}
+	s.g.Mul(&s.lower, &z)
+	// Ã⁻¹g̃ = L⁻ᵀL⁻¹Lz = L⁻ᵀz.
+	s.abar.Copy(&z)
+	blas64.Trsm(blas.Left, blas.Trans, 1, s.lower.RawTriangular(), s.abar.RawMatrix())
+	return nil
+}
+
+func isCondition(err error) bool {
+	var c mat.Condition
+	return errors.As(err, &c)
+}
+
+// objective is ‖y − Σ w_l U_l g̃_l‖² + λ tr(g̃ᵀÃ⁻¹g̃) + penalty(Ã), from the
+// statistics: ‖y‖² − 2bᵀg̃ + g̃ᵀBg̃ for the loss.
+func (s *solver) objective() float64 {
+	var bg mat.Dense
+	bg.Mul(s.bw, s.g)
+	loss := s.yty
+	quad := 0.0
+	for i := 0; i < s.d; i++ {
+		for c := 0; c < s.k; c++ {
+			gi := s.g.At(i, c)
+			loss += gi*bg.At(i, c) - 2*s.cw.At(i, c)*gi
+			quad += gi * s.abar.At(i, c)
+		}
+	}
+	return loss + s.cfg.Lambda*quad + s.penalty(s.a)
+}
+
+// penalty is η‖Ã‖²_F, or η Σ_γ ‖Ã_γ‖_F over view-pair groups in mode sparse.
+func (s *solver) penalty(a *mat.SymDense) float64 {
+	if s.cfg.Mode == ModeSparse {
+		total := 0.0
+		for l := range s.st.Ranks {
+			for m := l; m < len(s.st.Ranks); m++ {
+				total += s.groupNorm(a, l, m)
+			}
+		}
+		return s.cfg.Eta * total
+	}
+	f := mat.Norm(a, 2)
+	return s.cfg.Eta * f * f
+}
+
+// groupNorm is the Frobenius norm of the view-pair group {(l,m), (m,l)}.
+func (s *solver) groupNorm(a *mat.SymDense, l, m int) float64 {
+	ss := 0.0
+	for i := s.off[l]; i < s.off[l+1]; i++ {
+		for j := s.off[m]; j < s.off[m+1]; j++ {
+			v := a.At(i, j)
+			ss += v * v
+		}
+	}
+	if l != m {
+		ss *= 2
+	}
+	return math.Sqrt(ss)
+}
+
+// frobeniusStep takes one gradient step on the Ã-subproblem
+// h(Ã) = λ tr(G̃ᵀÃ⁻¹G̃) + η‖Ã‖²_F (eq. A_approx):
+// Ã ← (1−2μη)Ã + μλ ĀĀᵀ with Ā = Ã⁻¹G̃, halving μ until h falls by the
+// Armijo condition and the condition number stays under MaxCond. h at a
+// trial step costs O(k³) by the Woodbury identity, and the Cholesky factor
+// follows the step by a scaling and k rank-one updates, so no O(D³) work
+// is done here. It returns the step taken (0 for none).
+func (s *solver) frobeniusStep() float64 {
+	lam, eta := s.cfg.Lambda, s.cfg.Eta
+	k := s.k
+	var sg, t0, q, r mat.Dense
+	sg.Mul(s.abar.T(), s.abar) // ĀᵀĀ = G̃ᵀÃ⁻²G̃
+	t0.Mul(s.g.T(), s.abar)    // G̃ᵀÃ⁻¹G̃
+	if err := s.chol.SolveTo(&q, s.abar); err != nil && !isCondition(err) {
+		return 0
+	}
+	r.Mul(s.abar.T(), &q) // ĀᵀÃ⁻¹Ā
+	trT0 := mat.Trace(&t0)
+	sgF := mat.Norm(&sg, 2)
+	normA := mat.Norm(s.a, 2)
+	frob := normA * normA
+	h0 := lam*trT0 + eta*frob
+	grad2 := lam*lam*sgF*sgF - 4*eta*lam*trT0 + 4*eta*eta*frob
+
+	var trial mat.Cholesky
+	col := mat.NewVecDense(s.d, nil)
+	inner := mat.NewSymDense(k, nil)
+	var innerChol mat.Cholesky
+	var x mat.Dense
+	for mu, try := s.cfg.Mu, 0; try < 60; mu, try = mu/2, try+1 {
+		alpha, beta := 1-2*mu*eta, mu*lam
+		if alpha <= 0 {
+			continue
+		}
+		// tr(G̃ᵀ(αÃ+βĀĀᵀ)⁻¹G̃) = tr(T0)/α − (β/α) tr(Sg (αI+βR)⁻¹ Sg).
+		for i := 0; i < k; i++ {
+			for j := i; j < k; j++ {
+				v := beta * 0.5 * (r.At(i, j) + r.At(j, i))
+				if i == j {
+					v += alpha
+				}
+				inner.SetSym(i, j, v)
+			}
+		}
+		if !innerChol.Factorize(inner) {
+			continue
+		}
+		if err := innerChol.SolveTo(&x, &sg); err != nil && !isCondition(err) {
+			continue
+		}
+		var corr float64
+		for i := 0; i < k; i++ {
+			for j := 0; j < k; j++ {
+				corr += sg.At(i, j) * x.At(j, i)
+			}
+		}
+		quad := trT0/alpha - beta/alpha*corr
+		frobNew := alpha*alpha*frob + 2*alpha*beta*trT0 + beta*beta*sgF*sgF
+		h := lam*quad + eta*frobNew
+		if h > h0-1e-4*mu*grad2 {
+			continue
+		}
+		trial.Scale(alpha, &s.chol)
+		ok := true
+		for c := 0; c < k && ok; c++ {
+			col.CopyVec(s.abar.ColView(c))
+			ok = trial.SymRankOne(&trial, beta, col)
+		}
+		if !ok {
+			continue
+		}
+		if trial.Cond() > s.cfg.MaxCond {
+			s.trace.CondLimited++
+			continue
+		}
+		s.a.ScaleSym(alpha, s.a)
+		for c := 0; c < k; c++ {
+			col.CopyVec(s.abar.ColView(c))
+			s.a.SymRankOne(s.a, beta, col)
+		}
+		s.chol.Clone(&trial)
+		return mu
+	}
+	return 0
+}
+
+// sparseStep takes one proximal gradient step (eq. A_approx_iter): a
+// gradient step on λ tr(G̃ᵀÃ⁻¹G̃), then the group soft-threshold
+// (1 − μη/‖T_γ‖_F)_+ per view pair, with μ halved until the step keeps Ã
+// positive definite, within MaxCond, and satisfies the proximal sufficient
+// decrease condition (which makes the objective fall).
+func (s *solver) sparseStep() (float64, error) {
+	lam, eta := s.cfg.Lambda, s.cfg.Eta
+	var aat mat.Dense
+	aat.Mul(s.abar, s.abar.T()) // ĀĀᵀ, so ∇ = −λĀĀᵀ
+	var t0 mat.Dense
+	t0.Mul(s.g.T(), s.abar)
+	h0 := lam * mat.Trace(&t0)
+	next := mat.NewSymDense(s.d, nil)
+	var trial mat.Cholesky
+	var sol, delta, dg mat.Dense
+	for mu, try := s.cfg.Mu, 0; try < 40; mu, try = mu/2, try+1 {
+		for i := 0; i < s.d; i++ {
+			for j := i; j < s.d; j++ {
+				next.SetSym(i, j, s.a.At(i, j)+mu*lam*0.5*(aat.At(i, j)+aat.At(j, i)))
+			}
+		}
+		for l := range s.st.Ranks {
+			for m := l; m < len(s.st.Ranks); m++ {
+				norm := s.groupNorm(next, l, m)
+				shrink := 0.0
+				if norm > 0 {
+					shrink = math.Max(0, 1-mu*eta/norm)
+				}
+				for i := s.off[l]; i < s.off[l+1]; i++ {
+					for j := s.off[m]; j < s.off[m+1]; j++ {
+						if l == m && j < i {
+							continue
+						}
+						next.SetSym(i, j, shrink*next.At(i, j))
+					}
+				}
+			}
+		}
+		if !trial.Factorize(next) {
+			s.trace.NotPD++
+			continue
+		}
+		if trial.Cond() > s.cfg.MaxCond {
+			s.trace.CondLimited++
+			continue
+		}
+		if err := trial.SolveTo(&sol, s.g); err != nil && !isCondition(err) {
+			continue
+		}
+		var quad float64
+		for i := 0; i < s.d; i++ {
+			for c := 0; c < s.k; c++ {
+				quad += s.g.At(i, c) * sol.At(i, c)
+			}
+		}
+		h := lam * quad
+		// h(Ã⁺) ≤ h(Ã) + ⟨∇h, Δ⟩ + ‖Δ‖²/(2μ), with ⟨∇h, Δ⟩ = −λ tr(ĀᵀΔĀ).
+		delta.Sub(next, s.a)
+		dg.Mul(&delta, s.abar)
+		var inner float64
+		for i := 0; i < s.d; i++ {
+			for c := 0; c < s.k; c++ {
+				inner += s.abar.At(i, c) * dg.At(i, c)
+			}
+		}
+		dn := mat.Norm(&delta, 2)
+		if h > h0-lam*inner+dn*dn/(2*mu)+1e-12*math.Abs(h0) {
+			continue
+		}
+		s.a.CopySym(next)
+		s.chol.Clone(&trial)
+		return mu, nil
+	}
+	return 0, nil
+}
+
+// weightStep solves the v×v least-squares system for w (eq. w_approx):
+// (ZᵀZ)_lm = Σ_c g̃_lcᵀ S_lm g̃_mc and (Zᵀy)_l = Σ_c g̃_lcᵀ c_lc, with Z the
+// columns U_l g̃_l. A singular system (a view whose g̃_l vanishes) keeps
+// its previous weights.
+func (s *solver) weightStep() {
+	v := len(s.st.Ranks)
+	ztz := mat.NewSymDense(v, nil)
+	zty := mat.NewVecDense(v, nil)
+	full := mat.DenseCopyOf(s.st.S)
+	var sm mat.Dense
+	for m := 0; m < v; m++ {
+		// sm = S[:, block m] · g̃[block m, :], so block l of sm is S_lm g̃_m.
+		sm.Reset()
+		sm.Mul(full.Slice(0, s.d, s.off[m], s.off[m+1]), s.g.Slice(s.off[m], s.off[m+1], 0, s.k))
+		for l := 0; l <= m; l++ {
+			var acc float64
+			for i := s.off[l]; i < s.off[l+1]; i++ {
+				for c := 0; c < s.k; c++ {
+					acc += s.g.At(i, c) * sm.At(i, c)
+				}
+			}
+			ztz.SetSym(l, m, acc)
+		}
+	}
+	for l := 0; l < v; l++ {
+		var acc float64
+		for c, col := range s.cols {
+			for i := s.off[l]; i < s.off[l+1]; i++ {
+				acc += s.g.At(i, c) * s.st.C.At(i, col)
+			}
+		}
+		zty.SetVec(l, acc)
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(ztz) {
+		return
+	}
+	var w mat.VecDense
+	if err := ch.SolveVecTo(&w, zty); err != nil && !isCondition(err) {
+		return
+	}
+	s.setWeights(slices.Clone(w.RawVector().Data))
+}

@@ -1,0 +1,507 @@
+package model
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// problem is a small random multi-view regression problem in feature form.
+type problem struct {
+	u []*mat.Dense // per view n×r_l
+	y *mat.Dense   // n×k
+}
+
+func newProblem(seed uint64, n int, ranks []int, k int) problem {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	p := problem{y: mat.NewDense(n, k, nil)}
+	for _, r := range ranks {
+		u := mat.NewDense(n, r, nil)
+		for i := 0; i < n; i++ {
+			for j := 0; j < r; j++ {
+				u.Set(i, j, rng.NormFloat64())
+			}
+		}
+		p.u = append(p.u, u)
+	}
+	for i := 0; i < n; i++ {
+		for c := 0; c < k; c++ {
+			// A target that depends on every view, plus noise.
+			v := 0.1 * rng.NormFloat64()
+			for l := range p.u {
+				v += p.u[l].At(i, c%ranks[l]) * float64(l+1) / 3
+			}
+			p.y.Set(i, c, v)
+		}
+	}
+	return p
+}
+
+func (p problem) ranks() []int {
+	r := make([]int, len(p.u))
+	for l, u := range p.u {
+		_, r[l] = u.Dims()
+	}
+	return r
+}
+
+func (p problem) stats(t testing.TB) *Stats {
+	_, k := p.y.Dims()
+	st := NewStats(p.ranks(), k)
+	if err := st.Add(p.u, p.y); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// concat returns [w_1U_1 … w_vU_v].
+func (p problem) concat(w []float64) *mat.Dense {
+	n, _ := p.y.Dims()
+	d := sum(p.ranks())
+	x := mat.NewDense(n, d, nil)
+	off := 0
+	for l, u := range p.u {
+		_, r := u.Dims()
+		for i := 0; i < n; i++ {
+			for j := 0; j < r; j++ {
+				x.Set(i, off+j, w[l]*u.At(i, j))
+			}
+		}
+		off += r
+	}
+	return x
+}
+
+// bruteObjective evaluates the paper's objective from the raw features,
+// with an explicit inverse of Ã (test only).
+func bruteObjective(p problem, col int, sol *Solution, cfg Config, sparse bool) float64 {
+	x := p.concat(sol.W)
+	n, _ := x.Dims()
+	var pred mat.VecDense
+	pred.MulVec(x, sol.G.ColView(0))
+	loss := 0.0
+	for i := 0; i < n; i++ {
+		r := p.y.At(i, col) - pred.AtVec(i)
+		loss += r * r
+	}
+	var inv mat.Dense
+	if err := inv.Inverse(sol.A); err != nil {
+		panic(err)
+	}
+	quad := mat.Inner(sol.G.ColView(0), &inv, sol.G.ColView(0))
+	var pen float64
+	if sparse {
+		s := &solver{off: offsets(p.ranks()), st: &Stats{Ranks: p.ranks()}}
+		for l := range p.u {
+			for m := l; m < len(p.u); m++ {
+				pen += s.groupNorm(sol.A, l, m)
+			}
+		}
+	} else {
+		f := mat.Norm(sol.A, 2)
+		pen = f * f
+	}
+	return loss + cfg.Lambda*quad + cfg.Eta*pen
+}
+
+func randomSPD(rng *rand.Rand, d int) *mat.SymDense {
+	x := mat.NewDense(d, d, nil)
+	for i := 0; i < d; i++ {
+		for j := 0; j < d; j++ {
+			x.Set(i, j, rng.NormFloat64())
+		}
+	}
+	a := mat.NewSymDense(d, nil)
+	a.SymOuterK(1, x)
+	for i := 0; i < d; i++ {
+		a.SetSym(i, i, a.At(i, i)+0.5)
+	}
+	return a
+}
+
+func relDiff(a, b mat.Matrix) float64 {
+	var d mat.Dense
+	d.Sub(a, b)
+	den := math.Max(mat.Norm(b, 2), 1e-300)
+	return mat.Norm(&d, 2) / den
+}
+
+// Test 2: the g̃-step equals the explicit closed form of eq. D_approx.
+func TestGStepMatchesClosedForm(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ranks  []int
+		lambda float64
+	}{
+		{"two views", []int{3, 4}, 0.1},
+		{"three views small lambda", []int{2, 5, 3}, 1e-4},
+		{"one view large lambda", []int{6}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 7))
+			p := newProblem(3, 40, tc.ranks, 1)
+			st := p.stats(t)
+			cfg, _ := Config{Lambda: tc.lambda}.withDefaults()
+			s := newSolver(st, []int{0}, cfg)
+			s.a = randomSPD(rng, st.Dim())
+			if !s.chol.Factorize(s.a) {
+				t.Fatal("random SPD did not factorise")
+			}
+			w := make([]float64, len(tc.ranks))
+			for l := range w {
+				w[l] = 0.5 + rng.Float64()
+			}
+			s.setWeights(w)
+			if err := s.gStep(); err != nil {
+				t.Fatal(err)
+			}
+			// Explicit: (XᵀX + λÃ⁻¹)⁻¹ Xᵀy with X = [w_l U_l].
+			x := p.concat(w)
+			var inv, lhs, lhsInv mat.Dense
+			if err := inv.Inverse(s.a); err != nil {
+				t.Fatal(err)
+			}
+			lhs.Mul(x.T(), x)
+			inv.Scale(tc.lambda, &inv)
+			lhs.Add(&lhs, &inv)
+			if err := lhsInv.Inverse(&lhs); err != nil {
+				t.Fatal(err)
+			}
+			var xty, want mat.Dense
+			xty.Mul(x.T(), p.y)
+			want.Mul(&lhsInv, &xty)
+			if d := relDiff(s.g, &want); d > 1e-8 {
+				t.Errorf("g-step differs from the closed form by %g", d)
+			}
+			// Ã⁻¹g̃ as well.
+			var ag mat.Dense
+			ag.Mul(s.a, s.abar)
+			if d := relDiff(&ag, s.g); d > 1e-8 {
+				t.Errorf("Ã·(Ã⁻¹g̃) differs from g̃ by %g", d)
+			}
+		})
+	}
+}
+
+// hMetric is the Ã-subproblem λ g̃ᵀÃ⁻¹g̃ + η‖Ã‖²_F, brute force.
+func hMetric(a *mat.SymDense, g mat.Vector, lambda, eta float64) float64 {
+	var ch mat.Cholesky
+	if !ch.Factorize(a) {
+		return math.Inf(1)
+	}
+	var x mat.VecDense
+	if err := ch.SolveVecTo(&x, g); err != nil {
+		panic(err)
+	}
+	f := mat.Norm(a, 2)
+	return lambda*mat.Dot(g, &x) + eta*f*f
+}
+
+// Test 3: a finite-difference check of the gradient −λÃ⁻¹g̃g̃ᵀÃ⁻¹ + 2ηÃ that
+// the Ã-step follows, and of the step it takes.
+func TestMetricGradientFiniteDifference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 2))
+	p := newProblem(5, 30, []int{3, 3}, 1)
+	st := p.stats(t)
+	cfg, _ := Config{Lambda: 0.7, Eta: 0.3}.withDefaults()
+	s := newSolver(st, []int{0}, cfg)
+	s.a = randomSPD(rng, st.Dim())
+	s.chol.Factorize(s.a)
+	s.setWeights([]float64{0.5, 0.5})
+	if err := s.gStep(); err != nil {
+		t.Fatal(err)
+	}
+	d := st.Dim()
+	g := s.g.ColView(0)
+	grad := mat.NewSymDense(d, nil)
+	grad.SymOuterK(-cfg.Lambda, s.abar)
+	grad.AddSym(grad, scaledSym(2*cfg.Eta, s.a))
+	for trial := 0; trial < 5; trial++ {
+		dir := mat.NewSymDense(d, nil)
+		for i := 0; i < d; i++ {
+			for j := i; j < d; j++ {
+				dir.SetSym(i, j, rng.NormFloat64())
+			}
+		}
+		const eps = 1e-6
+		plus, minus := mat.NewSymDense(d, nil), mat.NewSymDense(d, nil)
+		plus.AddSym(s.a, scaledSym(eps, dir))
+		minus.AddSym(s.a, scaledSym(-eps, dir))
+		fd := (hMetric(plus, g, cfg.Lambda, cfg.Eta) - hMetric(minus, g, cfg.Lambda, cfg.Eta)) / (2 * eps)
+		var analytic float64
+		for i := 0; i < d; i++ {
+			for j := 0; j < d; j++ {
+				analytic += grad.At(i, j) * dir.At(i, j)
+			}
+		}
+		if math.Abs(fd-analytic) > 1e-5*math.Max(1, math.Abs(analytic)) {
+			t.Errorf("directional derivative: finite difference %g, analytic %g", fd, analytic)
+		}
+	}
+	// The step taken is Ã − μ∇ and lowers h as computed brute force.
+	before := mat.NewSymDense(d, nil)
+	before.CopySym(s.a)
+	h0 := hMetric(before, g, cfg.Lambda, cfg.Eta)
+	mu := s.frobeniusStep()
+	if mu == 0 {
+		t.Fatal("no Ã step taken")
+	}
+	want := mat.NewSymDense(d, nil)
+	want.AddSym(before, scaledSym(-mu, grad))
+	if dd := relDiff(s.a, want); dd > 1e-10 {
+		t.Errorf("Ã step differs from Ã − μ∇ by %g", dd)
+	}
+	if h1 := hMetric(s.a, g, cfg.Lambda, cfg.Eta); !(h1 < h0) {
+		t.Errorf("Ã step did not lower h: %g → %g", h0, h1)
+	}
+	// The followed Cholesky factor still factorises the updated Ã.
+	var back mat.SymDense
+	s.chol.ToSym(&back)
+	if dd := relDiff(&back, s.a); dd > 1e-10 {
+		t.Errorf("followed Cholesky factor is off by %g", dd)
+	}
+}
+
+func scaledSym(f float64, a *mat.SymDense) *mat.SymDense {
+	out := mat.NewSymDense(a.SymmetricDim(), nil)
+	out.ScaleSym(f, a)
+	return out
+}
+
+func isSPD(a *mat.SymDense) bool {
+	d := a.SymmetricDim()
+	for i := 0; i < d; i++ {
+		for j := 0; j < i; j++ {
+			if a.At(i, j) != a.At(j, i) {
+				return false
+			}
+		}
+	}
+	var ch mat.Cholesky
+	return ch.Factorize(a)
+}
+
+// Test 4: in modes learned and sparse the objective never increases, it
+// matches the brute-force objective, and Ã stays symmetric positive definite.
+func TestObjectiveNeverIncreases(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"learned", Config{Mode: ModeLearned, Lambda: 0.01, Eta: 1, Mu: 0.45, MaxIter: 25, Tol: 1e-12}},
+		{"learned small eta", Config{Mode: ModeLearned, Lambda: 1, Eta: 1e-3, MaxIter: 25, Tol: 1e-12}},
+		{"learned with w", Config{Mode: ModeLearned, Lambda: 0.1, Eta: 0.5, LearnW: true, MaxIter: 25, Tol: 1e-12}},
+		{"sparse", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 5, Mu: 0.05, MaxIter: 25, Tol: 1e-12}},
+		{"sparse with w", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 1, LearnW: true, MaxIter: 25, Tol: 1e-12}},
+		{"cov with w", Config{Mode: ModeCov, Lambda: 0.1, LearnW: true, MaxIter: 25, Tol: 1e-12}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProblem(9, 120, []int{4, 3, 5}, 1)
+			st := p.stats(t)
+			sol, err := Fit(context.Background(), st, []int{0}, tc.cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj := sol.Trace.Objective
+			t.Logf("objective %v steps %v cond %.3g notPD %d condLimited %d", obj, sol.Trace.Steps, sol.Trace.Cond, sol.Trace.NotPD, sol.Trace.CondLimited)
+			if len(obj) < 2 {
+				t.Fatalf("only %d objective values", len(obj))
+			}
+			for i := 1; i < len(obj); i++ {
+				if obj[i] > obj[i-1]*(1+1e-12) {
+					t.Errorf("objective rose at iteration %d: %.12g → %.12g", i, obj[i-1], obj[i])
+				}
+			}
+			if obj[len(obj)-1] >= obj[0] && tc.cfg.Mode != ModeCov {
+				t.Errorf("objective did not fall: %v", obj)
+			}
+			if !isSPD(sol.A) {
+				t.Error("Ã is not symmetric positive definite")
+			}
+			cfg, _ := tc.cfg.withDefaults()
+			brute := bruteObjective(p, 0, sol, cfg, tc.cfg.Mode == ModeSparse)
+			if got := obj[len(obj)-1]; math.Abs(got-brute) > 1e-8*math.Abs(brute) {
+				t.Errorf("objective from statistics %.12g, brute force %.12g", got, brute)
+			}
+		})
+	}
+}
+
+// Test 5: statistics in one pass, in k batches and merged from k partitions
+// agree.
+func TestStatsBatchesAndMerge(t *testing.T) {
+	p := newProblem(21, 300, []int{5, 7, 3}, 2)
+	one := p.stats(t)
+	const parts = 7
+	batched := NewStats(p.ranks(), 2)
+	var merged *Stats
+	n, _ := p.y.Dims()
+	for b := 0; b < parts; b++ {
+		lo, hi := b*n/parts, (b+1)*n/parts
+		u := make([]*mat.Dense, len(p.u))
+		for l, ul := range p.u {
+			_, r := ul.Dims()
+			u[l] = ul.Slice(lo, hi, 0, r).(*mat.Dense)
+		}
+		y := p.y.Slice(lo, hi, 0, 2).(*mat.Dense)
+		if err := batched.Add(u, y); err != nil {
+			t.Fatal(err)
+		}
+		part := NewStats(p.ranks(), 2)
+		if err := part.Add(u, y); err != nil {
+			t.Fatal(err)
+		}
+		if merged == nil {
+			merged = part
+		} else if err := merged.Merge(part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, st := range map[string]*Stats{"batched": batched, "merged": merged} {
+		if d := relDiff(st.S, one.S); d > 1e-10 {
+			t.Errorf("%s S differs by %g", name, d)
+		}
+		if d := relDiff(st.C, one.C); d > 1e-10 {
+			t.Errorf("%s C differs by %g", name, d)
+		}
+		for j := range one.YtY {
+			if math.Abs(st.YtY[j]-one.YtY[j]) > 1e-10*one.YtY[j] {
+				t.Errorf("%s yᵀy[%d] %g vs %g", name, j, st.YtY[j], one.YtY[j])
+			}
+		}
+		if st.N != one.N {
+			t.Errorf("%s N %v vs %v", name, st.N, one.N)
+		}
+	}
+	// Scaling by ½ twice equals scaling by ¼.
+	a, b := one.Clone(), one.Clone()
+	a.Scale(0.5)
+	a.Scale(0.5)
+	b.Scale(0.25)
+	if d := relDiff(a.S, b.S); d > 1e-15 {
+		t.Errorf("scale does not compose: %g", d)
+	}
+	if err := one.Merge(NewStats([]int{1}, 2)); err == nil {
+		t.Error("merging different shapes succeeded")
+	}
+}
+
+// Test 6: mode identity with uniform w is ridge regression on the weighted
+// concatenated features, solved independently by QR of [X; √λI].
+func TestIdentityModeIsRidge(t *testing.T) {
+	p := newProblem(13, 80, []int{4, 6}, 1)
+	st := p.stats(t)
+	const lambda = 0.3
+	sol, err := Fit(context.Background(), st, []int{0}, Config{Mode: ModeIdentity, Lambda: lambda}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := p.concat([]float64{0.5, 0.5})
+	n, d := x.Dims()
+	aug := mat.NewDense(n+d, d, nil)
+	aug.Slice(0, n, 0, d).(*mat.Dense).Copy(x)
+	for i := 0; i < d; i++ {
+		aug.Set(n+i, i, math.Sqrt(lambda))
+	}
+	rhs := mat.NewDense(n+d, 1, nil)
+	rhs.Slice(0, n, 0, 1).(*mat.Dense).Copy(p.y)
+	var qr mat.QR
+	qr.Factorize(aug)
+	var want mat.Dense
+	if err := qr.SolveTo(&want, false, rhs); err != nil {
+		t.Fatal(err)
+	}
+	if dd := relDiff(sol.G, &want); dd > 1e-10 {
+		t.Errorf("identity mode differs from ridge by %g", dd)
+	}
+}
+
+// Test 7: fixed-seed fits are bit-for-bit reproducible.
+func TestFitReproducible(t *testing.T) {
+	p := newProblem(17, 100, []int{3, 4, 2}, 3)
+	cfg := Config{Mode: ModeLearned, Lambda: 0.05, Eta: 0.5, LearnW: true}
+	a, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mat.Equal(a.A, b.A) || !mat.Equal(a.G, b.G) {
+		t.Error("two fits of the same data differ")
+	}
+	for l := range a.W {
+		if a.W[l] != b.W[l] {
+			t.Errorf("w[%d] differs: %v vs %v", l, a.W[l], b.W[l])
+		}
+	}
+}
+
+// The shared mode objective falls too, with several columns.
+func TestSharedMetricObjective(t *testing.T) {
+	p := newProblem(23, 150, []int{3, 4}, 4)
+	sol, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2, 3}, Config{Lambda: 0.05, Eta: 0.2, MaxIter: 20, Tol: 1e-12}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := sol.Trace.Objective
+	for i := 1; i < len(obj); i++ {
+		if obj[i] > obj[i-1]*(1+1e-12) {
+			t.Errorf("shared objective rose at %d: %g → %g", i, obj[i-1], obj[i])
+		}
+	}
+	if _, c := sol.G.Dims(); c != 4 {
+		t.Errorf("G has %d columns, want 4", c)
+	}
+	if !isSPD(sol.A) {
+		t.Error("shared Ã not SPD")
+	}
+}
+
+func TestFitRejectsBadInput(t *testing.T) {
+	p := newProblem(1, 20, []int{2, 2}, 1)
+	st := p.stats(t)
+	for name, cfg := range map[string]Config{
+		"mu eta too large": {Mu: 1, Eta: 1},
+		"negative lambda":  {Lambda: -1},
+		"unknown mode":     {Mode: "fancy"},
+	} {
+		if _, err := Fit(context.Background(), st, []int{0}, cfg, nil); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := Fit(context.Background(), st, []int{3}, Config{}, nil); err == nil {
+		t.Error("out-of-range column: no error")
+	}
+	if _, err := Fit(context.Background(), NewStats([]int{2, 2}, 1), []int{0}, Config{}, nil); err == nil {
+		t.Error("empty statistics: no error")
+	}
+	// An all-zero view gives a semidefinite initial metric: jitter, no NaN.
+	zero := newProblem(2, 20, []int{2, 2}, 1)
+	zero.u[1].Zero()
+	sol, err := Fit(context.Background(), zero.stats(t), []int{0}, Config{}, nil)
+	if err != nil {
+		t.Fatalf("all-zero view: %v", err)
+	}
+	if sol.Trace.Jitter == 0 {
+		t.Error("all-zero view: no jitter reported")
+	}
+	for _, v := range sol.G.RawMatrix().Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatal("all-zero view: non-finite g̃")
+		}
+	}
+}
+
+func TestFitCancelled(t *testing.T) {
+	p := newProblem(1, 50, []int{3, 3}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Fit(ctx, p.stats(t), []int{0}, Config{}, nil); err == nil {
+		t.Error("cancelled fit returned no error")
+	}
+}

@@ -1,0 +1,152 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Stats are the sufficient statistics of labelled rows for a fit:
+// S = UᵀU and C = UᵀY with U = [U_1 … U_v] the concatenated per-view
+// features (n×D, D = Σ r_l) and Y the n×k targets, YtY_j = y_jᵀy_j and the
+// (possibly decayed) row count N. Sums over rows, they add up exactly
+// across batches and partitions.
+type Stats struct {
+	// Ranks are the per-view feature dimensions r_l; they fix the blocks.
+	Ranks []int
+	// N is the number of rows accumulated (a real number once decayed).
+	N float64
+	// S is UᵀU (D×D).
+	S *mat.SymDense
+	// C is UᵀY (D×k).
+	C *mat.Dense
+	// YtY holds yᵀy for each of the k target columns.
+	YtY []float64
+
+	scratch []float64 // n×D concatenation buffer reused across Add calls
+}
+
+// NewStats returns empty statistics for views of the given feature ranks
+// and k target columns.
+func NewStats(ranks []int, k int) *Stats {
+	d := sum(ranks)
+	if d == 0 || k <= 0 {
+		panic("model: NewStats needs a positive dimension and target count")
+	}
+	return &Stats{
+		Ranks: slices.Clone(ranks),
+		S:     mat.NewSymDense(d, nil),
+		C:     mat.NewDense(d, k, nil),
+		YtY:   make([]float64, k),
+	}
+}
+
+// Dim is D, the total feature dimension.
+func (s *Stats) Dim() int { return s.S.SymmetricDim() }
+
+// Outputs is k, the number of target columns.
+func (s *Stats) Outputs() int { _, k := s.C.Dims(); return k }
+
+// Add accumulates rows: u[l] is the n×r_l feature block of view l and y the
+// n×k targets of the same rows.
+func (s *Stats) Add(u []*mat.Dense, y *mat.Dense) error {
+	if len(u) != len(s.Ranks) {
+		return fmt.Errorf("stats: %d feature blocks, want %d views", len(u), len(s.Ranks))
+	}
+	n, k := y.Dims()
+	if k != s.Outputs() {
+		return fmt.Errorf("stats: %d target columns, want %d", k, s.Outputs())
+	}
+	if n == 0 {
+		return nil
+	}
+	d := s.Dim()
+	if cap(s.scratch) < n*d {
+		s.scratch = make([]float64, n*d)
+	}
+	cat := blas64.General{Rows: n, Cols: d, Stride: d, Data: s.scratch[:n*d]}
+	off := 0
+	for l, ul := range u {
+		r, c := ul.Dims()
+		if r != n || c != s.Ranks[l] {
+			return fmt.Errorf("stats: view %d block is %d×%d, want %d×%d", l, r, c, n, s.Ranks[l])
+		}
+		raw := ul.RawMatrix()
+		for i := 0; i < n; i++ {
+			copy(cat.Data[i*d+off:i*d+off+c], raw.Data[i*raw.Stride:i*raw.Stride+c])
+		}
+		off += c
+	}
+	// S += catᵀcat (symmetric rank-k update: half the work of a product).
+	blas64.Syrk(blas.Trans, 1, cat, 1, s.S.RawSymmetric())
+	// C += catᵀY.
+	blas64.Gemm(blas.Trans, blas.NoTrans, 1, cat, y.RawMatrix(), 1, s.C.RawMatrix())
+	yr := y.RawMatrix()
+	for i := 0; i < n; i++ {
+		row := yr.Data[i*yr.Stride : i*yr.Stride+k]
+		for j, v := range row {
+			s.YtY[j] += v * v
+		}
+	}
+	s.N += float64(n)
+	return nil
+}
+
+// Merge adds the statistics of other rows (another batch or partition) with
+// the same ranks and outputs.
+func (s *Stats) Merge(o *Stats) error {
+	if !slices.Equal(s.Ranks, o.Ranks) || s.Outputs() != o.Outputs() {
+		return errors.New("stats: merging statistics of different shapes")
+	}
+	s.S.AddSym(s.S, o.S)
+	s.C.Add(s.C, o.C)
+	for j := range s.YtY {
+		s.YtY[j] += o.YtY[j]
+	}
+	s.N += o.N
+	return nil
+}
+
+// Scale multiplies every statistic by f in [0, 1]: exponential forgetting
+// of older rows before new ones are added.
+func (s *Stats) Scale(f float64) {
+	if !(f >= 0 && f <= 1) {
+		panic(fmt.Sprintf("model: Stats.Scale factor %v outside [0,1]", f))
+	}
+	s.S.ScaleSym(f, s.S)
+	s.C.Scale(f, s.C)
+	for j := range s.YtY {
+		s.YtY[j] *= f
+	}
+	s.N *= f
+}
+
+// Clone returns an independent copy.
+func (s *Stats) Clone() *Stats {
+	c := &Stats{Ranks: slices.Clone(s.Ranks), N: s.N, YtY: slices.Clone(s.YtY)}
+	c.S = mat.NewSymDense(s.Dim(), nil)
+	c.S.CopySym(s.S)
+	c.C = mat.DenseCopyOf(s.C)
+	return c
+}
+
+// offsets returns the first feature index of every view block.
+func offsets(ranks []int) []int {
+	off := make([]int, len(ranks)+1)
+	for l, r := range ranks {
+		off[l+1] = off[l] + r
+	}
+	return off
+}
+
+func sum(xs []int) int {
+	t := 0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
