@@ -52,7 +52,8 @@ type Config struct {
 	Mode Mode
 	// LearnW learns the view weights w; otherwise w is uniform 1/v.
 	LearnW bool
-	// MaxIter caps the outer iterations (g̃, Ã, w). Default 10.
+	// MaxIter caps the outer iterations (g̃, Ã, w). Default 10; a negative
+	// value runs none (g̃ at the initial metric and weights only).
 	MaxIter int
 	// Tol stops the iterations when the relative decrease of the
 	// objective, or the relative changes of both g̃ and Ã, fall below it.
@@ -96,8 +97,6 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("mu %v must be positive", c.Mu)
 	case c.Mode == ModeLearned && c.Mu*c.Eta >= 0.5:
 		return c, fmt.Errorf("mu·eta = %v must be below 1/2 to keep Ã positive definite", c.Mu*c.Eta)
-	case c.MaxIter < 0:
-		return c, fmt.Errorf("max-iter %d must not be negative", c.MaxIter)
 	case !(c.Tol > 0):
 		return c, fmt.Errorf("tol %v must be positive", c.Tol)
 	case !(c.MaxCond > 1):

@@ -424,8 +424,7 @@ func (s *solver) frobeniusStep() float64 {
 		if !ok {
 			continue
 		}
-		if trial.Cond() > s.cfg.MaxCond {
-			s.trace.CondLimited++
+		if s.tooIllConditioned(&trial) {
 			continue
 		}
 		s.a.ScaleSym(alpha, s.a)
@@ -437,6 +436,19 @@ func (s *solver) frobeniusStep() float64 {
 		return mu
 	}
 	return 0
+}
+
+// tooIllConditioned reports (and counts) a trial metric whose condition
+// number passes MaxCond and is worse than the current one: a step may not
+// push Ã towards the rank-one minimiser of the Ã-subproblem past the
+// limit, but a metric that starts ill-conditioned may still move.
+func (s *solver) tooIllConditioned(trial *mat.Cholesky) bool {
+	c := trial.Cond()
+	if c > s.cfg.MaxCond && c > s.chol.Cond() {
+		s.trace.CondLimited++
+		return true
+	}
+	return false
 }
 
 // sparseStep takes one proximal gradient step (eq. A_approx_iter): a
@@ -481,8 +493,7 @@ func (s *solver) sparseStep() (float64, error) {
 			s.trace.NotPD++
 			continue
 		}
-		if trial.Cond() > s.cfg.MaxCond {
-			s.trace.CondLimited++
+		if s.tooIllConditioned(&trial) {
 			continue
 		}
 		if err := trial.SolveTo(&sol, s.g); err != nil && !isCondition(err) {

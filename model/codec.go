@@ -1,0 +1,282 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/transform"
+)
+
+// The model file is one self-describing, checksummed file:
+//
+//	magic "MVMLMODL" | uint32 format version | uint32 header length |
+//	header (JSON) | float64 arrays (little endian, in header order) |
+//	SHA-256 of everything before it
+//
+// The header carries the view spec and its fingerprint, the training
+// configuration, kernel parameters, classes, target scaling, per-head view
+// weights and fit traces, and the shape of every array that follows
+// (landmarks and W^{†1/2} projections per view, Ã and g̃ per head). β is
+// derived from them when the file is read.
+const (
+	fileMagic = "MVMLMODL"
+	// FormatVersion is the model file format this build reads and writes.
+	FormatVersion = 1
+	// maxHeader bounds the header so that a corrupt length cannot make a
+	// reader allocate gigabytes.
+	maxHeader = 64 << 20
+)
+
+// ErrCorruptModel reports a model file that is damaged or not a model.
+var ErrCorruptModel = errors.New("corrupt model file")
+
+type fileHeader struct {
+	Version     string             `json:"version"`
+	Spec        *schemas.ViewSpec  `json:"spec"`
+	Fingerprint string             `json:"spec_fingerprint"`
+	Config      TrainConfig        `json:"config"`
+	Classes     []float64          `json:"classes,omitempty"`
+	TargetMean  float64            `json:"target_mean,omitempty"`
+	TargetScale float64            `json:"target_scale,omitempty"`
+	Kernels     []transform.Kernel `json:"kernels"`
+	Landmarks   []int              `json:"landmark_rows"`
+	Heads       []headHeader       `json:"heads"`
+	Meta        Meta               `json:"meta"`
+	Arrays      []arrayShape       `json:"arrays"`
+}
+
+type headHeader struct {
+	W     []float64 `json:"w"`
+	Trace Trace     `json:"trace"`
+}
+
+type arrayShape struct {
+	Name string `json:"name"`
+	Rows int    `json:"rows"`
+	Cols int    `json:"cols"`
+}
+
+// arrays lists the matrices stored after the header, in order.
+func (m *Model) arrays() ([]arrayShape, []mat.Matrix) {
+	var shapes []arrayShape
+	var mats []mat.Matrix
+	add := func(name string, a mat.Matrix) {
+		r, c := a.Dims()
+		shapes = append(shapes, arrayShape{Name: name, Rows: r, Cols: c})
+		mats = append(mats, a)
+	}
+	for l, vm := range m.Features.Views {
+		add(fmt.Sprintf("landmarks/%d", l), vm.Landmarks)
+		add(fmt.Sprintf("proj/%d", l), vm.Proj)
+	}
+	for h, hd := range m.Heads {
+		add(fmt.Sprintf("A/%d", h), hd.A)
+		add(fmt.Sprintf("G/%d", h), hd.G)
+	}
+	return shapes, mats
+}
+
+// Encode writes the model file.
+func (m *Model) Encode(w io.Writer) error {
+	shapes, mats := m.arrays()
+	hdr := fileHeader{
+		Version: m.Version, Spec: m.Spec, Fingerprint: m.Spec.Fingerprint(), Config: m.Config,
+		Classes: m.Classes, TargetMean: m.TargetMean, TargetScale: m.TargetScale,
+		Landmarks: m.Features.LandmarkRows, Meta: m.Meta, Arrays: shapes,
+	}
+	for _, vm := range m.Features.Views {
+		hdr.Kernels = append(hdr.Kernels, vm.Kernel)
+	}
+	for _, h := range m.Heads {
+		hdr.Heads = append(hdr.Heads, headHeader{W: h.W, Trace: h.Trace})
+	}
+	js, err := json.Marshal(hdr)
+	if err != nil {
+		return fmt.Errorf("encode model header: %w", err)
+	}
+	sum := sha256.New()
+	out := io.MultiWriter(w, sum)
+	var pre [16]byte
+	copy(pre[:8], fileMagic)
+	binary.LittleEndian.PutUint32(pre[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(pre[12:], uint32(len(js)))
+	if _, err := out.Write(pre[:]); err != nil {
+		return fmt.Errorf("write model: %w", err)
+	}
+	if _, err := out.Write(js); err != nil {
+		return fmt.Errorf("write model: %w", err)
+	}
+	if err := writeArrays(out, mats); err != nil {
+		return fmt.Errorf("write model: %w", err)
+	}
+	if _, err := w.Write(sum.Sum(nil)); err != nil {
+		return fmt.Errorf("write model: %w", err)
+	}
+	return nil
+}
+
+func writeArrays(w io.Writer, mats []mat.Matrix) error {
+	var buf []byte
+	for _, a := range mats {
+		r, c := a.Dims()
+		buf = buf[:0]
+		for i := 0; i < r; i++ {
+			for j := 0; j < c; j++ {
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(a.At(i, j)))
+			}
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contentHash identifies the model by its learned content.
+func (m *Model) contentHash() string {
+	_, mats := m.arrays()
+	h := sha256.New()
+	if err := writeArrays(h, mats); err != nil {
+		panic(err) // hash.Hash writes never fail
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6])
+}
+
+// Decode reads a model file, verifying its checksum, format version and
+// internal consistency; a damaged, truncated or incompatible file is an
+// error wrapping ErrCorruptModel (or naming the version).
+func Decode(r io.Reader) (*Model, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 8<<30))
+	if err != nil {
+		return nil, fmt.Errorf("read model: %w", err)
+	}
+	if len(data) < 16+sha256.Size || string(data[:8]) != fileMagic {
+		return nil, fmt.Errorf("%w: not an mvml model (bad magic or too short)", ErrCorruptModel)
+	}
+	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
+		return nil, fmt.Errorf("model file format version %d, this build reads version %d", v, FormatVersion)
+	}
+	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
+		return nil, fmt.Errorf("%w: checksum mismatch (truncated or modified)", ErrCorruptModel)
+	}
+	hlen := binary.LittleEndian.Uint32(data[12:])
+	if hlen > maxHeader || int(hlen) > len(body)-16 {
+		return nil, fmt.Errorf("%w: header length %d", ErrCorruptModel, hlen)
+	}
+	var hdr fileHeader
+	if err := json.Unmarshal(body[16:16+hlen], &hdr); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrCorruptModel, err)
+	}
+	m, err := fromHeader(&hdr, body[16+hlen:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptModel, err)
+	}
+	return m, nil
+}
+
+func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
+	if hdr.Spec == nil {
+		return nil, errors.New("no view spec")
+	}
+	if err := hdr.Spec.Validate(); err != nil {
+		return nil, fmt.Errorf("view spec: %w", err)
+	}
+	if fp := hdr.Spec.Fingerprint(); fp != hdr.Fingerprint {
+		return nil, fmt.Errorf("view spec fingerprint %s, header says %s", fp, hdr.Fingerprint)
+	}
+	v := len(hdr.Spec.Views)
+	if len(hdr.Kernels) != v || len(hdr.Heads) == 0 || len(hdr.Arrays) != 2*v+2*len(hdr.Heads) {
+		return nil, fmt.Errorf("%d views, %d kernels, %d heads and %d arrays do not fit together",
+			v, len(hdr.Kernels), len(hdr.Heads), len(hdr.Arrays))
+	}
+	var total int
+	for _, a := range hdr.Arrays {
+		if a.Rows < 0 || a.Cols < 0 || a.Rows > 1<<20 || a.Cols > 1<<20 {
+			return nil, fmt.Errorf("array %s has shape %d×%d", a.Name, a.Rows, a.Cols)
+		}
+		total += a.Rows * a.Cols
+	}
+	if total*8 != len(payload) {
+		return nil, fmt.Errorf("arrays need %d bytes, the file has %d", total*8, len(payload))
+	}
+	mats := make([]*mat.Dense, len(hdr.Arrays))
+	for i, a := range hdr.Arrays {
+		vals := make([]float64, a.Rows*a.Cols)
+		for j := range vals {
+			vals[j] = math.Float64frombits(binary.LittleEndian.Uint64(payload[8*j:]))
+			if math.IsNaN(vals[j]) || math.IsInf(vals[j], 0) {
+				return nil, fmt.Errorf("array %s holds %v", a.Name, vals[j])
+			}
+		}
+		payload = payload[8*len(vals):]
+		if a.Rows == 0 || a.Cols == 0 {
+			return nil, fmt.Errorf("array %s is empty", a.Name)
+		}
+		mats[i] = mat.NewDense(a.Rows, a.Cols, vals)
+	}
+	feats := &transform.Features{LandmarkRows: hdr.Landmarks, Views: make([]*transform.ViewMap, v)}
+	dims := hdr.Spec.Dims()
+	for l := 0; l < v; l++ {
+		lm, proj := mats[2*l], mats[2*l+1]
+		if _, d := lm.Dims(); d != dims[l] {
+			return nil, fmt.Errorf("view %s: landmarks have %d columns, the spec says %d", hdr.Spec.Views[l].Name, d, dims[l])
+		}
+		vm, err := transform.RestoreViewMap(hdr.Kernels[l], lm, proj)
+		if err != nil {
+			return nil, fmt.Errorf("view %s: %w", hdr.Spec.Views[l].Name, err)
+		}
+		feats.Views[l] = vm
+	}
+	m := &Model{
+		Version: hdr.Version, Spec: hdr.Spec, Config: hdr.Config, Features: feats,
+		Classes: hdr.Classes, TargetMean: hdr.TargetMean, TargetScale: hdr.TargetScale, Meta: hdr.Meta,
+	}
+	if m.Classes == nil && !(m.TargetScale > 0) {
+		return nil, fmt.Errorf("regression model with target scale %v", m.TargetScale)
+	}
+	d := sum(feats.Ranks())
+	width := 0
+	for h, hh := range hdr.Heads {
+		a, g := mats[2*v+2*h], mats[2*v+2*h+1]
+		if r, c := a.Dims(); r != d || c != d {
+			return nil, fmt.Errorf("head %d: Ã is %d×%d, want %d×%d", h, r, c, d, d)
+		}
+		gr, gc := g.Dims()
+		if gr != d {
+			return nil, fmt.Errorf("head %d: g̃ has %d rows, want %d", h, gr, d)
+		}
+		if len(hh.W) != v {
+			return nil, fmt.Errorf("head %d: %d view weights for %d views", h, len(hh.W), v)
+		}
+		sym := mat.NewSymDense(d, nil)
+		for i := 0; i < d; i++ {
+			for j := i; j < d; j++ {
+				if a.At(i, j) != a.At(j, i) {
+					return nil, fmt.Errorf("head %d: Ã is not symmetric", h)
+				}
+				sym.SetSym(i, j, a.At(i, j))
+			}
+		}
+		m.Heads = append(m.Heads, &Head{Solution: Solution{A: sym, G: g, W: hh.W, Trace: hh.Trace}})
+		width += gc
+	}
+	if width != m.Outputs() {
+		return nil, fmt.Errorf("heads give %d outputs, the classes need %d", width, m.Outputs())
+	}
+	m.prepare()
+	if got := m.contentHash(); got != m.Version {
+		return nil, fmt.Errorf("content hash %s, header says version %s", got, m.Version)
+	}
+	return m, nil
+}

@@ -1,0 +1,395 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/transform"
+)
+
+// Multiclass selects how more than two classes are learned.
+type Multiclass string
+
+const (
+	// MulticlassOvR learns one (Ã, g̃, w) per class against the rest, as in
+	// the paper: C fits.
+	MulticlassOvR Multiclass = "ovr"
+	// MulticlassShared learns one Ã (and w) for all classes with one g̃
+	// column per class: one fit.
+	MulticlassShared Multiclass = "shared"
+)
+
+// ParseMulticlass reads a multi-class mode name.
+func ParseMulticlass(s string) (Multiclass, error) {
+	switch m := Multiclass(s); m {
+	case MulticlassOvR, MulticlassShared:
+		return m, nil
+	}
+	return "", fmt.Errorf("multiclass %q: want ovr or shared", s)
+}
+
+// TrainConfig is everything a training run needs besides the data.
+type TrainConfig struct {
+	// Fit holds the solver's hyper-parameters.
+	Fit Config `json:"fit"`
+	// Landmarks is p: a fraction of the training rows in (0,1] or a count
+	// above 1. Default 0.12.
+	Landmarks float64 `json:"landmarks"`
+	// Seed fixes the landmark and σ samples. Default 0.
+	Seed uint64 `json:"seed"`
+	// Multiclass is the mode for more than two classes. Default ovr (the
+	// paper's; see README for the measured comparison).
+	Multiclass Multiclass `json:"multiclass"`
+	// Kernels overrides the view spec's kernel settings per view when
+	// non-nil (entries may be nil: RBF with σ = mean distance).
+	Kernels []*schemas.KernelSpec `json:"kernels,omitempty"`
+}
+
+func (c TrainConfig) withDefaults() TrainConfig {
+	if c.Landmarks == 0 {
+		c.Landmarks = 0.12
+	}
+	if c.Multiclass == "" {
+		c.Multiclass = MulticlassOvR
+	}
+	return c
+}
+
+// Head is one fitted solution with its scoring coefficients
+// β_l = W_l^{†1/2} g̃_l (p×k per view).
+type Head struct {
+	Solution
+	Beta []*mat.Dense
+}
+
+// Meta describes the training run.
+type Meta struct {
+	Rows       int     `json:"rows"`
+	FitSeconds float64 `json:"fit_seconds,omitempty"`
+	Created    string  `json:"created,omitempty"`
+}
+
+// Model is a trained MVML model: the view spec it reads, the feature maps
+// on their fixed landmarks, the fitted heads and what the outputs mean.
+type Model struct {
+	// Version identifies the model's content (a hash), for the output
+	// records' model_version.
+	Version string
+	Spec    *schemas.ViewSpec
+	Config  TrainConfig
+	// Features are the fixed per-view Nyström maps.
+	Features *transform.Features
+	// Classes are the sorted class labels (classification) or nil.
+	Classes []float64
+	// TargetMean and TargetScale map regression outputs back from the
+	// standardised target the model was fitted on.
+	TargetMean, TargetScale float64
+	Heads                   []*Head
+	Meta                    Meta
+
+	// coef[l] is p×outputs: w_l β_l of every head side by side, so that a
+	// batch's decisions are Σ_l k_l(X, Z_l)·coef[l].
+	coef []*mat.Dense
+}
+
+// Outputs is the width of the decision: 1 for regression and binary
+// models, the number of classes otherwise.
+func (m *Model) Outputs() int {
+	if len(m.Classes) > 2 {
+		return len(m.Classes)
+	}
+	return 1
+}
+
+// Targets encodes labels as the fit's target matrix: standardised values
+// for regression, ±1 for a binary model (+1 for the larger class), and one
+// ±1 column per class otherwise. It also sets Classes or the target scale.
+func (m *Model) targets(labels []float64) (*mat.Dense, error) {
+	n := len(labels)
+	if m.Spec.Task == schemas.Regression {
+		var mean, ss float64
+		for _, v := range labels {
+			mean += v
+		}
+		mean /= float64(n)
+		for _, v := range labels {
+			ss += (v - mean) * (v - mean)
+		}
+		scale := math.Sqrt(ss / float64(n))
+		if !(scale > 0) {
+			return nil, errors.New("regression target is constant")
+		}
+		m.TargetMean, m.TargetScale = mean, scale
+		y := mat.NewDense(n, 1, nil)
+		for i, v := range labels {
+			y.Set(i, 0, (v-mean)/scale)
+		}
+		return y, nil
+	}
+	m.Classes = distinct(labels)
+	if len(m.Classes) < 2 {
+		return nil, fmt.Errorf("classification needs at least two classes, the labels have %d", len(m.Classes))
+	}
+	y := mat.NewDense(n, m.Outputs(), nil)
+	for i, v := range labels {
+		c := sort.SearchFloat64s(m.Classes, v)
+		if len(m.Classes) == 2 {
+			y.Set(i, 0, float64(2*c-1))
+			continue
+		}
+		for j := range m.Classes {
+			y.Set(i, j, -1)
+		}
+		y.Set(i, c, 1)
+	}
+	return y, nil
+}
+
+func distinct(xs []float64) []float64 {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Train fits a model on in-memory rows: views[l] is n×d_l, labels has n
+// finite values. It chooses the landmarks, builds the feature maps,
+// accumulates the statistics and fits every head.
+func Train(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg TrainConfig) (*Model, error) {
+	cfg = cfg.withDefaults()
+	if len(views) != len(spec.Views) {
+		return nil, fmt.Errorf("train: %d views for a spec of %d", len(views), len(spec.Views))
+	}
+	n, _ := views[0].Dims()
+	if n != len(labels) {
+		return nil, fmt.Errorf("train: %d rows but %d labels", n, len(labels))
+	}
+	if n == 0 {
+		return nil, errors.New("train: no rows")
+	}
+	kernels := cfg.Kernels
+	if kernels == nil {
+		kernels = make([]*schemas.KernelSpec, len(spec.Views))
+		for l := range spec.Views {
+			kernels[l] = spec.Views[l].Kernel
+		}
+	}
+	names := make([]string, len(spec.Views))
+	for l := range spec.Views {
+		names[l] = spec.Views[l].Name
+	}
+	feats, err := transform.Fit(views, kernels, transform.Config{Landmarks: cfg.Landmarks, Seed: cfg.Seed, ViewNames: names})
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	m := &Model{Spec: spec, Config: cfg, Features: feats, Meta: Meta{Rows: n}}
+	y, err := m.targets(labels)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	u := make([]*mat.Dense, len(views))
+	feats.Transform(u, views)
+	st := NewStats(feats.Ranks(), m.Outputs())
+	if err := st.Add(u, y); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if err := m.FitHeads(ctx, st, nil); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// FitHeads fits the model's heads on statistics accumulated with its
+// feature maps and target encoding, warm-starting from warm (a previous
+// model of the same shape) when given, and prepares scoring.
+func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
+	k := st.Outputs()
+	var groups [][]int
+	if k > 1 && m.Config.Multiclass == MulticlassOvR {
+		for c := 0; c < k; c++ {
+			groups = append(groups, []int{c})
+		}
+	} else {
+		cols := make([]int, k)
+		for c := range cols {
+			cols[c] = c
+		}
+		groups = [][]int{cols}
+	}
+	heads := make([]*Head, len(groups))
+	for h, cols := range groups {
+		var init *Solution
+		if warm != nil && len(warm.Heads) == len(groups) {
+			init = &warm.Heads[h].Solution
+		}
+		sol, err := Fit(ctx, st, cols, m.Config.Fit, init)
+		if err != nil {
+			return fmt.Errorf("fit head %d of %d: %w", h+1, len(groups), err)
+		}
+		heads[h] = &Head{Solution: *sol}
+	}
+	m.Heads = heads
+	m.prepare()
+	m.Version = m.contentHash()
+	return nil
+}
+
+// prepare derives β and the scoring coefficients from the heads.
+func (m *Model) prepare() {
+	off := offsets(m.Features.Ranks())
+	m.coef = make([]*mat.Dense, len(m.Features.Views))
+	for l, vm := range m.Features.Views {
+		p, _ := vm.Proj.Dims()
+		m.coef[l] = mat.NewDense(p, m.Outputs(), nil)
+	}
+	col := 0
+	for _, h := range m.Heads {
+		_, k := h.G.Dims()
+		h.Beta = make([]*mat.Dense, len(m.Features.Views))
+		for l, vm := range m.Features.Views {
+			p, _ := vm.Proj.Dims()
+			h.Beta[l] = mat.NewDense(p, k, nil)
+			if off[l+1] > off[l] {
+				h.Beta[l].Mul(vm.Proj, h.G.Slice(off[l], off[l+1], 0, k))
+			}
+			dst := m.coef[l].Slice(0, p, col, col+k).(*mat.Dense)
+			dst.Scale(h.W[l], h.Beta[l])
+		}
+		col += k
+	}
+}
+
+// Predict turns one row of decision values into a prediction: the class
+// label or the regression value.
+func (m *Model) Predict(decision []float64) float64 {
+	switch {
+	case m.Classes == nil:
+		return decision[0]
+	case len(m.Classes) == 2:
+		if decision[0] > 0 {
+			return m.Classes[1]
+		}
+		return m.Classes[0]
+	default:
+		best := 0
+		for c, v := range decision {
+			if v > decision[best] {
+				best = c
+			}
+		}
+		return m.Classes[best]
+	}
+}
+
+// Scorer computes decisions for batches of rows, reusing its buffers. It
+// is not safe for concurrent use; make one per goroutine.
+type Scorer struct {
+	m       *Model
+	kern    []*mat.Dense // per view n×p kernel against the landmarks
+	partial []*mat.Dense // per view n×outputs contribution
+}
+
+// NewScorer returns a scorer of m.
+func (m *Model) NewScorer() *Scorer {
+	v := len(m.Features.Views)
+	return &Scorer{m: m, kern: make([]*mat.Dense, v), partial: make([]*mat.Dense, v)}
+}
+
+// Score sets dec (n×outputs) to the decision values of the rows of views
+// (views[l] is n×d_l): Σ_l w_l k_l(x, Z_l)ᵀβ_l, mapped back to label units
+// for regression. When contrib is non-nil it is set (n×v) to every view's
+// share of the decision of the predicted output (for regression, of the
+// value less the target mean).
+func (s *Scorer) Score(dec, contrib *mat.Dense, views []*mat.Dense) {
+	m := s.m
+	n, _ := views[0].Dims()
+	out := m.Outputs()
+	resize(dec, n, out)
+	dec.Zero()
+	for l, vm := range m.Features.Views {
+		s.kern[l] = reuse(s.kern[l])
+		vm.KernelTo(s.kern[l], views[l])
+		s.partial[l] = reuse(s.partial[l])
+		s.partial[l].Mul(s.kern[l], m.coef[l])
+		dec.Add(dec, s.partial[l])
+	}
+	if m.Classes == nil {
+		raw := dec.RawMatrix()
+		for i := 0; i < n; i++ {
+			raw.Data[i*raw.Stride] = m.TargetMean + m.TargetScale*raw.Data[i*raw.Stride]
+		}
+	}
+	if contrib == nil {
+		return
+	}
+	resize(contrib, n, len(m.Features.Views))
+	row := make([]float64, out)
+	for i := 0; i < n; i++ {
+		mat.Row(row, i, dec)
+		c := 0
+		if out > 1 {
+			c = argmax(row)
+		}
+		for l := range m.Features.Views {
+			v := s.partial[l].At(i, c)
+			if m.Classes == nil {
+				v *= m.TargetScale
+			}
+			contrib.Set(i, l, v)
+		}
+	}
+}
+
+func argmax(xs []float64) int {
+	best := 0
+	for i, v := range xs {
+		if v > xs[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// reuse empties a buffer so that a gonum receiver may resize it.
+func reuse(d *mat.Dense) *mat.Dense {
+	if d == nil {
+		return &mat.Dense{}
+	}
+	d.Reset()
+	return d
+}
+
+// resize makes dst n×c, keeping its storage when it already has that shape.
+func resize(dst *mat.Dense, n, c int) {
+	if !dst.IsEmpty() {
+		if r, cc := dst.Dims(); r == n && cc == c {
+			return
+		}
+		dst.Reset()
+	}
+	dst.ReuseAs(n, c)
+}
+
+// ViewsOf returns the views of a canonical record as matrices (n×d_l) over
+// the record's own buffers, without copying: keep the record alive (and
+// unmodified) while they are used.
+func ViewsOf(rec arrow.Record, nViews int) []*mat.Dense {
+	n := int(rec.NumRows())
+	views := make([]*mat.Dense, nViews)
+	for l := range views {
+		vals, dim := schemas.ViewValues(rec, l)
+		if n == 0 {
+			views[l] = &mat.Dense{}
+			continue
+		}
+		views[l] = mat.NewDense(n, dim, vals)
+	}
+	return views
+}

@@ -1,0 +1,303 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/transform"
+)
+
+func testSpec(task schemas.Task, dims ...int) *schemas.ViewSpec {
+	spec := &schemas.ViewSpec{Task: task, ID: "id", Label: "label"}
+	for l, d := range dims {
+		spec.Views = append(spec.Views, schemas.View{Name: fmt.Sprintf("v%d", l), Prefix: fmt.Sprintf("v%d_", l), Dim: d})
+	}
+	if err := spec.Validate(); err != nil {
+		panic(err)
+	}
+	return spec
+}
+
+// toyViews draws n rows of two views where the class depends on both: view
+// 0 holds a point on one of two rings, view 1 a noisy rotation of it, so
+// that the views agree and together separate better than either alone.
+func toyViews(seed uint64, n int) ([]*mat.Dense, []float64) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	v0, v1 := mat.NewDense(n, 2, nil), mat.NewDense(n, 3, nil)
+	labels := make([]float64, n)
+	for i := 0; i < n; i++ {
+		c := i % 3
+		r := 1 + float64(c)
+		th := rng.Float64() * 2 * math.Pi
+		x, y := r*math.Cos(th)+0.2*rng.NormFloat64(), r*math.Sin(th)+0.2*rng.NormFloat64()
+		v0.Set(i, 0, x)
+		v0.Set(i, 1, y)
+		v1.Set(i, 0, 0.8*x-0.6*y+0.3*rng.NormFloat64())
+		v1.Set(i, 1, 0.6*x+0.8*y+0.3*rng.NormFloat64())
+		v1.Set(i, 2, rng.NormFloat64())
+		labels[i] = float64(c + 1)
+	}
+	return []*mat.Dense{v0, v1}, labels
+}
+
+// Test 1: with every row a landmark (no approximation), the Nyström fit at
+// the paper's initial metric Ã_ll = U_lᵀU_l equals the full-kernel
+// formulation of Algorithm 1 version a with A = I on the n·v×n·v block
+// kernel H = blockdiag(K_l).
+func TestNystromWithAllLandmarksEqualsFullKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	const n = 30
+	views := []*mat.Dense{mat.NewDense(n, 4, nil), mat.NewDense(n, 3, nil)}
+	labels := make([]float64, n)
+	for i := 0; i < n; i++ {
+		for l, v := range views {
+			_, d := v.Dims()
+			for j := 0; j < d; j++ {
+				v.Set(i, j, rng.NormFloat64())
+			}
+			labels[i] += v.At(i, 0) * float64(l+1)
+		}
+		labels[i] += 0.1 * rng.NormFloat64()
+	}
+	gammas := []float64{0.3, 0.5}
+	kernels := []*schemas.KernelSpec{{Type: "rbf", Gamma: gammas[0]}, {Type: "rbf", Gamma: gammas[1]}}
+	const lambda = 0.05
+	cfg := TrainConfig{Landmarks: 1, Kernels: kernels, Fit: Config{Lambda: lambda, MaxIter: -1}}
+	m, err := trainRegression(views, labels, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Full formulation on the standardised target.
+	y := mat.NewVecDense(n, nil)
+	for i, v := range labels {
+		y.SetVec(i, (v-m.TargetMean)/m.TargetScale)
+	}
+	w := []float64{0.5, 0.5}
+	p := mat.NewDense(n, 2*n, nil) // (wᵀ⊗I)H = [w_1K_1, w_2K_2]
+	for l, v := range views {
+		k := transform.Kernel{Type: "rbf", Gamma: gammas[l]}
+		var kl mat.Dense
+		k.Cross(&kl, v, v)
+		kl.Scale(w[l], &kl)
+		p.Slice(0, n, l*n, (l+1)*n).(*mat.Dense).Copy(&kl)
+	}
+	var lhs mat.SymDense
+	lhs.SymOuterK(1, p.T())
+	for i := 0; i < 2*n; i++ {
+		lhs.SetSym(i, i, lhs.At(i, i)+lambda)
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(&lhs) {
+		t.Fatal("full system not SPD")
+	}
+	var pty, g, full mat.VecDense
+	pty.MulVec(p.T(), y)
+	if err := ch.SolveVecTo(&g, &pty); err != nil {
+		t.Fatal(err)
+	}
+	full.MulVec(p, &g)
+	var dec mat.Dense
+	m.NewScorer().Score(&dec, nil, views)
+	var maxRel float64
+	for i := 0; i < n; i++ {
+		want := m.TargetMean + m.TargetScale*full.AtVec(i)
+		maxRel = math.Max(maxRel, math.Abs(dec.At(i, 0)-want)/math.Max(1, math.Abs(want)))
+	}
+	if maxRel > 1e-8 {
+		t.Errorf("Nyström with p=n differs from the full-kernel solution by %g (relative)", maxRel)
+	}
+}
+
+// trainRegression trains a regression model on the views.
+func trainRegression(views []*mat.Dense, labels []float64, cfg TrainConfig) (*Model, error) {
+	dims := make([]int, len(views))
+	for l, v := range views {
+		_, dims[l] = v.Dims()
+	}
+	return Train(context.Background(), testSpec(schemas.Regression, dims...), views, labels, cfg)
+}
+
+func accuracy(t *testing.T, m *Model, views []*mat.Dense, labels []float64) float64 {
+	t.Helper()
+	var dec mat.Dense
+	m.NewScorer().Score(&dec, nil, views)
+	correct := 0
+	row := make([]float64, m.Outputs())
+	for i, want := range labels {
+		mat.Row(row, i, &dec)
+		if m.Predict(row) == want {
+			correct++
+		}
+	}
+	return float64(correct) / float64(len(labels))
+}
+
+func TestTrainClassifiesToy(t *testing.T) {
+	train, trainLabels := toyViews(1, 300)
+	test, testLabels := toyViews(2, 300)
+	spec := testSpec(schemas.Classification, 2, 3)
+	for _, tc := range []struct {
+		name string
+		cfg  TrainConfig
+	}{
+		{"ovr learned", TrainConfig{Landmarks: 0.2, Fit: Config{Lambda: 0.01, Eta: 1}}},
+		{"shared learned", TrainConfig{Landmarks: 0.2, Multiclass: MulticlassShared, Fit: Config{Lambda: 0.01, Eta: 1}}},
+		{"ovr sparse", TrainConfig{Landmarks: 0.2, Fit: Config{Mode: ModeSparse, Lambda: 0.01, Eta: 1}}},
+		{"identity learn w", TrainConfig{Landmarks: 30, Fit: Config{Mode: ModeIdentity, Lambda: 0.01, LearnW: true}}},
+		{"cov", TrainConfig{Landmarks: 0.2, Fit: Config{Mode: ModeCov, Lambda: 1e-4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Train(context.Background(), spec, train, trainLabels, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if acc := accuracy(t, m, test, testLabels); acc < 0.9 {
+				t.Errorf("test accuracy %.3f, want ≥ 0.9", acc)
+			}
+			if m.Outputs() != 3 {
+				t.Errorf("outputs %d, want 3", m.Outputs())
+			}
+		})
+	}
+}
+
+func TestBinaryAndContributions(t *testing.T) {
+	views, labels := toyViews(4, 200)
+	for i := range labels {
+		if labels[i] != 1 {
+			labels[i] = -7 // any two values work as classes
+		}
+	}
+	m, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, labels, TrainConfig{Landmarks: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Outputs() != 1 || len(m.Classes) != 2 {
+		t.Fatalf("binary model has %d outputs and classes %v", m.Outputs(), m.Classes)
+	}
+	var dec, contrib mat.Dense
+	m.NewScorer().Score(&dec, &contrib, views)
+	for i := 0; i < 200; i++ {
+		if s := contrib.At(i, 0) + contrib.At(i, 1); math.Abs(s-dec.At(i, 0)) > 1e-9*math.Max(1, math.Abs(s)) {
+			t.Fatalf("row %d: contributions sum to %g, decision %g", i, s, dec.At(i, 0))
+		}
+	}
+	if acc := accuracy(t, m, views, labels); acc < 0.9 {
+		t.Errorf("training accuracy %.3f", acc)
+	}
+}
+
+func TestTrainRejectsDegenerateLabels(t *testing.T) {
+	views, labels := toyViews(4, 50)
+	one := make([]float64, len(labels))
+	if _, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, one, TrainConfig{}); err == nil {
+		t.Error("single class: no error")
+	}
+	if _, err := Train(context.Background(), testSpec(schemas.Regression, 2, 3), views, one, TrainConfig{}); err == nil {
+		t.Error("constant regression target: no error")
+	}
+}
+
+func trainedToy(t testing.TB) (*Model, []*mat.Dense) {
+	views, labels := toyViews(7, 120)
+	m, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, labels, TrainConfig{Landmarks: 25, Fit: Config{LearnW: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, views
+}
+
+func TestModelFileRoundTrip(t *testing.T) {
+	m, views := trainedToy(t)
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Version != m.Version || back.Spec.Fingerprint() != m.Spec.Fingerprint() {
+		t.Errorf("version/fingerprint changed: %s/%s", back.Version, m.Version)
+	}
+	var d1, d2 mat.Dense
+	m.NewScorer().Score(&d1, nil, views)
+	back.NewScorer().Score(&d2, nil, views)
+	if !mat.Equal(&d1, &d2) {
+		t.Error("decoded model scores differently")
+	}
+}
+
+func TestModelFileRefusesDamage(t *testing.T) {
+	m, _ := trainedToy(t)
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)/2] ^= 0x40
+	wrongVersion := bytes.Clone(good)
+	wrongVersion[8] = 99
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"empty", nil, ErrCorruptModel},
+		{"not a model", []byte("PAR1 this is something else entirely, long enough to pass"), ErrCorruptModel},
+		{"truncated", good[:len(good)-100], ErrCorruptModel},
+		{"bit flip", flipped, ErrCorruptModel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(bytes.NewReader(tc.data))
+			if !errors.Is(err, tc.want) {
+				t.Errorf("error %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if _, err := Decode(bytes.NewReader(wrongVersion)); err == nil || errors.Is(err, ErrCorruptModel) {
+		t.Errorf("incompatible version: error %v, want a version error", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	m, _ := trainedToy(f)
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(fileMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(bytes.NewReader(data))
+		if err == nil && m.Outputs() < 1 {
+			t.Fatal("decoded a model without outputs")
+		}
+	})
+}
+
+func ExampleTrain() {
+	views, labels := toyViews(1, 240)
+	spec := testSpec(schemas.Classification, 2, 3)
+	m, err := Train(context.Background(), spec, views, labels, TrainConfig{Landmarks: 0.25, Fit: Config{Lambda: 0.01}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var dec mat.Dense
+	m.NewScorer().Score(&dec, nil, views[:])
+	fmt.Println("classes:", m.Classes, "outputs:", m.Outputs())
+	fmt.Println("prediction of row 0:", m.Predict(dec.RawRowView(0)), "label:", labels[0])
+	// Output:
+	// classes: [1 2 3] outputs: 3
+	// prediction of row 0: 1 label: 1
+}
