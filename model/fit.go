@@ -103,13 +103,14 @@ type solver struct {
 	d, k int
 	yty  float64 // Σ yᵀy over the target columns
 
-	a    *mat.SymDense // Ã
-	chol mat.Cholesky  // Ã = LLᵀ, followed through the Ã steps
-	w    []float64
-	bw   *mat.SymDense // B(w) = [w_l w_m S_lm]
-	cw   *mat.Dense    // b(w) = [w_l c_l] for the target columns (D×k)
-	g    *mat.Dense    // g̃ (D×k)
-	abar *mat.Dense    // Ã⁻¹g̃ (D×k)
+	a      *mat.SymDense // Ã
+	chol   mat.Cholesky  // Ã = LLᵀ, followed through the Ã steps
+	w      []float64
+	bw     *mat.SymDense // B(w) = [w_l w_m S_lm]
+	bwFull *mat.Dense    // B(w) with both triangles, for the triangular products
+	cw     *mat.Dense    // b(w) = [w_l c_l] for the target columns (D×k)
+	g      *mat.Dense    // g̃ (D×k)
+	abar   *mat.Dense    // Ã⁻¹g̃ (D×k)
 
 	lower mat.TriDense
 	work  *mat.Dense
@@ -123,7 +124,7 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 	d, k := st.Dim(), len(cols)
 	s := &solver{
 		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
-		bw: mat.NewSymDense(d, nil), cw: mat.NewDense(d, k, nil),
+		bw: mat.NewSymDense(d, nil), bwFull: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
 		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
 		work: mat.NewDense(d, d, nil), m: mat.NewSymDense(d, nil),
 	}
@@ -200,7 +201,10 @@ func (s *solver) setWeights(w []float64) {
 	for i := 0; i < s.d; i++ {
 		wi := w[s.viewOf(i)]
 		for j := i; j < s.d; j++ {
-			s.bw.SetSym(i, j, wi*w[s.viewOf(j)]*s.st.S.At(i, j))
+			v := wi * w[s.viewOf(j)] * s.st.S.At(i, j)
+			s.bw.SetSym(i, j, v)
+			s.bwFull.Set(i, j, v)
+			s.bwFull.Set(j, i, v)
 		}
 		for c, col := range s.cols {
 			s.cw.Set(i, c, wi*s.st.C.At(i, col))
@@ -274,12 +278,15 @@ func relChange(x, y mat.Matrix) float64 {
 // g̃ = L (LᵀBL + λI)⁻¹ Lᵀb, one SPD solve. It also sets Ã⁻¹g̃ = L⁻ᵀ(...).
 func (s *solver) gStep() error {
 	s.chol.LTo(&s.lower)
-	s.work.Mul(s.bw, &s.lower)
-	var ltbl mat.Dense
-	ltbl.Mul(s.lower.T(), s.work)
+	lower := s.lower.RawTriangular()
+	// work = LᵀBL by two triangular products in place.
+	s.work.Copy(s.bwFull)
+	w := s.work.RawMatrix()
+	blas64.Trmm(blas.Right, blas.NoTrans, 1, lower, w)
+	blas64.Trmm(blas.Left, blas.Trans, 1, lower, w)
 	for i := 0; i < s.d; i++ {
 		for j := i; j < s.d; j++ {
-			v := 0.5 * (ltbl.At(i, j) + ltbl.At(j, i))
+			v := 0.5 * (w.Data[i*w.Stride+j] + w.Data[j*w.Stride+i])
 			if i == j {
 				v += s.cfg.Lambda
 			}
@@ -289,15 +296,17 @@ func (s *solver) gStep() error {
 	if !s.cholM.Factorize(s.m) {
 		return fmt.Errorf("fit: g-step system LᵀBL+λI: %w", ErrNotPositiveDefinite)
 	}
-	var rhs, z mat.Dense
-	rhs.Mul(s.lower.T(), s.cw)
-	if err := s.cholM.SolveTo(&z, &rhs); err != nil && !isCondition(err) {
+	rhs := mat.DenseCopyOf(s.cw)
+	blas64.Trmm(blas.Left, blas.Trans, 1, lower, rhs.RawMatrix())
+	var z mat.Dense
+	if err := s.cholM.SolveTo(&z, rhs); err != nil && !isCondition(err) {
 		return fmt.Errorf("fit: g-step solve: %w", err)
 	}
-	s.g.Mul(&s.lower, &z)
+	s.g.Copy(&z)
+	blas64.Trmm(blas.Left, blas.NoTrans, 1, lower, s.g.RawMatrix())
 	// Ã⁻¹g̃ = L⁻ᵀL⁻¹Lz = L⁻ᵀz.
 	s.abar.Copy(&z)
-	blas64.Trsm(blas.Left, blas.Trans, 1, s.lower.RawTriangular(), s.abar.RawMatrix())
+	blas64.Trsm(blas.Left, blas.Trans, 1, lower, s.abar.RawMatrix())
 	return nil
 }
 

@@ -163,6 +163,27 @@ func distinct(xs []float64) []float64 {
 // finite values. It chooses the landmarks, builds the feature maps,
 // accumulates the statistics and fits every head.
 func Train(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg TrainConfig) (*Model, error) {
+	p, err := Prepare(spec, views, labels, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p.Fit(ctx, p.config.Fit, nil)
+}
+
+// Prepared holds what a fit needs that does not depend on λ, η, μ or the
+// metric mode: the landmarks and feature maps, the target encoding and
+// the sufficient statistics. Fitting it again with other hyper-parameters
+// skips the eigendecompositions and the pass over the rows.
+type Prepared struct {
+	config TrainConfig
+	base   Model
+	// Stats are the sufficient statistics of the training rows.
+	Stats *Stats
+}
+
+// Prepare chooses the landmarks, builds the feature maps and accumulates
+// the statistics of the rows (views[l] is n×d_l, labels has n values).
+func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg TrainConfig) (*Prepared, error) {
 	cfg = cfg.withDefaults()
 	if len(views) != len(spec.Views) {
 		return nil, fmt.Errorf("train: %d views for a spec of %d", len(views), len(spec.Views))
@@ -189,21 +210,30 @@ func Train(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labe
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	m := &Model{Spec: spec, Config: cfg, Features: feats, Meta: Meta{Rows: n}}
-	y, err := m.targets(labels)
+	p := &Prepared{config: cfg, base: Model{Spec: spec, Config: cfg, Features: feats, Meta: Meta{Rows: n}}}
+	y, err := p.base.targets(labels)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	u := make([]*mat.Dense, len(views))
 	feats.Transform(u, views)
-	st := NewStats(feats.Ranks(), m.Outputs())
-	if err := st.Add(u, y); err != nil {
+	p.Stats = NewStats(feats.Ranks(), p.base.Outputs())
+	if err := p.Stats.Add(u, y); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	if err := m.FitHeads(ctx, st, nil); err != nil {
+	return p, nil
+}
+
+// Fit fits the heads with the given hyper-parameters (the prepared
+// configuration's others) and returns a new model; warm, when given,
+// supplies initial metrics and weights.
+func (p *Prepared) Fit(ctx context.Context, fit Config, warm *Model) (*Model, error) {
+	m := p.base
+	m.Config.Fit = fit
+	if err := m.FitHeads(ctx, p.Stats, warm); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return &m, nil
 }
 
 // FitHeads fits the model's heads on statistics accumulated with its

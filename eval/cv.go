@@ -1,0 +1,284 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+)
+
+// GridKeys are the hyper-parameters a grid may vary, in the order
+// combinations are enumerated.
+var gridKeys = []string{"lambda", "eta", "mu", "landmarks"}
+
+// CVConfig sets a (nested) cross-validation.
+type CVConfig struct {
+	// Base is the training configuration; grid values override it.
+	Base model.TrainConfig
+	// Folds is the number of outer folds. Default 4.
+	Folds int
+	// Seed fixes the folds (and the inner folds). Default 0.
+	Seed uint64
+	// Grid lists candidate values per hyper-parameter (lambda, eta, mu,
+	// landmarks). Empty: no search, Base is used as is.
+	Grid map[string][]float64
+	// InnerFolds is the number of folds of the inner search. Default 3.
+	InnerFolds int
+	// Progress, if set, is called after every fit with the fits done and
+	// the total.
+	Progress func(done, total int)
+}
+
+// FoldResult is the outcome of one outer fold.
+type FoldResult struct {
+	Fold    int                `json:"fold"`
+	Metrics Metrics            `json:"metrics"`
+	Chosen  map[string]float64 `json:"chosen,omitempty"`
+	// FitSeconds is the time of the fold's final training (features and
+	// fit), without the inner search.
+	FitSeconds float64 `json:"fit_seconds"`
+}
+
+// CVResult is the outcome of a cross-validation.
+type CVResult struct {
+	Task  schemas.Task
+	Folds []FoldResult
+}
+
+// Mean is the mean of a metric over the folds (accuracy, nmse, r2, rmse,
+// fit_seconds).
+func (r *CVResult) Mean(metric string) float64 { m, _ := r.stat(metric); return m }
+
+// Std is the (population) standard deviation of a metric over the folds.
+func (r *CVResult) Std(metric string) float64 { _, s := r.stat(metric); return s }
+
+func (r *CVResult) stat(metric string) (mean, std float64) {
+	vals := make([]float64, len(r.Folds))
+	for i, f := range r.Folds {
+		switch metric {
+		case "accuracy":
+			vals[i] = f.Metrics.Accuracy
+		case "nmse":
+			vals[i] = f.Metrics.NMSE
+		case "r2":
+			vals[i] = f.Metrics.R2
+		case "rmse":
+			vals[i] = f.Metrics.RMSE
+		case "fit_seconds":
+			vals[i] = f.FitSeconds
+		default:
+			panic("eval: unknown metric " + metric)
+		}
+	}
+	for _, v := range vals {
+		mean += v
+	}
+	mean /= float64(len(vals))
+	for _, v := range vals {
+		std += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(std / float64(len(vals)))
+}
+
+// MarshalJSON writes the means and standard deviations of the task's
+// metrics over the folds, the mean fit time and the per-fold details.
+func (r *CVResult) MarshalJSON() ([]byte, error) {
+	out := map[string]any{
+		"task":        r.Task,
+		"folds":       len(r.Folds),
+		"fit_seconds": r.Mean("fit_seconds"),
+		"per_fold":    r.Folds,
+	}
+	metrics := []string{"accuracy"}
+	if r.Task == schemas.Regression {
+		metrics = []string{"nmse", "r2", "rmse"}
+	}
+	for _, name := range metrics {
+		mean, std := r.stat(name)
+		out[name] = mean
+		out[name+"_std"] = std
+	}
+	return json.Marshal(out)
+}
+
+// combos enumerates the grid's combinations, in a fixed order.
+func combos(grid map[string][]float64) ([]map[string]float64, error) {
+	for k, vals := range grid {
+		if !slices.Contains(gridKeys, k) {
+			return nil, fmt.Errorf("grid: unknown hyper-parameter %q (want lambda, eta, mu or landmarks)", k)
+		}
+		if len(vals) == 0 {
+			return nil, fmt.Errorf("grid: %s has no values", k)
+		}
+	}
+	out := []map[string]float64{{}}
+	for _, k := range gridKeys {
+		vals, ok := grid[k]
+		if !ok {
+			continue
+		}
+		var next []map[string]float64
+		for _, c := range out {
+			for _, v := range vals {
+				n := make(map[string]float64, len(c)+1)
+				for kk, vv := range c {
+					n[kk] = vv
+				}
+				n[k] = v
+				next = append(next, n)
+			}
+		}
+		out = next
+	}
+	return out, nil
+}
+
+func apply(base model.TrainConfig, c map[string]float64) model.TrainConfig {
+	for k, v := range c {
+		switch k {
+		case "lambda":
+			base.Fit.Lambda = v
+		case "eta":
+			base.Fit.Eta = v
+		case "mu":
+			base.Fit.Mu = v
+		case "landmarks":
+			base.Landmarks = v
+		}
+	}
+	return base
+}
+
+// CrossValidate estimates the model's performance on the rows (views[l] is
+// n×d_l) by K-fold cross-validation, stratified for classification. With a
+// grid, every outer fold chooses its hyper-parameters by an inner
+// cross-validation on its own training rows.
+func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg CVConfig) (*CVResult, error) {
+	if cfg.Folds == 0 {
+		cfg.Folds = 4
+	}
+	if cfg.InnerFolds == 0 {
+		cfg.InnerFolds = 3
+	}
+	grid, err := combos(cfg.Grid)
+	if err != nil {
+		return nil, err
+	}
+	stratify := spec.Task == schemas.Classification
+	outer, err := Folds(labels, cfg.Folds, cfg.Seed, stratify)
+	if err != nil {
+		return nil, err
+	}
+	total := cfg.Folds
+	if len(grid) > 1 {
+		total += cfg.Folds * cfg.InnerFolds * len(grid)
+	}
+	done := 0
+	tick := func() {
+		done++
+		if cfg.Progress != nil {
+			cfg.Progress(done, total)
+		}
+	}
+	res := &CVResult{Task: spec.Task}
+	for f, test := range outer {
+		train := complement(len(labels), test)
+		trViews, trLabels := Subset(views, labels, train)
+		chosen := grid[0]
+		if len(grid) > 1 {
+			chosen, err = search(ctx, spec, trViews, trLabels, cfg, grid, stratify, tick)
+			if err != nil {
+				return nil, fmt.Errorf("fold %d: %w", f+1, err)
+			}
+		}
+		start := time.Now()
+		m, err := model.Train(ctx, spec, trViews, trLabels, apply(cfg.Base, chosen))
+		if err != nil {
+			return nil, fmt.Errorf("fold %d: %w", f+1, err)
+		}
+		secs := time.Since(start).Seconds()
+		tick()
+		teViews, teLabels := Subset(views, labels, test)
+		res.Folds = append(res.Folds, FoldResult{
+			Fold: f + 1, Metrics: Compute(spec.Task, teLabels, Predict(m, teViews)),
+			Chosen: chosen, FitSeconds: secs,
+		})
+	}
+	return res, nil
+}
+
+// search returns the grid combination with the best mean inner-CV score.
+// Combinations sharing a landmark setting share the prepared features.
+func search(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg CVConfig,
+	grid []map[string]float64, stratify bool, tick func()) (map[string]float64, error) {
+	inner, err := Folds(labels, cfg.InnerFolds, cfg.Seed+1, stratify)
+	if err != nil {
+		return nil, fmt.Errorf("inner folds: %w", err)
+	}
+	scores := make([]float64, len(grid))
+	for _, test := range inner {
+		train := complement(len(labels), test)
+		trViews, trLabels := Subset(views, labels, train)
+		teViews, teLabels := Subset(views, labels, test)
+		prepared := map[float64]*model.Prepared{}
+		for c, combo := range grid {
+			tc := apply(cfg.Base, combo)
+			p, ok := prepared[tc.Landmarks]
+			if !ok {
+				if p, err = model.Prepare(spec, trViews, trLabels, tc); err != nil {
+					return nil, err
+				}
+				prepared[tc.Landmarks] = p
+			}
+			m, err := p.Fit(ctx, tc.Fit, nil)
+			if err != nil {
+				return nil, fmt.Errorf("grid %v: %w", combo, err)
+			}
+			scores[c] += Compute(spec.Task, teLabels, Predict(m, teViews)).Score()
+			tick()
+		}
+	}
+	best := 0
+	for c := range scores {
+		if scores[c] > scores[best] {
+			best = c
+		}
+	}
+	return grid[best], nil
+}
+
+// Subset gathers the given rows of every view and label.
+func Subset(views []*mat.Dense, labels []float64, rows []int) ([]*mat.Dense, []float64) {
+	out := make([]*mat.Dense, len(views))
+	for l, v := range views {
+		_, d := v.Dims()
+		out[l] = mat.NewDense(len(rows), d, nil)
+		for i, r := range rows {
+			out[l].SetRow(i, v.RawRowView(r))
+		}
+	}
+	lab := make([]float64, len(rows))
+	for i, r := range rows {
+		lab[i] = labels[r]
+	}
+	return out, lab
+}
+
+// Predict returns the model's predictions for the rows of views.
+func Predict(m *model.Model, views []*mat.Dense) []float64 {
+	var dec mat.Dense
+	m.NewScorer().Score(&dec, nil, views)
+	n, _ := dec.Dims()
+	pred := make([]float64, n)
+	for i := range pred {
+		pred[i] = m.Predict(dec.RawRowView(i))
+	}
+	return pred
+}
