@@ -242,7 +242,11 @@ func (p *Prepared) Fit(ctx context.Context, fit Config, warm *Model) (*Model, er
 func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	k := st.Outputs()
 	var groups [][]int
-	if k > 1 && m.Config.Multiclass == MulticlassOvR {
+	// With a fixed metric and fixed weights the one-vs-all fits share
+	// everything but the right-hand side, so one joint solve gives the
+	// same g̃ columns as C separate fits.
+	fixed := (m.Config.Fit.Mode == ModeCov || m.Config.Fit.Mode == ModeIdentity) && !m.Config.Fit.LearnW
+	if k > 1 && m.Config.Multiclass == MulticlassOvR && !fixed {
 		for c := 0; c < k; c++ {
 			groups = append(groups, []int{c})
 		}
