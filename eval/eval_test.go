@@ -1,0 +1,156 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+)
+
+func TestCompute(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		task        schemas.Task
+		truth, pred []float64
+		want        string
+	}{
+		{"classification", schemas.Classification, []float64{1, 1, 2, 2}, []float64{1, 2, 2, 2},
+			`{"task":"classification","n":4,"accuracy":0.75,"per_class":{"1":0.5,"2":1}}`},
+		{"perfect regression", schemas.Regression, []float64{1, 2, 3}, []float64{1, 2, 3},
+			`{"task":"regression","n":3,"nmse":0,"r2":1,"rmse":0}`},
+		{"mean predictor", schemas.Regression, []float64{1, 3}, []float64{2, 2},
+			`{"task":"regression","n":2,"nmse":1,"r2":0,"rmse":1}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := json.Marshal(Compute(tc.task, tc.truth, tc.pred))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFoldsStratifiedAndSeeded(t *testing.T) {
+	labels := make([]float64, 103)
+	for i := range labels {
+		labels[i] = float64(i % 3)
+		if i > 90 {
+			labels[i] = 7
+		}
+	}
+	folds, err := Folds(labels, 4, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, f := range folds {
+		perClass := map[float64]int{}
+		for _, i := range f {
+			if seen[i] {
+				t.Fatalf("row %d in two folds", i)
+			}
+			seen[i] = true
+			perClass[labels[i]]++
+		}
+		// 31 rows of classes 0 and 1, 29 of 2, 12 of 7, over 4 folds.
+		for c, want := range map[float64]int{0: 7, 1: 7, 2: 7, 7: 3} {
+			if perClass[c] < want || perClass[c] > want+1 {
+				t.Errorf("class %v has %d rows in a fold, want %d or %d", c, perClass[c], want, want+1)
+			}
+		}
+	}
+	if len(seen) != len(labels) {
+		t.Errorf("%d rows in folds, want %d", len(seen), len(labels))
+	}
+	again, _ := Folds(labels, 4, 1, true)
+	other, _ := Folds(labels, 4, 2, true)
+	if !equalFolds(folds, again) || equalFolds(folds, other) {
+		t.Error("folds are not determined by the seed")
+	}
+	if _, err := Folds(labels, 1, 0, true); err == nil {
+		t.Error("one fold: no error")
+	}
+}
+
+func equalFolds(a, b [][]int) bool {
+	for f := range a {
+		if len(a[f]) != len(b[f]) {
+			return false
+		}
+		for i := range a[f] {
+			if a[f][i] != b[f][i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// twoViews is a small problem where y depends on both views.
+func twoViews(n int) (*schemas.ViewSpec, []*mat.Dense, []float64) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	spec := &schemas.ViewSpec{Task: schemas.Classification, ID: "id", Label: "label", Views: []schemas.View{
+		{Name: "a", Prefix: "a_", Dim: 2}, {Name: "b", Prefix: "b_", Dim: 2}}}
+	a, b := mat.NewDense(n, 2, nil), mat.NewDense(n, 2, nil)
+	labels := make([]float64, n)
+	for i := 0; i < n; i++ {
+		c := i % 2
+		r := 1 + float64(c)
+		th := rng.Float64() * 2 * math.Pi
+		a.SetRow(i, []float64{r*math.Cos(th) + 0.1*rng.NormFloat64(), rng.NormFloat64()})
+		b.SetRow(i, []float64{rng.NormFloat64(), r*math.Sin(th) + 0.1*rng.NormFloat64()})
+		labels[i] = float64(c)
+	}
+	return spec, []*mat.Dense{a, b}, labels
+}
+
+func TestCrossValidateNested(t *testing.T) {
+	spec, views, labels := twoViews(160)
+	var calls int
+	res, err := CrossValidate(context.Background(), spec, views, labels, CVConfig{
+		Folds: 3, Seed: 5, InnerFolds: 2,
+		Base:     model.TrainConfig{Landmarks: 30},
+		Grid:     map[string][]float64{"lambda": {1e-3, 1e3}},
+		Progress: func(done, total int) { calls++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Folds) != 3 {
+		t.Fatalf("%d folds", len(res.Folds))
+	}
+	// λ = 1e3 all but erases the signal: the inner search must avoid it.
+	for _, f := range res.Folds {
+		if f.Chosen["lambda"] != 1e-3 {
+			t.Errorf("fold %d chose %v", f.Fold, f.Chosen)
+		}
+	}
+	if acc := res.Mean("accuracy"); acc < 0.85 {
+		t.Errorf("mean accuracy %.3f", acc)
+	}
+	if want := 3 + 3*2*2; calls != want {
+		t.Errorf("progress called %d times, want %d", calls, want)
+	}
+	js, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"accuracy":`, `"accuracy_std":`, `"fit_seconds":`, `"chosen":{"lambda":0.001}`} {
+		if !strings.Contains(string(js), key) {
+			t.Errorf("cv JSON lacks %s: %s", key, js)
+		}
+	}
+	if _, err := CrossValidate(context.Background(), spec, views, labels, CVConfig{Grid: map[string][]float64{"alpha": {1}}}); err == nil {
+		t.Error("unknown grid key: no error")
+	}
+}
