@@ -112,8 +112,16 @@ type solver struct {
 	g      *mat.Dense    // g̃ (D×k)
 	abar   *mat.Dense    // Ã⁻¹g̃ (D×k)
 
+	// The g̃-step works with a factor F = L·T of Ã (L the Cholesky factor
+	// at the last refactorisation) and P = FᵀBF. A Frobenius Ã-step is a
+	// scaling plus a rank-k update, Ã⁺ = F(αI + βŨŨᵀ)Fᵀ with Ũ = F⁻¹Ā,
+	// so F⁺ = F·T_j with T_j = √α(I + YDYᵀ) the symmetric square root of
+	// that middle factor, and P, T and T⁻¹ follow in O(D²k): no O(D³)
+	// product is formed inside the iterations.
 	lower mat.TriDense
-	work  *mat.Dense
+	t     *mat.Dense // T (D×D)
+	tinv  *mat.Dense // T⁻¹, kept by the closed form of each factor's inverse
+	p     *mat.Dense // P = FᵀBF (symmetric, both triangles)
 	m     *mat.SymDense
 	cholM mat.Cholesky
 
@@ -126,7 +134,8 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
 		bw: mat.NewSymDense(d, nil), bwFull: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
 		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
-		work: mat.NewDense(d, d, nil), m: mat.NewSymDense(d, nil),
+		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
+		m: mat.NewSymDense(d, nil),
 	}
 	for _, c := range cols {
 		s.yty += st.YtY[c]
@@ -213,6 +222,7 @@ func (s *solver) setWeights(w []float64) {
 }
 
 func (s *solver) run(ctx context.Context) error {
+	s.refactor()
 	if err := s.gStep(); err != nil {
 		return err
 	}
@@ -235,16 +245,16 @@ func (s *solver) run(ctx context.Context) error {
 			var err error
 			if s.cfg.Mode == ModeLearned {
 				step = s.frobeniusStep()
-			} else {
-				step, err = s.sparseStep()
+			} else if step, err = s.sparseStep(); step > 0 {
+				s.refactor()
 			}
 			if err != nil {
 				return err
 			}
 			s.trace.Steps = append(s.trace.Steps, step)
 		}
-		if s.cfg.LearnW {
-			s.weightStep()
+		if s.cfg.LearnW && s.weightStep() {
+			s.refactor()
 		}
 		if err := s.gStep(); err != nil {
 			return err
@@ -274,19 +284,47 @@ func relChange(x, y mat.Matrix) float64 {
 	return num / den
 }
 
-// gStep solves g̃ = (B + λÃ⁻¹)⁻¹ b without an inverse: with Ã = LLᵀ,
-// g̃ = L (LᵀBL + λI)⁻¹ Lᵀb, one SPD solve. It also sets Ã⁻¹g̃ = L⁻ᵀ(...).
-func (s *solver) gStep() error {
+// refactor restarts the factor F = L from the current Cholesky factor of
+// Ã and computes P = LᵀBL by two triangular products: O(D³), needed at the
+// start, after a sparse step and after a change of w.
+func (s *solver) refactor() {
 	s.chol.LTo(&s.lower)
-	lower := s.lower.RawTriangular()
-	// work = LᵀBL by two triangular products in place.
-	s.work.Copy(s.bwFull)
-	w := s.work.RawMatrix()
-	blas64.Trmm(blas.Right, blas.NoTrans, 1, lower, w)
-	blas64.Trmm(blas.Left, blas.Trans, 1, lower, w)
+	identity(s.t)
+	identity(s.tinv)
+	s.p.Copy(s.bwFull)
+	raw, lower := s.p.RawMatrix(), s.lower.RawTriangular()
+	blas64.Trmm(blas.Right, blas.NoTrans, 1, lower, raw)
+	blas64.Trmm(blas.Left, blas.Trans, 1, lower, raw)
+	symmetrize(s.p)
+}
+
+func identity(d *mat.Dense) {
+	d.Zero()
+	r, _ := d.Dims()
+	for i := 0; i < r; i++ {
+		d.Set(i, i, 1)
+	}
+}
+
+// symmetrize replaces a nearly symmetric matrix by its symmetric part.
+func symmetrize(d *mat.Dense) {
+	raw := d.RawMatrix()
+	for i := 0; i < raw.Rows; i++ {
+		for j := i + 1; j < raw.Cols; j++ {
+			v := 0.5 * (raw.Data[i*raw.Stride+j] + raw.Data[j*raw.Stride+i])
+			raw.Data[i*raw.Stride+j], raw.Data[j*raw.Stride+i] = v, v
+		}
+	}
+}
+
+// gStep solves g̃ = (B + λÃ⁻¹)⁻¹ b without an inverse: with Ã = FFᵀ,
+// g̃ = F (FᵀBF + λI)⁻¹ Fᵀb, one SPD solve of P + λI. It also sets
+// Ã⁻¹g̃ = F⁻ᵀ(P + λI)⁻¹Fᵀb.
+func (s *solver) gStep() error {
+	raw := s.p.RawMatrix()
 	for i := 0; i < s.d; i++ {
 		for j := i; j < s.d; j++ {
-			v := 0.5 * (w.Data[i*w.Stride+j] + w.Data[j*w.Stride+i])
+			v := raw.Data[i*raw.Stride+j]
 			if i == j {
 				v += s.cfg.Lambda
 			}
@@ -294,20 +332,105 @@ func (s *solver) gStep() error {
 		}
 	}
 	if !s.cholM.Factorize(s.m) {
-		return fmt.Errorf("fit: g-step system LᵀBL+λI: %w", ErrNotPositiveDefinite)
+		return fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
-	rhs := mat.DenseCopyOf(s.cw)
-	blas64.Trmm(blas.Left, blas.Trans, 1, lower, rhs.RawMatrix())
-	var z mat.Dense
-	if err := s.cholM.SolveTo(&z, rhs); err != nil && !isCondition(err) {
+	lower := s.lower.RawTriangular()
+	lb := mat.DenseCopyOf(s.cw)
+	blas64.Trmm(blas.Left, blas.Trans, 1, lower, lb.RawMatrix())
+	var rhs, z mat.Dense
+	rhs.Mul(s.t.T(), lb) // Fᵀb = TᵀLᵀb
+	if err := s.cholM.SolveTo(&z, &rhs); err != nil && !isCondition(err) {
 		return fmt.Errorf("fit: g-step solve: %w", err)
 	}
-	s.g.Copy(&z)
+	s.g.Mul(s.t, &z) // g̃ = L(Tz)
 	blas64.Trmm(blas.Left, blas.NoTrans, 1, lower, s.g.RawMatrix())
-	// Ã⁻¹g̃ = L⁻ᵀL⁻¹Lz = L⁻ᵀz.
-	s.abar.Copy(&z)
+	s.abar.Mul(s.tinv.T(), &z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
 	blas64.Trsm(blas.Left, blas.Trans, 1, lower, s.abar.RawMatrix())
 	return nil
+}
+
+// followStep moves F, T⁻¹ and P along an accepted Frobenius step
+// Ã⁺ = αÃ + βĀĀᵀ. With Ũ = F⁻¹Ā and the eigendecomposition
+// (β/α)ŨŨᵀ = YΛYᵀ (Y orthonormal, from the k×k Gram matrix),
+// T_j = √α(I + YDYᵀ) with D = √(1+Λ) − 1, and T_j⁻¹ = (I + YD'Yᵀ)/√α with
+// D' = −D/(1+D).
+func (s *solver) followStep(alpha, beta float64) {
+	u := mat.DenseCopyOf(s.abar)
+	blas64.Trsm(blas.Left, blas.NoTrans, 1, s.lower.RawTriangular(), u.RawMatrix())
+	var ut mat.Dense
+	ut.Mul(s.tinv, u) // Ũ = T⁻¹L⁻¹Ā
+	gram := mat.NewSymDense(s.k, nil)
+	gram.SymOuterK(1, ut.T())
+	var eig mat.EigenSym
+	if !eig.Factorize(gram, true) {
+		s.refactor()
+		return
+	}
+	vals := eig.Values(nil)
+	var vecs mat.Dense
+	eig.VectorsTo(&vecs)
+	top := vals[len(vals)-1]
+	var cols []int
+	for i, v := range vals {
+		if v > 1e-14*top && v > 0 {
+			cols = append(cols, i)
+		}
+	}
+	if len(cols) == 0 {
+		return
+	}
+	r := len(cols)
+	y := mat.NewDense(s.d, r, nil)
+	dPlus, dInv := make([]float64, r), make([]float64, r)
+	for c, i := range cols {
+		// Column of Y: Ũ v_i / √σ_i.
+		var col mat.VecDense
+		col.MulVec(&ut, vecs.ColView(i))
+		col.ScaleVec(1/math.Sqrt(vals[i]), &col)
+		y.SetCol(c, col.RawVector().Data)
+		lam := beta / alpha * vals[i]
+		dPlus[c] = math.Sqrt(1+lam) - 1
+		dInv[c] = -dPlus[c] / (1 + dPlus[c])
+	}
+	scaleCols := func(m *mat.Dense, f []float64) *mat.Dense {
+		out := mat.DenseCopyOf(m)
+		for c, v := range f {
+			for i := 0; i < s.d; i++ {
+				out.Set(i, c, out.At(i, c)*v)
+			}
+		}
+		return out
+	}
+	sa := math.Sqrt(alpha)
+	// T ← √α(T + (TY)DYᵀ).
+	var ty, upd mat.Dense
+	ty.Mul(s.t, y)
+	upd.Mul(scaleCols(&ty, dPlus), y.T())
+	s.t.Add(s.t, &upd)
+	s.t.Scale(sa, s.t)
+	// T⁻¹ ← (T⁻¹ + YD'(YᵀT⁻¹))/√α.
+	var yti mat.Dense
+	yti.Mul(y.T(), s.tinv)
+	upd.Reset()
+	upd.Mul(scaleCols(y, dInv), &yti)
+	s.tinv.Add(s.tinv, &upd)
+	s.tinv.Scale(1/sa, s.tinv)
+	// P ← α[P + WDYᵀ + YDWᵀ + YD(YᵀW)DYᵀ] with W = PY.
+	var w, ytw, inner, part mat.Dense
+	w.Mul(s.p, y)
+	ytw.Mul(y.T(), &w)
+	yd := scaleCols(y, dPlus)
+	part.Mul(scaleCols(&w, dPlus), y.T())
+	s.p.Add(s.p, &part)
+	part.Reset()
+	part.Mul(yd, w.T())
+	s.p.Add(s.p, &part)
+	inner.Mul(yd, &ytw)
+	part.Reset()
+	part.Mul(&inner, yd.T())
+	s.p.Add(s.p, &part)
+	s.p.Scale(alpha, s.p)
+	symmetrize(s.p)
 }
 
 func isCondition(err error) bool {
@@ -442,6 +565,7 @@ func (s *solver) frobeniusStep() float64 {
 			s.a.SymRankOne(s.a, beta, col)
 		}
 		s.chol.Clone(&trial)
+		s.followStep(alpha, beta)
 		return mu
 	}
 	return 0
@@ -538,8 +662,8 @@ func (s *solver) sparseStep() (float64, error) {
 // weightStep solves the v×v least-squares system for w (eq. w_approx):
 // (ZᵀZ)_lm = Σ_c g̃_lcᵀ S_lm g̃_mc and (Zᵀy)_l = Σ_c g̃_lcᵀ c_lc, with Z the
 // columns U_l g̃_l. A singular system (a view whose g̃_l vanishes) keeps
-// its previous weights.
-func (s *solver) weightStep() {
+// its previous weights. It reports whether w changed.
+func (s *solver) weightStep() bool {
 	v := len(s.st.Ranks)
 	ztz := mat.NewSymDense(v, nil)
 	zty := mat.NewVecDense(v, nil)
@@ -570,11 +694,12 @@ func (s *solver) weightStep() {
 	}
 	var ch mat.Cholesky
 	if !ch.Factorize(ztz) {
-		return
+		return false
 	}
 	var w mat.VecDense
 	if err := ch.SolveVecTo(&w, zty); err != nil && !isCondition(err) {
-		return
+		return false
 	}
 	s.setWeights(slices.Clone(w.RawVector().Data))
+	return true
 }

@@ -155,6 +155,7 @@ func TestGStepMatchesClosedForm(t *testing.T) {
 				w[l] = 0.5 + rng.Float64()
 			}
 			s.setWeights(w)
+			s.refactor()
 			if err := s.gStep(); err != nil {
 				t.Fatal(err)
 			}
@@ -211,6 +212,7 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 	s.a = randomSPD(rng, st.Dim())
 	s.chol.Factorize(s.a)
 	s.setWeights([]float64{0.5, 0.5})
+	s.refactor()
 	if err := s.gStep(); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +264,64 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 	s.chol.ToSym(&back)
 	if dd := relDiff(&back, s.a); dd > 1e-10 {
 		t.Errorf("followed Cholesky factor is off by %g", dd)
+	}
+	checkFollowedFactor(t, s)
+}
+
+// checkFollowedFactor verifies the g̃-step's factor after rank updates:
+// F = LT factorises Ã, T⁻¹ inverts T, and P = FᵀBF.
+func checkFollowedFactor(t *testing.T, s *solver) {
+	t.Helper()
+	var f, fft, tti, ptrue, bf mat.Dense
+	f.Mul(&s.lower, s.t)
+	fft.Mul(&f, f.T())
+	if dd := relDiff(&fft, s.a); dd > 1e-9 {
+		t.Errorf("FFᵀ differs from Ã by %g", dd)
+	}
+	tti.Mul(s.t, s.tinv)
+	eye := mat.NewDiagDense(s.d, nil)
+	for i := 0; i < s.d; i++ {
+		eye.SetDiag(i, 1)
+	}
+	if dd := relDiff(&tti, eye); dd > 1e-9 {
+		t.Errorf("T·T⁻¹ differs from I by %g", dd)
+	}
+	bf.Mul(s.bw, &f)
+	ptrue.Mul(f.T(), &bf)
+	if dd := relDiff(s.p, &ptrue); dd > 1e-9 {
+		t.Errorf("followed P differs from FᵀBF by %g", dd)
+	}
+}
+
+// The followed factor stays exact over many Frobenius steps, for one and
+// for several target columns.
+func TestFollowedFactorOverIterations(t *testing.T) {
+	for _, k := range []int{1, 3} {
+		p := newProblem(31, 90, []int{3, 4}, k)
+		cols := make([]int, k)
+		for c := range cols {
+			cols[c] = c
+		}
+		cfg, _ := Config{Lambda: 0.05, Eta: 0.2}.withDefaults()
+		s := newSolver(p.stats(t), cols, cfg)
+		if err := s.initMetric(nil); err != nil {
+			t.Fatal(err)
+		}
+		s.setWeights([]float64{0.5, 0.5})
+		s.refactor()
+		steps := 0
+		for it := 0; it < 15; it++ {
+			if err := s.gStep(); err != nil {
+				t.Fatal(err)
+			}
+			if s.frobeniusStep() > 0 {
+				steps++
+			}
+		}
+		if steps == 0 {
+			t.Fatalf("k=%d: no step taken", k)
+		}
+		checkFollowedFactor(t, s)
 	}
 }
 

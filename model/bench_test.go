@@ -1,0 +1,131 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/schemas"
+)
+
+// uwaveShaped draws rows shaped like uWaveGesture: 3 views × 315 smooth
+// series, 8 classes whose series differ in their low frequencies.
+func uwaveShaped(n int) ([]*mat.Dense, []float64) {
+	rng := rand.New(rand.NewPCG(42, 1))
+	views := []*mat.Dense{mat.NewDense(n, 315, nil), mat.NewDense(n, 315, nil), mat.NewDense(n, 315, nil)}
+	labels := make([]float64, n)
+	for i := 0; i < n; i++ {
+		c := i % 8
+		labels[i] = float64(c + 1)
+		for l, v := range views {
+			phase := float64(c*(l+1)) * 0.7
+			row := v.RawRowView(i)
+			for j := range row {
+				t := float64(j) / 315
+				row[j] = math.Sin(6.3*t*float64(1+c%3)+phase) + 0.5*rng.NormFloat64()
+			}
+		}
+	}
+	return views, labels
+}
+
+// BenchmarkFitUWaveShape is the whole fit (features and heads) at the
+// uWave training set's shape: 896 rows × 3 × 315, p = 12%, 8 classes.
+func BenchmarkFitUWaveShape(b *testing.B) {
+	views, labels := uwaveShaped(896)
+	spec := testSpec(schemas.Classification, 315, 315, 315)
+	for _, tc := range []struct {
+		name string
+		cfg  TrainConfig
+	}{
+		{"learned-ovr", TrainConfig{Fit: Config{Lambda: 0.01, Eta: 1}}},
+		{"learned-shared", TrainConfig{Multiclass: MulticlassShared, Fit: Config{Lambda: 0.01, Eta: 1}}},
+		{"sparse-ovr", TrainConfig{Fit: Config{Mode: ModeSparse, Lambda: 0.01, Eta: 1}}},
+		{"cov", TrainConfig{Fit: Config{Mode: ModeCov, Lambda: 0.01}}},
+		{"identity", TrainConfig{Fit: Config{Mode: ModeIdentity, Lambda: 0.01}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Train(context.Background(), spec, views, labels, tc.cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStatsAdd accumulates S and c for v = 3 views of p = 128
+// features in batches of 4096 rows and reports rows/s; 1M rows take
+// 1e6 / (rows/s) seconds with memory O((vp)²) plus one batch.
+func BenchmarkStatsAdd(b *testing.B) {
+	const n, r = 4096, 128
+	p := newProblem(1, n, []int{r, r, r}, 1)
+	st := NewStats(p.ranks(), 1)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if err := st.Add(p.u, p.y); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rows := float64(n * b.N)
+	b.ReportMetric(rows/time.Since(start).Seconds(), "rows/s")
+	b.ReportMetric(1e6/(rows/time.Since(start).Seconds()), "s/1M-rows")
+}
+
+// BenchmarkFitIteration times outer iterations of mode learned at
+// vp = 768 (3 views × 256 features), one target column.
+func BenchmarkFitIteration(b *testing.B) {
+	for _, r := range []int{108, 256} {
+		b.Run(fmt.Sprintf("vp=%d", 3*r), func(b *testing.B) {
+			p := newProblem(2, 2*3*r, []int{r, r, r}, 1)
+			st := p.stats(b)
+			cfg := Config{Lambda: 0.01, Eta: 1, MaxIter: 5, Tol: 1e-300}
+			b.ResetTimer()
+			var iters int
+			for i := 0; i < b.N; i++ {
+				sol, err := Fit(context.Background(), st, []int{0}, cfg, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				iters += sol.Trace.Iterations + 1
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(iters), "ms/iteration")
+		})
+	}
+}
+
+// BenchmarkScore scores batches of 4096 rows of 3 views × 64 dims against
+// p = 128 landmarks per view.
+func BenchmarkScore(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	const n = 4096
+	views := make([]*mat.Dense, 3)
+	for l := range views {
+		views[l] = mat.NewDense(n, 64, nil)
+		for i := range views[l].RawMatrix().Data {
+			views[l].RawMatrix().Data[i] = rng.NormFloat64()
+		}
+	}
+	labels := make([]float64, n)
+	for i := range labels {
+		labels[i] = float64(i % 2)
+	}
+	m, err := Train(context.Background(), testSpec(schemas.Classification, 64, 64, 64), views, labels,
+		TrainConfig{Landmarks: 128, Fit: Config{Mode: ModeIdentity}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc := m.NewScorer()
+	var dec, contrib mat.Dense
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sc.Score(&dec, &contrib, views)
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
