@@ -56,8 +56,9 @@ type fileHeader struct {
 }
 
 type headHeader struct {
-	W     []float64 `json:"w"`
-	Trace Trace     `json:"trace"`
+	W         []float64 `json:"w"`
+	Intercept []float64 `json:"intercept"`
+	Trace     Trace     `json:"trace"`
 }
 
 type arrayShape struct {
@@ -98,7 +99,7 @@ func (m *Model) Encode(w io.Writer) error {
 		hdr.Kernels = append(hdr.Kernels, vm.Kernel)
 	}
 	for _, h := range m.Heads {
-		hdr.Heads = append(hdr.Heads, headHeader{W: h.W, Trace: h.Trace})
+		hdr.Heads = append(hdr.Heads, headHeader{W: h.W, Intercept: h.Intercept, Trace: h.Trace})
 	}
 	js, err := json.Marshal(hdr)
 	if err != nil {
@@ -259,6 +260,9 @@ func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
 		if len(hh.W) != v {
 			return nil, fmt.Errorf("head %d: %d view weights for %d views", h, len(hh.W), v)
 		}
+		if len(hh.Intercept) != gc {
+			return nil, fmt.Errorf("head %d: %d intercepts for %d outputs", h, len(hh.Intercept), gc)
+		}
 		sym := mat.NewSymDense(d, nil)
 		for i := 0; i < d; i++ {
 			for j := i; j < d; j++ {
@@ -268,7 +272,7 @@ func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
 				sym.SetSym(i, j, a.At(i, j))
 			}
 		}
-		m.Heads = append(m.Heads, &Head{Solution: Solution{A: sym, G: g, W: hh.W, Trace: hh.Trace}})
+		m.Heads = append(m.Heads, &Head{Solution: Solution{A: sym, G: g, W: hh.W, Intercept: hh.Intercept, Trace: hh.Trace}})
 		width += gc
 	}
 	if width != m.Outputs() {

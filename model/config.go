@@ -59,9 +59,18 @@ type Config struct {
 	// objective, or the relative changes of both g̃ and Ã, fall below it.
 	// Default 1e-5.
 	Tol float64
-	// MaxCond refuses Ã steps whose condition number estimate would pass
-	// it: iterating the Ã step drives Ã towards rank one. Default 1e8.
-	MaxCond float64
+	// NoIntercept fits without the unpenalised intercept, exactly the
+	// paper's objective. By default the targets and features are centred
+	// (from the statistics) and the intercept ȳ − ūᵀg̃_w is added back, as
+	// ridge regression does; without it a class imbalance in one-vs-all
+	// targets must be absorbed by the regularised kernel part.
+	NoIntercept bool
+	// MaxCondGrowth refuses Ã steps that would make its condition number
+	// estimate exceed this multiple of the initial metric's: iterating the
+	// Ã step drives Ã towards rank one. Relative, because the initial
+	// metric U_lᵀU_l inherits the spread of the Nyström eigenvalues.
+	// Default 1e4.
+	MaxCondGrowth float64
 }
 
 // withDefaults returns c with every zero field set to its default, or an
@@ -85,8 +94,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Tol == 0 {
 		c.Tol = 1e-5
 	}
-	if c.MaxCond == 0 {
-		c.MaxCond = 1e8
+	if c.MaxCondGrowth == 0 {
+		c.MaxCondGrowth = 1e4
 	}
 	switch {
 	case !(c.Lambda > 0) || math.IsInf(c.Lambda, 0):
@@ -99,8 +108,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("mu·eta = %v must be below 1/2 to keep Ã positive definite", c.Mu*c.Eta)
 	case !(c.Tol > 0):
 		return c, fmt.Errorf("tol %v must be positive", c.Tol)
-	case !(c.MaxCond > 1):
-		return c, fmt.Errorf("max condition number %v must exceed 1", c.MaxCond)
+	case !(c.MaxCondGrowth >= 1):
+		return c, fmt.Errorf("max condition growth %v must be at least 1", c.MaxCondGrowth)
 	}
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		return c, err

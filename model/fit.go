@@ -20,6 +20,9 @@ type Solution struct {
 	G *mat.Dense
 	// W holds the view weights.
 	W []float64
+	// Intercept holds one unpenalised offset per target column (zero with
+	// Config.NoIntercept).
+	Intercept []float64
 	// Trace records how the fit went.
 	Trace Trace
 }
@@ -39,7 +42,7 @@ type Trace struct {
 	Steps []float64 `json:"steps,omitempty"`
 	// Cond is the final condition number estimate of Ã.
 	Cond float64 `json:"cond"`
-	// CondLimited counts trial steps refused by MaxCond.
+	// CondLimited counts trial steps refused by MaxCondGrowth.
 	CondLimited int `json:"cond_limited,omitempty"`
 	// NotPD counts sparse-mode trial steps refused because the proximal
 	// step left Ã not positive definite.
@@ -76,7 +79,11 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 	if st.N <= 0 {
 		return nil, errors.New("fit: no rows in the statistics")
 	}
-	s := newSolver(st, cols, cfg)
+	fitStats := st
+	if !cfg.NoIntercept {
+		fitStats = st.centered()
+	}
+	s := newSolver(fitStats, cols, cfg)
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
 	}
@@ -91,7 +98,20 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
-	return &Solution{A: s.a, G: s.g, W: s.w, Trace: s.trace}, nil
+	sol := &Solution{A: s.a, G: s.g, W: s.w, Trace: s.trace, Intercept: make([]float64, len(cols))}
+	if !cfg.NoIntercept {
+		off := offsets(st.Ranks)
+		for c, col := range cols {
+			b := st.YSum[col] / st.N
+			for l := range st.Ranks {
+				for i := off[l]; i < off[l+1]; i++ {
+					b -= s.w[l] * st.USum[i] / st.N * s.g.At(i, c)
+				}
+			}
+			sol.Intercept[c] = b
+		}
+	}
+	return sol, nil
 }
 
 // solver holds the state of one fit.
@@ -125,6 +145,7 @@ type solver struct {
 	m     *mat.SymDense
 	cholM mat.Cholesky
 
+	cond0 float64 // condition number estimate of the initial metric
 	trace Trace
 }
 
@@ -181,6 +202,7 @@ func (s *solver) initMetric(warm *Solution) error {
 	}
 	if s.chol.Factorize(s.a) {
 		s.trace.Cond = s.chol.Cond()
+		s.cond0 = s.trace.Cond
 		return nil
 	}
 	scale := 0.0
@@ -198,6 +220,7 @@ func (s *solver) initMetric(warm *Solution) error {
 		s.trace.Jitter = jitter
 		if s.chol.Factorize(s.a) {
 			s.trace.Cond = s.chol.Cond()
+			s.cond0 = s.trace.Cond
 			return nil
 		}
 	}
@@ -488,7 +511,7 @@ func (s *solver) groupNorm(a *mat.SymDense, l, m int) float64 {
 // frobeniusStep takes one gradient step on the Ã-subproblem
 // h(Ã) = λ tr(G̃ᵀÃ⁻¹G̃) + η‖Ã‖²_F (eq. A_approx):
 // Ã ← (1−2μη)Ã + μλ ĀĀᵀ with Ā = Ã⁻¹G̃, halving μ until h falls by the
-// Armijo condition and the condition number stays under MaxCond. h at a
+// Armijo condition and the condition number stays within MaxCondGrowth. h at a
 // trial step costs O(k³) by the Woodbury identity, and the Cholesky factor
 // follows the step by a scaling and k rank-one updates, so no O(D³) work
 // is done here. It returns the step taken (0 for none).
@@ -572,12 +595,12 @@ func (s *solver) frobeniusStep() float64 {
 }
 
 // tooIllConditioned reports (and counts) a trial metric whose condition
-// number passes MaxCond and is worse than the current one: a step may not
-// push Ã towards the rank-one minimiser of the Ã-subproblem past the
-// limit, but a metric that starts ill-conditioned may still move.
+// number passes MaxCondGrowth times the initial metric's and is worse than
+// the current one: a step may not push Ã towards the rank-one minimiser of
+// the Ã-subproblem past the limit, but it may always improve it.
 func (s *solver) tooIllConditioned(trial *mat.Cholesky) bool {
 	c := trial.Cond()
-	if c > s.cfg.MaxCond && c > s.chol.Cond() {
+	if c > s.cfg.MaxCondGrowth*s.cond0 && c > s.chol.Cond() {
 		s.trace.CondLimited++
 		return true
 	}
@@ -587,7 +610,7 @@ func (s *solver) tooIllConditioned(trial *mat.Cholesky) bool {
 // sparseStep takes one proximal gradient step (eq. A_approx_iter): a
 // gradient step on λ tr(G̃ᵀÃ⁻¹G̃), then the group soft-threshold
 // (1 − μη/‖T_γ‖_F)_+ per view pair, with μ halved until the step keeps Ã
-// positive definite, within MaxCond, and satisfies the proximal sufficient
+// positive definite, within MaxCondGrowth, and satisfies the proximal sufficient
 // decrease condition (which makes the objective fall).
 func (s *solver) sparseStep() (float64, error) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta

@@ -84,7 +84,7 @@ func bruteObjective(p problem, col int, sol *Solution, cfg Config, sparse bool) 
 	pred.MulVec(x, sol.G.ColView(0))
 	loss := 0.0
 	for i := 0; i < n; i++ {
-		r := p.y.At(i, col) - pred.AtVec(i)
+		r := p.y.At(i, col) - pred.AtVec(i) - sol.Intercept[0]
 		loss += r * r
 	}
 	var inv mat.Dense
@@ -211,6 +211,7 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 	s := newSolver(st, []int{0}, cfg)
 	s.a = randomSPD(rng, st.Dim())
 	s.chol.Factorize(s.a)
+	s.cond0 = s.chol.Cond()
 	s.setWeights([]float64{0.5, 0.5})
 	s.refactor()
 	if err := s.gStep(); err != nil {
@@ -455,11 +456,45 @@ func TestIdentityModeIsRidge(t *testing.T) {
 	p := newProblem(13, 80, []int{4, 6}, 1)
 	st := p.stats(t)
 	const lambda = 0.3
-	sol, err := Fit(context.Background(), st, []int{0}, Config{Mode: ModeIdentity, Lambda: lambda}, nil)
+	sol, err := Fit(context.Background(), st, []int{0}, Config{Mode: ModeIdentity, Lambda: lambda, NoIntercept: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := p.concat([]float64{0.5, 0.5})
+	checkRidge(t, x, p.y, lambda, sol.G)
+
+	// With the intercept: ridge on centred features and target, and the
+	// intercept ȳ − x̄ᵀg.
+	withB, err := Fit(context.Background(), st, []int{0}, Config{Mode: ModeIdentity, Lambda: lambda}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, d := x.Dims()
+	xc, yc := mat.DenseCopyOf(x), mat.DenseCopyOf(p.y)
+	means := make([]float64, d)
+	for j := 0; j < d; j++ {
+		means[j] = mat.Sum(x.ColView(j)) / float64(n)
+		for i := 0; i < n; i++ {
+			xc.Set(i, j, x.At(i, j)-means[j])
+		}
+	}
+	ybar := mat.Sum(p.y.ColView(0)) / float64(n)
+	for i := 0; i < n; i++ {
+		yc.Set(i, 0, p.y.At(i, 0)-ybar)
+	}
+	g := checkRidge(t, xc, yc, lambda, withB.G)
+	b := ybar
+	for j := 0; j < d; j++ {
+		b -= means[j] * g.At(j, 0)
+	}
+	if math.Abs(b-withB.Intercept[0]) > 1e-10*math.Max(1, math.Abs(b)) {
+		t.Errorf("intercept %g, ridge gives %g", withB.Intercept[0], b)
+	}
+}
+
+// checkRidge solves min ‖y − Xg‖² + λ‖g‖² by QR of [X; √λI] and compares.
+func checkRidge(t *testing.T, x, y *mat.Dense, lambda float64, got *mat.Dense) *mat.Dense {
+	t.Helper()
 	n, d := x.Dims()
 	aug := mat.NewDense(n+d, d, nil)
 	aug.Slice(0, n, 0, d).(*mat.Dense).Copy(x)
@@ -467,16 +502,17 @@ func TestIdentityModeIsRidge(t *testing.T) {
 		aug.Set(n+i, i, math.Sqrt(lambda))
 	}
 	rhs := mat.NewDense(n+d, 1, nil)
-	rhs.Slice(0, n, 0, 1).(*mat.Dense).Copy(p.y)
+	rhs.Slice(0, n, 0, 1).(*mat.Dense).Copy(y)
 	var qr mat.QR
 	qr.Factorize(aug)
 	var want mat.Dense
 	if err := qr.SolveTo(&want, false, rhs); err != nil {
 		t.Fatal(err)
 	}
-	if dd := relDiff(sol.G, &want); dd > 1e-10 {
+	if dd := relDiff(got, &want); dd > 1e-10 {
 		t.Errorf("identity mode differs from ridge by %g", dd)
 	}
+	return &want
 }
 
 // Test 7: fixed-seed fits are bit-for-bit reproducible.

@@ -98,6 +98,8 @@ type Model struct {
 	// coef[l] is p×outputs: w_l β_l of every head side by side, so that a
 	// batch's decisions are Σ_l k_l(X, Z_l)·coef[l].
 	coef []*mat.Dense
+	// offset holds every output's intercept, in head order.
+	offset []float64
 }
 
 // Outputs is the width of the decision: 1 for regression and binary
@@ -284,8 +286,10 @@ func (m *Model) prepare() {
 		m.coef[l] = mat.NewDense(p, m.Outputs(), nil)
 	}
 	col := 0
+	m.offset = m.offset[:0]
 	for _, h := range m.Heads {
 		_, k := h.G.Dims()
+		m.offset = append(m.offset, h.Intercept...)
 		h.Beta = make([]*mat.Dense, len(m.Features.Views))
 		for l, vm := range m.Features.Views {
 			p, _ := vm.Proj.Dims()
@@ -339,8 +343,9 @@ func (m *Model) NewScorer() *Scorer {
 // Score sets dec (n×outputs) to the decision values of the rows of views
 // (views[l] is n×d_l): Σ_l w_l k_l(x, Z_l)ᵀβ_l, mapped back to label units
 // for regression. When contrib is non-nil it is set (n×v) to every view's
-// share of the decision of the predicted output (for regression, of the
-// value less the target mean).
+// share of the decision of the predicted output: the decision less the
+// intercept (for regression, the value less the target mean and the
+// intercept, in label units).
 func (s *Scorer) Score(dec, contrib *mat.Dense, views []*mat.Dense) {
 	m := s.m
 	n, _ := views[0].Dims()
@@ -354,8 +359,14 @@ func (s *Scorer) Score(dec, contrib *mat.Dense, views []*mat.Dense) {
 		s.partial[l].Mul(s.kern[l], m.coef[l])
 		dec.Add(dec, s.partial[l])
 	}
+	raw := dec.RawMatrix()
+	for i := 0; i < n; i++ {
+		row := raw.Data[i*raw.Stride : i*raw.Stride+out]
+		for c := range row {
+			row[c] += m.offset[c]
+		}
+	}
 	if m.Classes == nil {
-		raw := dec.RawMatrix()
 		for i := 0; i < n; i++ {
 			raw.Data[i*raw.Stride] = m.TargetMean + m.TargetScale*raw.Data[i*raw.Stride]
 		}

@@ -26,6 +26,9 @@ type Stats struct {
 	C *mat.Dense
 	// YtY holds yᵀy for each of the k target columns.
 	YtY []float64
+	// USum and YSum are the column sums of U and Y, for the intercept.
+	USum []float64
+	YSum []float64
 
 	scratch []float64 // n×D concatenation buffer reused across Add calls
 }
@@ -42,6 +45,8 @@ func NewStats(ranks []int, k int) *Stats {
 		S:     mat.NewSymDense(d, nil),
 		C:     mat.NewDense(d, k, nil),
 		YtY:   make([]float64, k),
+		USum:  make([]float64, d),
+		YSum:  make([]float64, k),
 	}
 }
 
@@ -90,6 +95,10 @@ func (s *Stats) Add(u []*mat.Dense, y *mat.Dense) error {
 		row := yr.Data[i*yr.Stride : i*yr.Stride+k]
 		for j, v := range row {
 			s.YtY[j] += v * v
+			s.YSum[j] += v
+		}
+		for j, v := range cat.Data[i*d : (i+1)*d] {
+			s.USum[j] += v
 		}
 	}
 	s.N += float64(n)
@@ -106,6 +115,10 @@ func (s *Stats) Merge(o *Stats) error {
 	s.C.Add(s.C, o.C)
 	for j := range s.YtY {
 		s.YtY[j] += o.YtY[j]
+		s.YSum[j] += o.YSum[j]
+	}
+	for j := range s.USum {
+		s.USum[j] += o.USum[j]
 	}
 	s.N += o.N
 	return nil
@@ -121,16 +134,48 @@ func (s *Stats) Scale(f float64) {
 	s.C.Scale(f, s.C)
 	for j := range s.YtY {
 		s.YtY[j] *= f
+		s.YSum[j] *= f
+	}
+	for j := range s.USum {
+		s.USum[j] *= f
 	}
 	s.N *= f
 }
 
 // Clone returns an independent copy.
 func (s *Stats) Clone() *Stats {
-	c := &Stats{Ranks: slices.Clone(s.Ranks), N: s.N, YtY: slices.Clone(s.YtY)}
+	c := &Stats{Ranks: slices.Clone(s.Ranks), N: s.N, YtY: slices.Clone(s.YtY),
+		USum: slices.Clone(s.USum), YSum: slices.Clone(s.YSum)}
 	c.S = mat.NewSymDense(s.Dim(), nil)
 	c.S.CopySym(s.S)
 	c.C = mat.DenseCopyOf(s.C)
+	return c
+}
+
+// centered returns the statistics of the rows with the column means of U
+// and Y removed: S − nūūᵀ, C − nūȳᵀ, yᵀy − nȳ². Fitting them and adding
+// the intercept ȳ − ūᵀg̃_w back is ridge with an unpenalised intercept.
+func (s *Stats) centered() *Stats {
+	c := s.Clone()
+	d := s.Dim()
+	inv := 1 / s.N
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			c.S.SetSym(i, j, s.S.At(i, j)-inv*s.USum[i]*s.USum[j])
+		}
+		for k := range s.YSum {
+			c.C.Set(i, k, s.C.At(i, k)-inv*s.USum[i]*s.YSum[k])
+		}
+	}
+	for k, v := range s.YSum {
+		c.YtY[k] = s.YtY[k] - inv*v*v
+	}
+	for i := range c.USum {
+		c.USum[i] = 0
+	}
+	for k := range c.YSum {
+		c.YSum[k] = 0
+	}
 	return c
 }
 
