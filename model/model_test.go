@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -301,4 +302,89 @@ func ExampleTrain() {
 	// Output:
 	// classes: [1 2 3] outputs: 3
 	// prediction of row 0: 1 label: 1
+}
+
+func TestDegenerateData(t *testing.T) {
+	spec := testSpec(schemas.Classification, 2, 3)
+	base, labels := toyViews(11, 60)
+	for _, tc := range []struct {
+		name    string
+		mutate  func(views []*mat.Dense, labels []float64)
+		cfg     TrainConfig
+		wantErr string
+	}{
+		{"duplicate rows", func(v []*mat.Dense, _ []float64) {
+			for i := 30; i < 60; i++ {
+				v[0].SetRow(i, v[0].RawRowView(i-30))
+				v[1].SetRow(i, v[1].RawRowView(i-30))
+			}
+		}, TrainConfig{Landmarks: 1}, ""},
+		{"more landmarks than distinct rows", func(v []*mat.Dense, _ []float64) {
+			for i := 10; i < 60; i++ {
+				v[0].SetRow(i, v[0].RawRowView(i%10))
+				v[1].SetRow(i, v[1].RawRowView(i%10))
+			}
+		}, TrainConfig{Landmarks: 40}, ""},
+		{"constant view", func(v []*mat.Dense, _ []float64) {
+			for i := 0; i < 60; i++ {
+				v[1].SetRow(i, []float64{1, 2, 3})
+			}
+		}, TrainConfig{Landmarks: 20}, `view "v1"`},
+		{"all-zero view, linear kernel", func(v []*mat.Dense, _ []float64) {
+			v[1].Zero()
+		}, TrainConfig{Landmarks: 20, Kernels: []*schemas.KernelSpec{nil, {Type: "linear"}}}, `view "v1"`},
+		{"single class", func(_ []*mat.Dense, l []float64) {
+			for i := range l {
+				l[i] = 2
+			}
+		}, TrainConfig{Landmarks: 20}, "at least two classes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			views := []*mat.Dense{mat.DenseCopyOf(base[0]), mat.DenseCopyOf(base[1])}
+			lab := append([]float64(nil), labels...)
+			tc.mutate(views, lab)
+			m, err := Train(context.Background(), spec, views, lab, tc.cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dec mat.Dense
+			m.NewScorer().Score(&dec, nil, views)
+			for _, v := range dec.RawMatrix().Data {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatal("non-finite decision")
+				}
+			}
+		})
+	}
+}
+
+func TestWarmStart(t *testing.T) {
+	views, labels := toyViews(5, 200)
+	spec := testSpec(schemas.Classification, 2, 3)
+	cfg := TrainConfig{Landmarks: 40, Multiclass: MulticlassShared, Fit: Config{Lambda: 0.01, MaxIter: 30, Tol: 1e-6}}
+	p, err := Prepare(spec, views, labels, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := p.Fit(context.Background(), cfg.Fit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := p.Fit(context.Background(), cfg.Fit, cold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, w := cold.Heads[0].Trace, warm.Heads[0].Trace
+	if w.Objective[0] > c.Objective[len(c.Objective)-1]*(1+1e-9) {
+		t.Errorf("warm start begins at %g, above where the cold fit ended (%g)", w.Objective[0], c.Objective[len(c.Objective)-1])
+	}
+	if w.Iterations > c.Iterations {
+		t.Errorf("warm start took %d iterations, cold %d", w.Iterations, c.Iterations)
+	}
 }
