@@ -24,12 +24,12 @@ func OutputSchema(decisionWidth, nViews int, withContributions bool) *arrow.Sche
 		{Name: FieldID, Type: arrow.PrimitiveTypes.Int64},
 		{Name: FieldModelVersion, Type: arrow.BinaryTypes.String},
 		{Name: FieldPrediction, Type: arrow.PrimitiveTypes.Float64},
-		{Name: FieldDecision, Type: arrow.FixedSizeListOfNonNullable(int32(decisionWidth), arrow.PrimitiveTypes.Float64)},
+		{Name: FieldDecision, Type: arrow.FixedSizeListOf(int32(decisionWidth), arrow.PrimitiveTypes.Float64)},
 	}
 	if withContributions {
 		fields = append(fields, arrow.Field{
 			Name: FieldContributions,
-			Type: arrow.FixedSizeListOfNonNullable(int32(nViews), arrow.PrimitiveTypes.Float64),
+			Type: arrow.FixedSizeListOf(int32(nViews), arrow.PrimitiveTypes.Float64),
 		})
 	}
 	return arrow.NewSchema(fields, nil)

@@ -21,7 +21,8 @@ const (
 // InputSchema is the canonical in-memory batch: id (int64), label (float64,
 // null when unknown) and one fixed-size list of float64 per view. A view
 // column's values are contiguous row-major n×dim, so stages read them as a
-// matrix without copying.
+// matrix without copying. List items are never null; the item field is
+// nevertheless nullable because that is the type Arrow's builders produce.
 func InputSchema(spec *ViewSpec) *arrow.Schema {
 	fields := make([]arrow.Field, 0, FirstViewField+len(spec.Views))
 	fields = append(fields,
@@ -31,7 +32,7 @@ func InputSchema(spec *ViewSpec) *arrow.Schema {
 	for _, v := range spec.Views {
 		fields = append(fields, arrow.Field{
 			Name: v.Name,
-			Type: arrow.FixedSizeListOfNonNullable(int32(v.Dimension()), arrow.PrimitiveTypes.Float64),
+			Type: arrow.FixedSizeListOf(int32(v.Dimension()), arrow.PrimitiveTypes.Float64),
 		})
 	}
 	return arrow.NewSchema(fields, nil)
