@@ -65,6 +65,10 @@ type View struct {
 	Kernel  *KernelSpec `json:"kernel,omitempty" yaml:"kernel,omitempty"`
 }
 
+// MaxDim bounds a view's dimension, so that a corrupt spec cannot make a
+// reader allocate without limit.
+const MaxDim = 1 << 20
+
 // Layout names how a view is stored in a flat input file.
 type Layout int
 
@@ -228,6 +232,9 @@ func (s *ViewSpec) Validate() error {
 		}
 		if v.Dimension() <= 0 {
 			return fmt.Errorf("view %q: dim must be positive", v.Name)
+		}
+		if v.Dimension() > MaxDim {
+			return fmt.Errorf("view %q: dim %d exceeds %d", v.Name, v.Dimension(), MaxDim)
 		}
 		cols := v.ColumnNames()
 		if v.List != "" {

@@ -97,3 +97,22 @@ func TestFingerprint(t *testing.T) {
 		t.Error("a different dimension or kernel keeps the fingerprint")
 	}
 }
+
+func FuzzParseViewSpec(f *testing.F) {
+	f.Add([]byte(`{"task":"regression","views":[{"name":"a","prefix":"a_","dim":3}]}`))
+	f.Add([]byte("task: classification\nviews:\n  - {name: a, list: l, dim: 2}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := ParseViewSpec(data)
+		if err != nil {
+			return
+		}
+		if err := spec.Validate(); err != nil {
+			t.Fatalf("parsed spec fails validation: %v", err)
+		}
+		for l := range spec.Views {
+			if spec.Views[l].Dimension() <= 0 {
+				t.Fatal("accepted a view without features")
+			}
+		}
+	})
+}
