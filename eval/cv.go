@@ -16,7 +16,7 @@ import (
 
 // GridKeys are the hyper-parameters a grid may vary, in the order
 // combinations are enumerated.
-var gridKeys = []string{"lambda", "eta", "mu", "landmarks"}
+var gridKeys = []string{"lambda", "eta", "mu", "landmarks", "sigma_scale"}
 
 // CVConfig sets a (nested) cross-validation.
 type CVConfig struct {
@@ -27,7 +27,8 @@ type CVConfig struct {
 	// Seed fixes the folds (and the inner folds). Default 0.
 	Seed uint64
 	// Grid lists candidate values per hyper-parameter (lambda, eta, mu,
-	// landmarks). Empty: no search, Base is used as is.
+	// landmarks, sigma_scale — the last multiplies every RBF view's
+	// data-derived σ). Empty: no search, Base is used as is.
 	Grid map[string][]float64
 	// InnerFolds is the number of folds of the inner search. Default 3.
 	InnerFolds int
@@ -112,7 +113,7 @@ func (r *CVResult) MarshalJSON() ([]byte, error) {
 func combos(grid map[string][]float64) ([]map[string]float64, error) {
 	for k, vals := range grid {
 		if !slices.Contains(gridKeys, k) {
-			return nil, fmt.Errorf("grid: unknown hyper-parameter %q (want lambda, eta, mu or landmarks)", k)
+			return nil, fmt.Errorf("grid: unknown hyper-parameter %q (want lambda, eta, mu, landmarks or sigma_scale)", k)
 		}
 		if len(vals) == 0 {
 			return nil, fmt.Errorf("grid: %s has no values", k)
@@ -140,7 +141,7 @@ func combos(grid map[string][]float64) ([]map[string]float64, error) {
 	return out, nil
 }
 
-func apply(base model.TrainConfig, c map[string]float64) model.TrainConfig {
+func apply(spec *schemas.ViewSpec, base model.TrainConfig, c map[string]float64) model.TrainConfig {
 	for k, v := range c {
 		switch k {
 		case "lambda":
@@ -151,9 +152,29 @@ func apply(base model.TrainConfig, c map[string]float64) model.TrainConfig {
 			base.Fit.Mu = v
 		case "landmarks":
 			base.Landmarks = v
+		case "sigma_scale":
+			kernels := make([]*schemas.KernelSpec, len(spec.Views))
+			for l := range kernels {
+				k := spec.Views[l].Kernel
+				if base.Kernels != nil {
+					k = base.Kernels[l]
+				}
+				var scaled schemas.KernelSpec
+				if k != nil {
+					scaled = *k
+				}
+				scaled.SigmaScale = v
+				kernels[l] = &scaled
+			}
+			base.Kernels = kernels
 		}
 	}
 	return base
+}
+
+// featureKey identifies the combinations that share prepared features.
+func featureKey(c map[string]float64) [2]float64 {
+	return [2]float64{c["landmarks"], c["sigma_scale"]}
 }
 
 // CrossValidate estimates the model's performance on the rows (views[l] is
@@ -199,7 +220,7 @@ func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Den
 			}
 		}
 		start := time.Now()
-		m, err := model.Train(ctx, spec, trViews, trLabels, apply(cfg.Base, chosen))
+		m, err := model.Train(ctx, spec, trViews, trLabels, apply(spec, cfg.Base, chosen))
 		if err != nil {
 			return nil, fmt.Errorf("fold %d: %w", f+1, err)
 		}
@@ -227,15 +248,15 @@ func search(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, lab
 		train := complement(len(labels), test)
 		trViews, trLabels := Subset(views, labels, train)
 		teViews, teLabels := Subset(views, labels, test)
-		prepared := map[float64]*model.Prepared{}
+		prepared := map[[2]float64]*model.Prepared{}
 		for c, combo := range grid {
-			tc := apply(cfg.Base, combo)
-			p, ok := prepared[tc.Landmarks]
+			tc := apply(spec, cfg.Base, combo)
+			p, ok := prepared[featureKey(combo)]
 			if !ok {
 				if p, err = model.Prepare(spec, trViews, trLabels, tc); err != nil {
 					return nil, err
 				}
-				prepared[tc.Landmarks] = p
+				prepared[featureKey(combo)] = p
 			}
 			m, err := p.Fit(ctx, tc.Fit, nil)
 			if err != nil {

@@ -154,3 +154,18 @@ func TestCrossValidateNested(t *testing.T) {
 		t.Error("unknown grid key: no error")
 	}
 }
+
+func TestApplySigmaScale(t *testing.T) {
+	spec, _, _ := twoViews(4)
+	spec.Views[1].Kernel = &schemas.KernelSpec{Sigma: "median"}
+	got := apply(spec, model.TrainConfig{}, map[string]float64{"sigma_scale": 0.5, "lambda": 3})
+	if got.Fit.Lambda != 3 || len(got.Kernels) != 2 {
+		t.Fatalf("applied %+v", got)
+	}
+	if got.Kernels[0].SigmaScale != 0.5 || got.Kernels[1].SigmaScale != 0.5 || got.Kernels[1].Sigma != "median" {
+		t.Errorf("kernels %+v %+v", got.Kernels[0], got.Kernels[1])
+	}
+	if spec.Views[1].Kernel.SigmaScale != 0 {
+		t.Error("apply modified the spec")
+	}
+}

@@ -45,6 +45,9 @@ type KernelSpec struct {
 	// Sigma, for rbf when Gamma is zero: "mean" (default), "median", or a
 	// number; gamma = 1/(2σ²).
 	Sigma string `json:"sigma,omitempty" yaml:"sigma,omitempty"`
+	// SigmaScale multiplies a σ derived from the data (mean or median), so
+	// that the width can be tuned relative to the data's scale. Default 1.
+	SigmaScale float64 `json:"sigma_scale,omitempty" yaml:"sigma_scale,omitempty"`
 	// Degree of the polynomial kernel. Default 2.
 	Degree int `json:"degree,omitempty" yaml:"degree,omitempty"`
 	// Coef0 of the polynomial kernel. Default (nil) 1; 0 gives a
@@ -265,6 +268,9 @@ func (k *KernelSpec) validate() error {
 	if k.Gamma < 0 {
 		return fmt.Errorf("kernel gamma %v must not be negative", k.Gamma)
 	}
+	if k.SigmaScale < 0 {
+		return fmt.Errorf("kernel sigma_scale %v must not be negative", k.SigmaScale)
+	}
 	if k.Degree < 0 {
 		return fmt.Errorf("kernel degree %d must not be negative", k.Degree)
 	}
@@ -288,7 +294,7 @@ func (s *ViewSpec) Fingerprint() string {
 	for _, v := range s.Views {
 		fmt.Fprintf(&b, ";view=%s:%d:%s:%s", v.Name, v.Dimension(), v.List, strings.Join(v.ColumnNames(), ","))
 		if v.Kernel != nil {
-			fmt.Fprintf(&b, ":%s/%g/%s/%d", v.Kernel.Type, v.Kernel.Gamma, v.Kernel.Sigma, v.Kernel.Degree)
+			fmt.Fprintf(&b, ":%s/%g/%s/%g/%d", v.Kernel.Type, v.Kernel.Gamma, v.Kernel.Sigma, v.Kernel.SigmaScale, v.Kernel.Degree)
 			if v.Kernel.Coef0 != nil {
 				fmt.Fprintf(&b, "/%g", *v.Kernel.Coef0)
 			}

@@ -71,7 +71,7 @@ const DefaultSigmaSample = 1000
 // RBF: a positive Gamma is used as is; otherwise γ = 1/(2σ²) with σ the mean
 // (default) or median Euclidean distance over distinct pairs of at most
 // sampleRows rows (DefaultSigmaSample when sampleRows ≤ 0) drawn without
-// replacement with seed, or σ given as a number. Poly: Gamma defaults to 1/d,
+// replacement with seed (times SigmaScale when set), or σ given as a number. Poly: Gamma defaults to 1/d,
 // Degree to 2, Coef0 to 1. Settings that do not apply to the kernel type are
 // an error rather than silently ignored.
 func ResolveKernel(spec *schemas.KernelSpec, view *mat.Dense, sampleRows int, seed uint64) (Kernel, error) {
@@ -107,6 +107,9 @@ func ResolveKernel(spec *schemas.KernelSpec, view *mat.Dense, sampleRows int, se
 			if err != nil {
 				return Kernel{}, err
 			}
+			if spec.SigmaScale > 0 {
+				sigma *= spec.SigmaScale
+			}
 			k.Gamma = 1 / (2 * sigma * sigma)
 		}
 	}
@@ -132,6 +135,11 @@ func checkApplicable(typ string, spec *schemas.KernelSpec) error {
 	}
 	if typ == schemas.KernelRBF && spec.Gamma != 0 && spec.Sigma != "" {
 		return errors.New("rbf kernel: give gamma or sigma, not both")
+	}
+	if spec.SigmaScale != 0 {
+		if _, err := strconv.ParseFloat(spec.Sigma, 64); typ != schemas.KernelRBF || spec.Gamma != 0 || err == nil {
+			return errors.New("sigma_scale applies to an rbf kernel whose sigma is derived from the data (mean or median)")
+		}
 	}
 	if len(extra) > 0 {
 		return fmt.Errorf("%s kernel does not use %v", typ, extra)
