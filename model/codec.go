@@ -26,7 +26,8 @@ import (
 // The header carries the view spec and its fingerprint, the training
 // configuration, kernel parameters, classes, target scaling, per-head view
 // weights and fit traces, and the shape of every array that follows
-// (landmarks and W^{†1/2} projections per view, Ã and g̃ per head). β is
+// (landmarks, W^{†1/2} projections and, for standardized views, centre and
+// scale per view; Ã and g̃ per head). β is
 // derived from them when the file is read.
 const (
 	fileMagic = "MVMLMODL"
@@ -79,6 +80,10 @@ func (m *Model) arrays() ([]arrayShape, []mat.Matrix) {
 	for l, vm := range m.Features.Views {
 		add(fmt.Sprintf("landmarks/%d", l), vm.Landmarks)
 		add(fmt.Sprintf("proj/%d", l), vm.Proj)
+		if st := vm.Standardize; st != nil {
+			add(fmt.Sprintf("center/%d", l), mat.NewDense(1, len(st.Center), st.Center))
+			add(fmt.Sprintf("scale/%d", l), mat.NewDense(1, len(st.Scale), st.Scale))
+		}
 	}
 	for h, hd := range m.Heads {
 		add(fmt.Sprintf("A/%d", h), hd.A)
@@ -197,9 +202,8 @@ func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
 		return nil, fmt.Errorf("view spec fingerprint %s, header says %s", fp, hdr.Fingerprint)
 	}
 	v := len(hdr.Spec.Views)
-	if len(hdr.Kernels) != v || len(hdr.Heads) == 0 || len(hdr.Arrays) != 2*v+2*len(hdr.Heads) {
-		return nil, fmt.Errorf("%d views, %d kernels, %d heads and %d arrays do not fit together",
-			v, len(hdr.Kernels), len(hdr.Heads), len(hdr.Arrays))
+	if len(hdr.Kernels) != v || len(hdr.Heads) == 0 {
+		return nil, fmt.Errorf("%d views, %d kernels and %d heads do not fit together", v, len(hdr.Kernels), len(hdr.Heads))
 	}
 	var total int
 	for _, a := range hdr.Arrays {
@@ -211,8 +215,8 @@ func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
 	if total*8 != len(payload) {
 		return nil, fmt.Errorf("arrays need %d bytes, the file has %d", total*8, len(payload))
 	}
-	mats := make([]*mat.Dense, len(hdr.Arrays))
-	for i, a := range hdr.Arrays {
+	mats := make(map[string]*mat.Dense, len(hdr.Arrays))
+	for _, a := range hdr.Arrays {
 		vals := make([]float64, a.Rows*a.Cols)
 		for j := range vals {
 			vals[j] = math.Float64frombits(binary.LittleEndian.Uint64(payload[8*j:]))
@@ -224,18 +228,52 @@ func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
 		if a.Rows == 0 || a.Cols == 0 {
 			return nil, fmt.Errorf("array %s is empty", a.Name)
 		}
-		mats[i] = mat.NewDense(a.Rows, a.Cols, vals)
+		if _, dup := mats[a.Name]; dup {
+			return nil, fmt.Errorf("array %s appears twice", a.Name)
+		}
+		mats[a.Name] = mat.NewDense(a.Rows, a.Cols, vals)
+	}
+	array := func(format string, i int) (*mat.Dense, error) {
+		name := fmt.Sprintf(format, i)
+		a, ok := mats[name]
+		if !ok {
+			return nil, fmt.Errorf("array %s is missing", name)
+		}
+		return a, nil
 	}
 	feats := &transform.Features{LandmarkRows: hdr.Landmarks, Views: make([]*transform.ViewMap, v)}
 	dims := hdr.Spec.Dims()
+	used := 0
 	for l := 0; l < v; l++ {
-		lm, proj := mats[2*l], mats[2*l+1]
+		lm, err := array("landmarks/%d", l)
+		if err != nil {
+			return nil, err
+		}
+		proj, err := array("proj/%d", l)
+		if err != nil {
+			return nil, err
+		}
+		used += 2
 		if _, d := lm.Dims(); d != dims[l] {
 			return nil, fmt.Errorf("view %s: landmarks have %d columns, the spec says %d", hdr.Spec.Views[l].Name, d, dims[l])
 		}
 		vm, err := transform.RestoreViewMap(hdr.Kernels[l], lm, proj)
 		if err != nil {
 			return nil, fmt.Errorf("view %s: %w", hdr.Spec.Views[l].Name, err)
+		}
+		if center, ok := mats[fmt.Sprintf("center/%d", l)]; ok {
+			scale, err := array("scale/%d", l)
+			if err != nil {
+				return nil, err
+			}
+			if _, c := center.Dims(); c != dims[l] {
+				return nil, fmt.Errorf("view %s: standardization of %d features, the spec says %d", hdr.Spec.Views[l].Name, c, dims[l])
+			}
+			if _, c := scale.Dims(); c != dims[l] {
+				return nil, fmt.Errorf("view %s: standardization of %d features, the spec says %d", hdr.Spec.Views[l].Name, c, dims[l])
+			}
+			vm.Standardize = &transform.Standardizer{Center: center.RawRowView(0), Scale: scale.RawRowView(0)}
+			used += 2
 		}
 		feats.Views[l] = vm
 	}
@@ -249,7 +287,15 @@ func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
 	d := sum(feats.Ranks())
 	width := 0
 	for h, hh := range hdr.Heads {
-		a, g := mats[2*v+2*h], mats[2*v+2*h+1]
+		a, err := array("A/%d", h)
+		if err != nil {
+			return nil, err
+		}
+		g, err := array("G/%d", h)
+		if err != nil {
+			return nil, err
+		}
+		used += 2
 		if r, c := a.Dims(); r != d || c != d {
 			return nil, fmt.Errorf("head %d: Ã is %d×%d, want %d×%d", h, r, c, d, d)
 		}
@@ -274,6 +320,9 @@ func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
 		}
 		m.Heads = append(m.Heads, &Head{Solution: Solution{A: sym, G: g, W: hh.W, Intercept: hh.Intercept, Trace: hh.Trace}})
 		width += gc
+	}
+	if used != len(mats) {
+		return nil, fmt.Errorf("%d arrays, %d of them used", len(mats), used)
 	}
 	if width != m.Outputs() {
 		return nil, fmt.Errorf("heads give %d outputs, the classes need %d", width, m.Outputs())

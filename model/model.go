@@ -51,6 +51,9 @@ type TrainConfig struct {
 	// Kernels overrides the view spec's kernel settings per view when
 	// non-nil (entries may be nil: RBF with σ = mean distance).
 	Kernels []*schemas.KernelSpec `json:"kernels,omitempty"`
+	// Standardize standardizes every view's features before its kernel,
+	// as if every view of the spec said "standardize": true.
+	Standardize bool `json:"standardize,omitempty"`
 }
 
 func (c TrainConfig) withDefaults() TrainConfig {
@@ -205,10 +208,13 @@ func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg T
 		}
 	}
 	names := make([]string, len(spec.Views))
+	standardize := make([]bool, len(spec.Views))
 	for l := range spec.Views {
 		names[l] = spec.Views[l].Name
+		standardize[l] = cfg.Standardize || spec.Views[l].Standardize
 	}
-	feats, err := transform.Fit(views, kernels, transform.Config{Landmarks: cfg.Landmarks, Seed: cfg.Seed, ViewNames: names})
+	feats, err := transform.Fit(views, kernels, transform.Config{
+		Landmarks: cfg.Landmarks, Seed: cfg.Seed, ViewNames: names, Standardize: standardize})
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}

@@ -210,7 +210,7 @@ func TestTrainRejectsDegenerateLabels(t *testing.T) {
 
 func trainedToy(t testing.TB) (*Model, []*mat.Dense) {
 	views, labels := toyViews(7, 120)
-	m, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, labels, TrainConfig{Landmarks: 25, Fit: Config{LearnW: true}})
+	m, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, labels, TrainConfig{Landmarks: 25, Standardize: true, Fit: Config{LearnW: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,9 @@ type View struct {
 	Columns []string    `json:"columns,omitempty" yaml:"columns,omitempty"`
 	List    string      `json:"list,omitempty" yaml:"list,omitempty"`
 	Kernel  *KernelSpec `json:"kernel,omitempty" yaml:"kernel,omitempty"`
+	// Standardize scales every feature of the view to zero mean and unit
+	// variance (training statistics) before the kernel. Default false.
+	Standardize bool `json:"standardize,omitempty" yaml:"standardize,omitempty"`
 }
 
 // MaxDim bounds a view's dimension, so that a corrupt spec cannot make a
@@ -292,7 +295,7 @@ func (s *ViewSpec) Fingerprint() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "task=%s;id=%s;label=%s", s.Task, s.ID, s.Label)
 	for _, v := range s.Views {
-		fmt.Fprintf(&b, ";view=%s:%d:%s:%s", v.Name, v.Dimension(), v.List, strings.Join(v.ColumnNames(), ","))
+		fmt.Fprintf(&b, ";view=%s:%d:%s:%s:%t", v.Name, v.Dimension(), v.List, strings.Join(v.ColumnNames(), ","), v.Standardize)
 		if v.Kernel != nil {
 			fmt.Fprintf(&b, ":%s/%g/%s/%g/%d", v.Kernel.Type, v.Kernel.Gamma, v.Kernel.Sigma, v.Kernel.SigmaScale, v.Kernel.Degree)
 			if v.Kernel.Coef0 != nil {

@@ -23,6 +23,9 @@ type Config struct {
 	RelTol float64
 	// SigmaSample bounds the rows of a σ estimate; 0 means DefaultSigmaSample.
 	SigmaSample int
+	// Standardize, when set, lists per view whether its features are
+	// standardized (training mean and σ) before the kernel.
+	Standardize []bool
 	// ViewNames, when set, name the views in errors.
 	ViewNames []string
 }
@@ -63,10 +66,18 @@ func Fit(views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Featur
 		Views:        make([]*ViewMap, len(views)),
 		LandmarkRows: drawRows(n, p, cfg.Seed, landmarkStream),
 	}
+	if cfg.Standardize != nil && len(cfg.Standardize) != len(views) {
+		return nil, fmt.Errorf("fit features: %d standardize flags for %d views", len(cfg.Standardize), len(views))
+	}
 	for l, v := range views {
 		var spec *schemas.KernelSpec
 		if kernels != nil {
 			spec = kernels[l]
+		}
+		var std *Standardizer
+		if cfg.Standardize != nil && cfg.Standardize[l] {
+			std = FitStandardizer(v)
+			v = std.Apply(v)
 		}
 		k, err := ResolveKernel(spec, v, cfg.SigmaSample, cfg.Seed)
 		if err != nil {
@@ -76,6 +87,7 @@ func Fit(views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Featur
 		if err != nil {
 			return nil, fmt.Errorf("fit features: %s, %v on %d landmarks: %w", cfg.viewName(l), k, p, err)
 		}
+		f.Views[l].Standardize = std
 	}
 	return f, nil
 }

@@ -35,6 +35,9 @@ type ViewMap struct {
 	Kernel    Kernel
 	Landmarks *mat.Dense // p×d, the landmark rows Z
 	Proj      *mat.Dense // p×r, V_r Λ_r^{-1/2}
+	// Standardize, when set, is applied to every input row before the
+	// kernel; the landmarks are stored standardized already.
+	Standardize *Standardizer
 
 	rhs rightSide
 }
@@ -130,6 +133,9 @@ func (m *ViewMap) KernelTo(dst, x *mat.Dense) {
 
 func (m *ViewMap) kernelTo(dst, x *mat.Dense, workers int) {
 	n := m.checkInput(x)
+	if m.Standardize != nil {
+		x = m.Standardize.Apply(x)
+	}
 	p, _ := m.Landmarks.Dims()
 	prepareDst(dst, n, p)
 	m.Kernel.crossRows(dst.RawMatrix(), x.RawMatrix(), &m.rhs, workers)
@@ -143,6 +149,9 @@ func (m *ViewMap) Project(dst, x *mat.Dense) {
 
 func (m *ViewMap) project(dst, x *mat.Dense, workers int) {
 	n := m.checkInput(x)
+	if m.Standardize != nil {
+		x = m.Standardize.Apply(x)
+	}
 	p, r := m.Proj.Dims()
 	prepareDst(dst, n, r)
 	out, in, proj := dst.RawMatrix(), x.RawMatrix(), m.Proj.RawMatrix()
