@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mvml/mvml/eval"
+	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/schemas"
+)
+
+func runCV(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, "cv")
+	var inputs inputsFlag
+	registerInputs(fs, &inputs)
+	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) (required)")
+	folds := fs.Int("folds", 4, "number of outer folds (stratified for classification)")
+	innerFolds := fs.Int("inner-folds", 3, "number of inner folds choosing the --grid values in each outer fold")
+	grid := gridFlag{}
+	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by nested CV: lambda, eta, mu, landmarks or sigma_scale (repeatable)")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	fit := registerFit(fs)
+	read := registerRead(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := required("input", inputs.String(), "views", *specPath); err != nil {
+		return err
+	}
+	if *folds < 2 || *innerFolds < 2 {
+		return usagef("--folds and --inner-folds must be at least 2")
+	}
+	spec, err := schemas.LoadViewSpec(*specPath)
+	if err != nil {
+		return err
+	}
+	base, err := fit.config(len(spec.Views))
+	if err != nil {
+		return err
+	}
+	opts, err := read.options(a)
+	if err != nil {
+		return err
+	}
+	bar := a.progress("cv: reading", "rows", estimateTotal(a, inputs))
+	opts.Progress = bar.rowsFunc()
+	views, labels, err := pipeline.LoadLabelled(ctx, spec, inputs, opts)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	fits := a.progress("cv", "fits", 0)
+	res, err := eval.CrossValidate(ctx, spec, views, labels, eval.CVConfig{
+		Base: base, Folds: *folds, Seed: fit.seed, Grid: grid, InnerFolds: *innerFolds,
+		Progress: func(done, total int) { fits.setOf(int64(done), int64(total)) },
+	})
+	fits.finish()
+	if err != nil {
+		return fmt.Errorf("cross-validate: %w", err)
+	}
+	a.log.Info("cross-validated", "folds", len(res.Folds), "rows", len(labels))
+	if *asJSON {
+		return writeJSON(a.stdout, res)
+	}
+	return printCV(a.stdout, res, len(labels))
+}
+
+func printCV(w io.Writer, res *eval.CVResult, rows int) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s, %d rows, %d folds\n", res.Task, rows, len(res.Folds))
+	metrics := []string{"accuracy"}
+	if res.Task == schemas.Regression {
+		metrics = []string{"nmse", "r2", "rmse"}
+	}
+	for _, name := range metrics {
+		fmt.Fprintf(tw, "%s\t%.4f ± %.4f\n", name, res.Mean(name), res.Std(name))
+	}
+	fmt.Fprintf(tw, "fit\t%.2fs per fold\n\n", res.Mean("fit_seconds"))
+	fmt.Fprintf(tw, "fold\t%s\tfit\tchosen\n", strings.Join(metrics, "\t"))
+	for _, f := range res.Folds {
+		fmt.Fprintf(tw, "%d", f.Fold)
+		for _, name := range metrics {
+			fmt.Fprintf(tw, "\t%.4f", foldMetric(f.Metrics, name))
+		}
+		fmt.Fprintf(tw, "\t%.2fs\t%s\n", f.FitSeconds, formatChosen(f.Chosen))
+	}
+	return tw.Flush()
+}
+
+func foldMetric(m eval.Metrics, name string) float64 {
+	switch name {
+	case "nmse":
+		return m.NMSE
+	case "r2":
+		return m.R2
+	case "rmse":
+		return m.RMSE
+	}
+	return m.Accuracy
+}
+
+func formatChosen(chosen map[string]float64) string {
+	if len(chosen) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(chosen))
+	for k := range chosen {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s=%g", k, chosen[k])
+	}
+	return strings.Join(parts, " ")
+}

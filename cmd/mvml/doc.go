@@ -1,0 +1,25 @@
+// Command mvml trains, scores, evaluates, cross-validates and inspects
+// Multi-View Metric Learning models (Huusari, Kadri, Capponi, AISTATS 2018)
+// on multi-view files:
+//
+//	mvml demo
+//	mvml train   --input FILE... --views SPEC --model OUT.mvml [fit flags]
+//	mvml score   --input FILE... --model M.mvml --output OUT.parquet|OUT.jsonl|- [--on-error fail|skip] [--rejects F] [--contributions]
+//	mvml eval    --input FILE... --model M.mvml [--json]
+//	mvml cv      --input FILE... --views SPEC --folds K --seed S [fit flags] [--grid lambda=1e-6,1e-4,1e-2 --grid eta=0.01,1,100] [--json]
+//	mvml inspect --model M.mvml [--plot OUT.png]
+//
+// Fit flags: --lambda --eta --mu --landmarks (a fraction in (0,1] or a
+// count) --mode learned|sparse|cov|identity --learn-w --multiclass
+// ovr|shared --kernel rbf|linear|poly --sigma mean|median|VALUE --gamma
+// VALUE --max-iter --tol --seed, and --sigma-scale (a factor on a σ derived
+// from the data, the value cv's sigma_scale grid chooses).
+//
+// The flags are a contract scripts rely on: --input is repeatable and takes
+// globs, every command has --help, errors go to standard error with exit
+// status 1 (2 for a usage error). On a terminal, long work shows a progress
+// bar; otherwise only log lines are written to standard error.
+//
+// cmd/mvml parses flags and prints results; the jobs themselves are in
+// package pipeline.
+package main

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/schemas"
+)
+
+// errFlagParse reports a flag error the flag package has already printed.
+var errFlagParse = errors.New("bad flags")
+
+// newFlagSet returns the flag set of a command; its usage prints the
+// synopsis, what the command does and every flag with its default.
+func newFlagSet(a *app, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mvml "+name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	var c command
+	for _, cc := range commands() {
+		if cc.name == name {
+			c = cc
+		}
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(a.stderr, "Usage: %s\n\n%s.\n\nFlags:\n", c.synopsis, capitalize(c.summary))
+		printFlags(a.stderr, fs)
+	}
+	return fs
+}
+
+// printFlags lists the flags as the synopses write them, --name, with
+// their defaults.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if kind != "" {
+			line += " " + kind
+		}
+		switch f.DefValue {
+		case "", "0", "false", "[]":
+		default:
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n        %s\n", line, usage)
+	})
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// parseFlags parses args and refuses positional arguments, which every
+// command takes as flags.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return flag.ErrHelp
+		}
+		return errFlagParse
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (every input is given with a flag, e.g. --input)", fs.Arg(0))
+	}
+	return nil
+}
+
+// required checks that flags were given: pairs of a flag name and its
+// value ("" when missing), in the order they should be reported.
+func required(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			return usagef("--%s is required", pairs[i])
+		}
+	}
+	return nil
+}
+
+// inputsFlag collects a repeatable --input; ingest expands globs.
+type inputsFlag []string
+
+func (f *inputsFlag) String() string { return strings.Join(*f, " ") }
+
+func (f *inputsFlag) Set(s string) error {
+	if s == "" {
+		return errors.New("empty file name")
+	}
+	*f = append(*f, s)
+	return nil
+}
+
+func registerInputs(fs *flag.FlagSet, inputs *inputsFlag) {
+	fs.Var(inputs, "input", "input `FILE` or glob: .csv, .csv.gz, .parquet or .pq (repeatable; required)")
+}
+
+// gridFlag collects repeatable --grid NAME=V1,V2,... values.
+type gridFlag map[string][]float64
+
+func (g gridFlag) String() string {
+	var parts []string
+	for k, vs := range g {
+		parts = append(parts, k+"="+joinFloats(vs))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (g gridFlag) Set(s string) error {
+	name, values, err := parseGrid(s)
+	if err != nil {
+		return err
+	}
+	if _, dup := g[name]; dup {
+		return fmt.Errorf("%s is given twice", name)
+	}
+	g[name] = values
+	return nil
+}
+
+// parseGrid reads NAME=V1,V2,... with at least one finite value.
+func parseGrid(s string) (string, []float64, error) {
+	name, list, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.TrimSpace(list) == "" {
+		return "", nil, fmt.Errorf("%q: want NAME=V1,V2,... (e.g. lambda=1e-4,1e-2)", s)
+	}
+	var values []float64
+	for _, field := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(field), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return "", nil, fmt.Errorf("%s: %q is not a finite number", name, field)
+		}
+		values = append(values, v)
+	}
+	return name, values, nil
+}
+
+func joinFloats(vs []float64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+// landmarksFlag is p: a fraction of the training rows in (0,1] or a
+// whole count above 1.
+type landmarksFlag float64
+
+func (f *landmarksFlag) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 64) }
+
+func (f *landmarksFlag) Set(s string) error {
+	v, err := parseLandmarks(s)
+	if err != nil {
+		return err
+	}
+	*f = landmarksFlag(v)
+	return nil
+}
+
+func parseLandmarks(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	switch {
+	case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, fmt.Errorf("%q is not a number", s)
+	case v <= 0:
+		return 0, fmt.Errorf("%v: want a fraction in (0,1] or a count", v)
+	case v > 1 && v != math.Trunc(v):
+		return 0, fmt.Errorf("%v: a count above 1 must be whole", v)
+	}
+	return v, nil
+}
+
+// fitFlags are the hyper-parameters shared by train and cv.
+type fitFlags struct {
+	lambda, eta, mu float64
+	landmarks       landmarksFlag
+	mode            string
+	learnW          bool
+	multiclass      string
+	kernel, sigma   string
+	gamma           float64
+	sigmaScale      float64
+	maxIter         int
+	tol             float64
+	seed            uint64
+}
+
+func registerFit(fs *flag.FlagSet) *fitFlags {
+	f := &fitFlags{landmarks: 0.12}
+	fs.Float64Var(&f.lambda, "lambda", 0.1, "λ, the weight of ⟨g̃, Ã⁻¹g̃⟩")
+	fs.Float64Var(&f.eta, "eta", 1, "η, the weight of the penalty on Ã")
+	fs.Float64Var(&f.mu, "mu", 0, "μ, the first trial step of the Ã update; 0 means 0.45/eta")
+	fs.Var(&f.landmarks, "landmarks", "`P` landmarks per view: a fraction of the training rows in (0,1] or a count")
+	fs.StringVar(&f.mode, "mode", string(model.ModeLearned), "metric mode: learned, sparse, cov or identity")
+	fs.BoolVar(&f.learnW, "learn-w", false, "learn the view weights w (otherwise uniform 1/v)")
+	fs.StringVar(&f.multiclass, "multiclass", string(model.MulticlassOvR), "more than two classes: ovr (one metric per class) or shared")
+	fs.StringVar(&f.kernel, "kernel", "", "kernel for every view: rbf, linear or poly (default: the view spec's, else rbf)")
+	fs.StringVar(&f.sigma, "sigma", "", "RBF width for every view: mean, median (pairwise distance) or a number (default: the view spec's, else mean)")
+	fs.Float64Var(&f.sigmaScale, "sigma-scale", 0, "multiplies a σ derived from the data (mean or median) for every view; 0 means 1")
+	fs.Float64Var(&f.gamma, "gamma", 0, "kernel gamma for every view (rbf: exp(-gamma·‖x-z‖²); poly: scale); 0 means derived")
+	fs.IntVar(&f.maxIter, "max-iter", 10, "maximum outer iterations of the fit")
+	fs.Float64Var(&f.tol, "tol", 1e-5, "relative tolerance that stops the fit")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of the landmark and σ samples (and of the folds in cv)")
+	return f
+}
+
+// config turns the flags into a training configuration for a spec of
+// nViews views; it checks what can be checked before any data is read.
+func (f *fitFlags) config(nViews int) (model.TrainConfig, error) {
+	mode, err := model.ParseMode(f.mode)
+	if err != nil {
+		return model.TrainConfig{}, usageError{err}
+	}
+	multi, err := model.ParseMulticlass(f.multiclass)
+	if err != nil {
+		return model.TrainConfig{}, usageError{err}
+	}
+	if f.maxIter < 0 {
+		return model.TrainConfig{}, usagef("--max-iter %d must not be negative", f.maxIter)
+	}
+	cfg := model.TrainConfig{
+		Fit: model.Config{
+			Lambda: f.lambda, Eta: f.eta, Mu: f.mu, Mode: mode, LearnW: f.learnW,
+			MaxIter: f.maxIter, Tol: f.tol,
+		},
+		Landmarks:  float64(f.landmarks),
+		Seed:       f.seed,
+		Multiclass: multi,
+	}
+	kernel, err := f.kernelOverride()
+	if err != nil {
+		return model.TrainConfig{}, err
+	}
+	if kernel != nil {
+		cfg.Kernels = make([]*schemas.KernelSpec, nViews)
+		for l := range cfg.Kernels {
+			cfg.Kernels[l] = kernel
+		}
+	}
+	return cfg, nil
+}
+
+// kernelOverride is the kernel --kernel, --sigma and --gamma set for
+// every view, or nil when none of them is given.
+func (f *fitFlags) kernelOverride() (*schemas.KernelSpec, error) {
+	if f.kernel == "" && f.sigma == "" && f.gamma == 0 && f.sigmaScale == 0 {
+		return nil, nil
+	}
+	k := &schemas.KernelSpec{Type: f.kernel, Sigma: f.sigma, Gamma: f.gamma, SigmaScale: f.sigmaScale}
+	if k.Type == "" {
+		k.Type = schemas.KernelRBF
+	}
+	switch k.Type {
+	case schemas.KernelRBF, schemas.KernelLinear, schemas.KernelPoly:
+	default:
+		return nil, usagef("--kernel %q: want rbf, linear or poly", k.Type)
+	}
+	if k.Sigma != "" {
+		if k.Type != schemas.KernelRBF {
+			return nil, usagef("--sigma applies to the rbf kernel, not %s", k.Type)
+		}
+		if k.Sigma != "mean" && k.Sigma != "median" {
+			if v, err := strconv.ParseFloat(k.Sigma, 64); err != nil || !(v > 0) || math.IsInf(v, 0) {
+				return nil, usagef("--sigma %q: want mean, median or a positive number", k.Sigma)
+			}
+		}
+	}
+	if f.sigmaScale != 0 && (k.Type != schemas.KernelRBF || !(f.sigmaScale > 0) || math.IsInf(f.sigmaScale, 0)) {
+		return nil, usagef("--sigma-scale %v: want a positive number, for the rbf kernel", f.sigmaScale)
+	}
+	if f.gamma < 0 || math.IsNaN(f.gamma) || math.IsInf(f.gamma, 0) {
+		return nil, usagef("--gamma %v must be a positive number", f.gamma)
+	}
+	if k.Type == schemas.KernelLinear && f.gamma != 0 {
+		return nil, usagef("--gamma does not apply to the linear kernel")
+	}
+	return k, nil
+}
+
+// readOptions are the input flags every reading command shares.
+type readOptions struct {
+	batchSize int
+}
+
+func registerRead(fs *flag.FlagSet) *readOptions {
+	r := &readOptions{}
+	fs.IntVar(&r.batchSize, "batch-size", 4096, "rows per input batch")
+	return r
+}
+
+func (r *readOptions) options(a *app) (pipeline.Options, error) {
+	if r.batchSize <= 0 {
+		return pipeline.Options{}, usagef("--batch-size %d must be positive", r.batchSize)
+	}
+	return pipeline.Options{BatchSize: r.batchSize, Logger: a.log}, nil
+}

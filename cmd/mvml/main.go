@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // the job failed
+	exitUsage = 2 // the command line is wrong
+)
+
+// app is what every command shares: where output goes and how the user is
+// kept informed.
+type app struct {
+	stdout, stderr io.Writer
+	log            *slog.Logger
+	// tty is set when stderr is a terminal: progress bars replace the
+	// informational log lines there.
+	tty bool
+}
+
+type command struct {
+	name, synopsis, summary string
+	run                     func(ctx context.Context, a *app, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"demo", "mvml demo [--rows N] [--classes C] [--data-seed S] [--keep DIR] [fit flags]",
+			"train and score on a generated multi-view data set (no files, no network)", runDemo},
+		{"train", "mvml train --input FILE... --views SPEC --model OUT.mvml [fit flags]",
+			"train a model on labelled files and write it atomically", runTrain},
+		{"score", "mvml score --input FILE... --model M.mvml --output OUT.parquet|OUT.jsonl|- [--on-error fail|skip] [--rejects F] [--contributions]",
+			"score files into Parquet or JSON Lines, in input order", runScore},
+		{"eval", "mvml eval --input FILE... --model M.mvml [--json]",
+			"score labelled files and print the metrics", runEval},
+		{"cv", "mvml cv --input FILE... --views SPEC --folds K --seed S [fit flags] [--grid NAME=V1,V2...] [--json]",
+			"estimate performance by (nested) cross-validation", runCV},
+		{"inspect", "mvml inspect --model M.mvml [--plot OUT.png]",
+			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
+	}
+}
+
+// usageError marks a wrong command line: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// run is the whole program: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, tty: isTerminal(stderr)}
+	level := slog.LevelInfo
+	if a.tty {
+		level = slog.LevelWarn
+	}
+	a.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if len(args) == 0 {
+		printUsage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
+		printUsage(stderr)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != name {
+			continue
+		}
+		err := c.run(ctx, a, args[1:])
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.Is(err, flag.ErrHelp):
+			return exitOK
+		case errors.As(err, new(usageError)):
+			fmt.Fprintf(stderr, "mvml %s: %v\nRun 'mvml %s --help' for usage.\n", name, err, name)
+			return exitUsage
+		case errors.Is(err, errFlagParse):
+			return exitUsage // the flag package has printed the error and the usage
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "mvml %s: interrupted: %v\n", name, err)
+			return exitError
+		}
+		fmt.Fprintf(stderr, "mvml %s: %v\n", name, err)
+		return exitError
+	}
+	fmt.Fprintf(stderr, "mvml: unknown command %q\n\n", name)
+	printUsage(stderr)
+	return exitUsage
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "mvml — Multi-View Metric Learning (Huusari, Kadri, Capponi, AISTATS 2018) for data pipelines")
+	fmt.Fprintln(w, "\nUsage:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %s\n        %s\n", c.synopsis, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'mvml COMMAND --help' for the flags of a command.")
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// mvml runs the command line in-process.
+func mvml(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// mustRun runs a command that has to succeed.
+func mustRun(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	code, stdout, stderr := mvml(t, args...)
+	if code != exitOK {
+		t.Fatalf("mvml %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+const classSpec = `{"task": "classification", "views": [
+  {"name": "a", "prefix": "a_", "dim": 3},
+  {"name": "b", "prefix": "b_", "dim": 2}]}`
+
+const regressionSpec = `{"task": "regression", "views": [
+  {"name": "a", "prefix": "a_", "dim": 3},
+  {"name": "b", "prefix": "b_", "dim": 2}]}`
+
+// fixture writes a view spec and a CSV of n rows to dir: three classes
+// (or a smooth regression target) that depend on both views. bad plants
+// cells (row → column → text).
+func fixture(t *testing.T, dir, name, spec string, n int, seed uint64, bad map[int]map[string]string) (specPath, dataPath string) {
+	t.Helper()
+	specPath = filepath.Join(dir, "views.json")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	regression := strings.Contains(spec, "regression")
+	rng := rand.New(rand.NewPCG(seed, 1))
+	header := []string{"id", "label", "a_0", "a_1", "a_2", "b_0", "b_1"}
+	var b strings.Builder
+	b.WriteString(strings.Join(header, ",") + "\n")
+	for i := range n {
+		x := make([]float64, 5)
+		for j := range x {
+			x[j] = rng.NormFloat64()
+		}
+		var label float64
+		if regression {
+			label = math.Sin(x[0]) + x[3]*x[3] + 0.05*rng.NormFloat64()
+		} else {
+			switch s := x[0] + x[3]; {
+			case s < -0.6:
+				label = 1
+			case s < 0.6:
+				label = 2
+			default:
+				label = 3
+			}
+		}
+		cells := []string{fmt.Sprint(i), fmt.Sprint(label)}
+		for _, v := range x {
+			cells = append(cells, fmt.Sprint(v))
+		}
+		for col, text := range bad[i] {
+			cells[slices.Index(header, col)] = text
+		}
+		b.WriteString(strings.Join(cells, ",") + "\n")
+	}
+	dataPath = filepath.Join(dir, name)
+	if err := os.WriteFile(dataPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return specPath, dataPath
+}
+
+// jsonKeys returns the sorted keys of a JSON object.
+func jsonKeys(t *testing.T, data string) []string {
+	t.Helper()
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(data), &obj); err != nil {
+		t.Fatalf("%q: %v", data, err)
+	}
+	var keys []string
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func TestTrainScoreEvalRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	spec, train := fixture(t, dir, "train.csv", classSpec, 300, 1, nil)
+	_, test := fixture(t, dir, "test.csv", classSpec, 120, 2, nil)
+	model := filepath.Join(dir, "m.mvml")
+	stdout, _ := mustRun(t, "train", "--input", train, "--views", spec, "--model", model, "--landmarks", "40", "--lambda", "0.01", "--seed", "3")
+	if !strings.Contains(stdout, "3 classes") && !strings.Contains(stdout, "classification") {
+		t.Errorf("train summary: %q", stdout)
+	}
+
+	out := filepath.Join(dir, "scores.jsonl")
+	_, stderr := mustRun(t, "score", "--input", filepath.Join(dir, "test*.csv"), "--model", model, "--output", out, "--contributions")
+	if !strings.Contains(stderr, "in 120 = scored 120 + rejected 0") {
+		t.Errorf("score stderr lacks the counts: %q", stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 120 {
+		t.Fatalf("%d scored rows, want 120", len(lines))
+	}
+	if got, want := jsonKeys(t, lines[0]), []string{"contributions", "decision", "id", "model_version", "prediction"}; !slices.Equal(got, want) {
+		t.Fatalf("score row keys %v, want %v", got, want)
+	}
+
+	stdout, _ = mustRun(t, "eval", "--input", test, "--model", model, "--json")
+	if got, want := jsonKeys(t, stdout), []string{"accuracy", "n", "per_class", "task"}; !slices.Equal(got, want) {
+		t.Fatalf("eval --json keys %v, want %v", got, want)
+	}
+	var metrics struct {
+		Task     string             `json:"task"`
+		N        int                `json:"n"`
+		Accuracy float64            `json:"accuracy"`
+		PerClass map[string]float64 `json:"per_class"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &metrics); err != nil {
+		t.Fatal(err)
+	}
+	// The classes follow a+b sums, which the model should learn well
+	// above the 1/3 of chance.
+	if metrics.Task != "classification" || metrics.N != 120 || metrics.Accuracy < 0.7 || len(metrics.PerClass) != 3 {
+		t.Fatalf("eval: %+v", metrics)
+	}
+	stdout, _ = mustRun(t, "eval", "--input", test, "--model", model)
+	if !strings.Contains(stdout, "accuracy") || !strings.Contains(stdout, "class 3") {
+		t.Fatalf("eval table: %q", stdout)
+	}
+
+	// Standard output: JSON Lines on the run's stdout, counts on stderr.
+	stdout, stderr = mustRun(t, "score", "--input", test, "--model", model, "--output", "-")
+	if n := strings.Count(stdout, "\n"); n != 120 || !strings.Contains(stderr, "in 120 = scored 120") {
+		t.Fatalf("score to stdout: %d lines, stderr %q", n, stderr)
+	}
+}
+
+func TestRegressionJSON(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", regressionSpec, 240, 4, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "0.2", "--mode", "cov", "--kernel", "rbf", "--sigma", "median")
+	stdout, _ := mustRun(t, "eval", "--input", data, "--model", model, "--json")
+	if got, want := jsonKeys(t, stdout), []string{"n", "nmse", "r2", "rmse", "task"}; !slices.Equal(got, want) {
+		t.Fatalf("eval --json keys %v, want %v", got, want)
+	}
+	stdout, _ = mustRun(t, "cv", "--input", data, "--views", spec, "--folds", "3", "--seed", "2", "--landmarks", "30", "--json")
+	keys := jsonKeys(t, stdout)
+	for _, k := range []string{"nmse", "nmse_std", "r2", "r2_std", "fit_seconds", "per_fold"} {
+		if !slices.Contains(keys, k) {
+			t.Errorf("cv --json has no %q: %v", k, keys)
+		}
+	}
+}
+
+func TestCVGridJSON(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 180, 5, nil)
+	stdout, _ := mustRun(t, "cv", "--input", data, "--views", spec, "--folds", "3", "--seed", "1", "--landmarks", "20",
+		"--grid", "lambda=1e-3,1e-1", "--grid", "eta=0.5,2", "--inner-folds", "2", "--json")
+	var res struct {
+		Accuracy    *float64 `json:"accuracy"`
+		AccuracyStd *float64 `json:"accuracy_std"`
+		FitSeconds  *float64 `json:"fit_seconds"`
+		PerFold     []struct {
+			Chosen map[string]float64 `json:"chosen"`
+		} `json:"per_fold"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Accuracy == nil || res.AccuracyStd == nil || res.FitSeconds == nil || len(res.PerFold) != 3 {
+		t.Fatalf("cv --json: %s", stdout)
+	}
+	for i, f := range res.PerFold {
+		if !slices.Contains([]float64{1e-3, 1e-1}, f.Chosen["lambda"]) || !slices.Contains([]float64{0.5, 2}, f.Chosen["eta"]) {
+			t.Fatalf("fold %d chose %v, not values of the grid", i+1, f.Chosen)
+		}
+	}
+	stdout, _ = mustRun(t, "cv", "--input", data, "--views", spec, "--folds", "3", "--landmarks", "20")
+	if !strings.Contains(stdout, "accuracy") || !strings.Contains(stdout, "±") {
+		t.Fatalf("cv table: %q", stdout)
+	}
+}
+
+func TestScoreSkipAndFail(t *testing.T) {
+	dir := t.TempDir()
+	spec, train := fixture(t, dir, "train.csv", classSpec, 200, 6, nil)
+	bad := map[int]map[string]string{7: {"b_1": "NaN"}, 20: {"a_0": "oops"}, 33: {"a_2": "-Inf"}}
+	_, in := fixture(t, dir, "in.csv", classSpec, 50, 7, bad)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", train, "--views", spec, "--model", model, "--landmarks", "25")
+
+	out := filepath.Join(dir, "scores.parquet")
+	_, stderr := mustRun(t, "score", "--input", in, "--model", model, "--output", out, "--on-error", "skip", "--batch-size", "8")
+	if !strings.Contains(stderr, "in 50 = scored 47 + rejected 3") {
+		t.Fatalf("skip counts: %q", stderr)
+	}
+	rejects, err := os.ReadFile(filepath.Join(dir, "scores.rejects.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []int64
+	for _, line := range strings.Split(strings.TrimSpace(string(rejects)), "\n") {
+		var e struct {
+			Row    int64  `json:"row"`
+			Column string `json:"column"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, e.Row)
+	}
+	if !slices.Equal(rows, []int64{7, 20, 33}) {
+		t.Fatalf("rejected rows %v", rows)
+	}
+
+	failed := filepath.Join(dir, "failed.parquet")
+	code, _, stderr := mvml(t, "score", "--input", in, "--model", model, "--output", failed)
+	if code != exitError || !strings.Contains(stderr, "in.csv: row 7, column b_1") || !strings.Contains(stderr, "--on-error skip") {
+		t.Fatalf("fail mode: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(failed); !os.IsNotExist(err) {
+		t.Fatalf("a failed score left its output: %v", err)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 30, 8, nil)
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		message string
+	}{
+		{"no command", nil, exitUsage, "Usage:"},
+		{"unknown command", []string{"fit"}, exitUsage, `unknown command "fit"`},
+		{"help", []string{"--help"}, exitOK, "mvml score"},
+		{"command help", []string{"train", "--help"}, exitOK, "--landmarks P"},
+		{"unknown flag", []string{"eval", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"missing views", []string{"train", "--input", data, "--model", "m.mvml"}, exitUsage, "--views is required"},
+		{"missing input", []string{"score", "--model", "m.mvml", "--output", "o.parquet"}, exitUsage, "--input is required"},
+		{"positional", []string{"eval", "--model", "m", "data.csv"}, exitUsage, `unexpected argument "data.csv"`},
+		{"bad mode", []string{"train", "--input", data, "--views", spec, "--model", "m", "--mode", "fancy"}, exitUsage, `mode "fancy"`},
+		{"bad multiclass", []string{"cv", "--input", data, "--views", spec, "--multiclass", "all"}, exitUsage, `multiclass "all"`},
+		{"fractional count", []string{"train", "--landmarks", "2.5"}, exitUsage, "must be whole"},
+		{"negative landmarks", []string{"train", "--landmarks", "-1"}, exitUsage, "want a fraction"},
+		{"bad kernel", []string{"train", "--input", data, "--views", spec, "--model", "m", "--kernel", "cosine"}, exitUsage, `--kernel "cosine"`},
+		{"sigma on linear", []string{"train", "--input", data, "--views", spec, "--model", "m", "--kernel", "linear", "--sigma", "2"}, exitUsage, "--sigma applies to the rbf kernel"},
+		{"sigma-scale on linear", []string{"train", "--input", data, "--views", spec, "--model", "m", "--kernel", "linear", "--sigma-scale", "2"}, exitUsage, "--sigma-scale 2"},
+		{"bad sigma", []string{"cv", "--input", data, "--views", spec, "--sigma", "wide"}, exitUsage, `--sigma "wide"`},
+		{"bad grid", []string{"cv", "--grid", "lambda"}, exitUsage, "want NAME=V1,V2"},
+		{"grid twice", []string{"cv", "--grid", "eta=1", "--grid", "eta=2"}, exitUsage, "eta is given twice"},
+		{"bad on-error", []string{"score", "--input", data, "--model", "m", "--output", "o.jsonl", "--on-error", "ignore"}, exitUsage, `on-error "ignore"`},
+		{"rejects without skip", []string{"score", "--input", data, "--model", "m", "--output", "o.jsonl", "--rejects", "r.jsonl"}, exitUsage, "only used with --on-error skip"},
+		{"skip to stdout", []string{"score", "--input", data, "--model", "m", "--output", "-", "--on-error", "skip"}, exitUsage, "needs --rejects"},
+		{"few folds", []string{"cv", "--input", data, "--views", spec, "--folds", "1"}, exitUsage, "at least 2"},
+		{"missing spec file", []string{"cv", "--input", data, "--views", filepath.Join(dir, "none.json")}, exitError, "none.json"},
+		{"missing model file", []string{"inspect", "--model", filepath.Join(dir, "none.mvml")}, exitError, "none.mvml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := mvml(t, tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.message) {
+				t.Fatalf("exit %d (want %d), stderr %q, want it to contain %q", code, tt.code, stderr, tt.message)
+			}
+		})
+	}
+}
+
+func TestCorruptModelRefused(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 100, 9, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "15")
+	raw, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/3] ^= 0xff
+	corrupt := filepath.Join(dir, "corrupt.mvml")
+	if err := os.WriteFile(corrupt, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"score", "--input", data, "--model", corrupt, "--output", filepath.Join(dir, "o.jsonl")},
+		{"eval", "--input", data, "--model", corrupt},
+		{"inspect", "--model", corrupt},
+	} {
+		code, _, stderr := mvml(t, args...)
+		if code != exitError || !strings.Contains(stderr, "corrupt model file") || !strings.Contains(stderr, corrupt) {
+			t.Fatalf("mvml %s: exit %d, stderr %q", args[0], code, stderr)
+		}
+	}
+}
+
+func TestInspect(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 150, 10, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "20", "--learn-w")
+	png := filepath.Join(dir, "a.png")
+	stdout, _ := mustRun(t, "inspect", "--model", model, "--plot", png, "--head", "2")
+	for _, want := range []string{"view  dim  landmarks  rank  kernel", "rbf(gamma=", "2 (class 2)", "‖Ã_lm‖_F, head 3 (class 3)", "a.png"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, stdout)
+		}
+	}
+	img, err := os.ReadFile(png)
+	if err != nil || !bytes.HasPrefix(img, []byte("\x89PNG")) {
+		t.Fatalf("no PNG written: %v", err)
+	}
+	if code, _, stderr := mvml(t, "inspect", "--model", model, "--head", "4"); code != exitUsage || !strings.Contains(stderr, "heads 1 to 3") {
+		t.Fatalf("head out of range: exit %d, %q", code, stderr)
+	}
+}
+
+func TestDemoShort(t *testing.T) {
+	dir := t.TempDir()
+	// A kernel flag also reaches the single-view models, which have one
+	// view where the demo's spec has three.
+	stdout, _ := mustRun(t, "demo", "--rows", "150", "--keep", dir, "--sigma", "median")
+	for _, want := range []string{"MVML, all views", "view plain alone", "view warped alone", "view importance", "scores.parquet"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, f := range []string{"views.json", "train.parquet", "test.parquet", "model.mvml", "scores.parquet"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("demo did not keep %s: %v", f, err)
+		}
+	}
+	// The kept files work with the other commands.
+	stdout, _ = mustRun(t, "eval", "--input", filepath.Join(dir, "test.parquet"), "--model", filepath.Join(dir, "model.mvml"), "--json")
+	if !strings.Contains(stdout, `"task":"classification"`) {
+		t.Fatalf("eval of the demo model: %s", stdout)
+	}
+}
+
+// The flags of score are a contract: scripts rely on their names and
+// defaults.
+func Example_scoreFlags() {
+	run(context.Background(), []string{"score", "--help"}, os.Stdout, os.Stdout)
+	// Output:
+	// Usage: mvml score --input FILE... --model M.mvml --output OUT.parquet|OUT.jsonl|- [--on-error fail|skip] [--rejects F] [--contributions]
+	//
+	// Score files into Parquet or JSON Lines, in input order.
+	//
+	// Flags:
+	//   --batch-size int
+	//         rows per input batch (default 4096)
+	//   --contributions
+	//         add each view's share of the decision to every row
+	//   --input FILE
+	//         input FILE or glob: .csv, .csv.gz, .parquet or .pq (repeatable; required)
+	//   --model FILE
+	//         model FILE (required)
+	//   --on-error string
+	//         bad input rows: fail (stop at the first, naming it) or skip (write them to the rejects file) (default fail)
+	//   --output FILE
+	//         output FILE: .parquet/.pq, .jsonl/.ndjson, or - for JSON Lines on stdout (required)
+	//   --rejects FILE
+	//         JSON Lines FILE of the rows skipped by --on-error skip (default: OUTPUT's name with .rejects.jsonl)
+	//   --workers int
+	//         scoring goroutines; 0 means one per CPU
+}
+
+func TestInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 100, 11, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stderr bytes.Buffer
+	code := run(ctx, []string{"train", "--input", data, "--views", spec, "--model", filepath.Join(dir, "m.mvml")}, io.Discard, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), "interrupted") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "m.mvml")); !os.IsNotExist(err) {
+		t.Fatalf("an interrupted train wrote its model: %v", err)
+	}
+}

@@ -1,0 +1,141 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+)
+
+// LoadLabelled reads every row of inputs (files or glob patterns) into
+// memory for training or evaluation: views[l] is n×d_l in input order and
+// labels holds the n labels. Training needs clean data, so a row that does
+// not decode, a NaN or ±Inf feature and a missing or non-finite label are
+// errors naming the file, row and column.
+func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, opts Options) ([]*mat.Dense, []float64, error) {
+	opts = opts.withDefaults()
+	values := make([][]float64, len(spec.Views))
+	var labels []float64
+	err := eachLabelled(ctx, spec, inputs, opts, func(rec arrow.Record) error {
+		labels = append(labels, schemas.Labels(rec).Float64Values()...)
+		for l := range values {
+			v, _ := schemas.ViewValues(rec, l)
+			values[l] = append(values[l], v...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("load labelled rows: %w", err)
+	}
+	n := len(labels)
+	if n == 0 {
+		return nil, nil, fmt.Errorf("load labelled rows from %v: the inputs hold no rows", inputs)
+	}
+	views := make([]*mat.Dense, len(values))
+	for l, v := range values {
+		views[l] = mat.NewDense(n, spec.Views[l].Dimension(), v)
+	}
+	opts.Logger.Info("loaded labelled rows", "rows", n, "views", len(views))
+	return views, labels, nil
+}
+
+// PredictLabelled scores the labelled rows of inputs with m, batch by
+// batch, and returns their true labels and the model's predictions in input
+// order. Like LoadLabelled it refuses bad rows, since a metric over a
+// silently filtered set would mislead; unlike it, it keeps only two numbers
+// per row in memory.
+func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts Options) (truth, pred []float64, err error) {
+	opts = opts.withDefaults()
+	scorer := m.NewScorer()
+	var dec mat.Dense
+	nViews := len(m.Spec.Views)
+	err = eachLabelled(ctx, m.Spec, inputs, opts, func(rec arrow.Record) error {
+		n := int(rec.NumRows())
+		if n == 0 {
+			return nil
+		}
+		scorer.Score(&dec, nil, model.ViewsOf(rec, nViews))
+		truth = append(truth, schemas.Labels(rec).Float64Values()...)
+		for i := range n {
+			pred = append(pred, m.Predict(dec.RawRowView(i)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("predict labelled rows: %w", err)
+	}
+	if len(truth) == 0 {
+		return nil, nil, fmt.Errorf("predict labelled rows from %v: the inputs hold no rows", inputs)
+	}
+	return truth, pred, nil
+}
+
+// eachLabelled hands fn every batch of inputs in order, after making sure
+// that all its rows decoded and are finite and labelled; the first bad row
+// ends the read with an error that locates it.
+func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, opts Options, fn func(rec arrow.Record) error) (err error) {
+	src, err := ingest.Open(ctx, spec, inputs, opts.ingestOptions(true))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := src.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close inputs: %w", cerr))
+		}
+	}()
+	var done int64
+	for {
+		b, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		bad, _ := badRows(spec, b, true)
+		if len(bad) > 0 {
+			err = &bad[0]
+		} else {
+			err = fn(b.Record)
+		}
+		b.Record.Release()
+		if err != nil {
+			return err
+		}
+		done += int64(len(b.Rows))
+		opts.Progress(done)
+	}
+}
+
+// badRows lists the bad rows of a batch in input order: the rows ingest
+// could not decode and the rows of its record that CheckRecord refuses,
+// located by input row. skip marks the refused record rows (nil when there
+// are none).
+func badRows(spec *schemas.ViewSpec, b ingest.Batch, needLabel bool) (bad []schemas.RowError, skip []bool) {
+	checked := schemas.CheckRecord(b.Record, spec, needLabel, b.Source, 0)
+	if len(b.Rejects) == 0 && len(checked) == 0 {
+		return nil, nil
+	}
+	bad = slices.Clone(b.Rejects)
+	if len(checked) > 0 {
+		skip = make([]bool, b.Record.NumRows())
+		for _, e := range checked {
+			skip[e.Row] = true
+			// CheckRecord counts record rows; rejected rows were taken
+			// out of the record, so map back to the input row.
+			e.Row = b.Rows[e.Row]
+			bad = append(bad, e)
+		}
+		slices.SortStableFunc(bad, func(x, y schemas.RowError) int { return cmp.Compare(x.Row, y.Row) })
+	}
+	return bad, skip
+}

@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+)
+
+// TrainJob describes a training run.
+type TrainJob struct {
+	Spec *schemas.ViewSpec
+	// Inputs are files or glob patterns of labelled rows.
+	Inputs []string
+	Config model.TrainConfig
+	// Output is the model file to write; empty means the model is only
+	// returned.
+	Output string
+	// OnLoaded, when set, is called with the number of rows once they are
+	// in memory, before the fit starts (which reports no progress).
+	OnLoaded func(rows int)
+	Options
+}
+
+// Train loads the labelled rows of the job's inputs, fits a model and
+// writes it to job.Output atomically.
+func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
+	job.Options = job.Options.withDefaults()
+	views, labels, err := LoadLabelled(ctx, job.Spec, job.Inputs, job.Options)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if job.OnLoaded != nil {
+		job.OnLoaded(len(labels))
+	}
+	start := time.Now()
+	m, err := model.Train(ctx, job.Spec, views, labels, job.Config)
+	if err != nil {
+		return nil, fmt.Errorf("train on %d rows: %w", len(labels), err)
+	}
+	m.Meta.FitSeconds = time.Since(start).Seconds()
+	m.Meta.Created = start.UTC().Format(time.RFC3339)
+	job.Logger.Info("trained", "rows", len(labels), "fit_seconds", m.Meta.FitSeconds, "version", m.Version)
+	if job.Output == "" {
+		return m, nil
+	}
+	if err := SaveModel(job.Output, m); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	job.Logger.Info("model written", "path", job.Output)
+	return m, nil
+}
+
+// SaveModel writes m to path through a temporary file in the same
+// directory, synced and renamed, so that path holds either its old content
+// or the complete new model, never part of one.
+func SaveModel(path string, m *model.Model) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, ".partial-*-"+base)
+	if err != nil {
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, os.Remove(f.Name()))
+		}
+	}()
+	// CreateTemp makes the file private; a model is meant to be shared
+	// like any other output.
+	if err := f.Chmod(0o644); err != nil {
+		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Close())
+	}
+	if err := m.Encode(f); err != nil {
+		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Close())
+	}
+	if err := f.Sync(); err != nil {
+		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Close())
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadModel reads and verifies a model file.
+func LoadModel(path string) (*model.Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	defer f.Close()
+	m, err := model.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", path, err)
+	}
+	return m, nil
+}

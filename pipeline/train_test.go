@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/mvml/mvml/model"
+)
+
+func TestTrainWritesLoadableModel(t *testing.T) {
+	spec := testSpec(t)
+	d := makeData(spec, 150, 11)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "train.csv")
+	writeCSV(t, in, spec, d, nil)
+	path := filepath.Join(dir, "m.mvml")
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	loaded := -1
+	m, err := Train(context.Background(), TrainJob{
+		Spec: spec, Inputs: []string{in}, Output: path,
+		Config:   model.TrainConfig{Landmarks: 0.2, Seed: 5},
+		OnLoaded: func(rows int) { loaded = rows },
+		Options:  Options{BatchSize: 40, Allocator: mem},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded != 150 {
+		t.Fatalf("OnLoaded reported %d rows, want 150", loaded)
+	}
+	if m.Meta.Rows != 150 || m.Meta.Created == "" || m.Meta.FitSeconds <= 0 {
+		t.Fatalf("meta %+v", m.Meta)
+	}
+	read, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.Version != m.Version || read.Meta != m.Meta {
+		t.Fatalf("read version %s meta %+v, trained %s %+v", read.Version, read.Meta, m.Version, m.Meta)
+	}
+	_, want := expectedScores(m, d)
+	_, got := expectedScores(read, d)
+	if !slices.Equal(got, want) {
+		t.Fatal("the loaded model predicts differently")
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o644 {
+		t.Fatalf("model file mode %v, %v", info.Mode(), err)
+	}
+	if got := dirEntries(t, dir); !slices.Equal(got, []string{"m.mvml", "train.csv"}) {
+		t.Fatalf("files left: %v", got)
+	}
+}
+
+func TestTrainFailureLeavesOldModel(t *testing.T) {
+	spec := testSpec(t)
+	d := makeData(spec, 80, 12)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.mvml")
+	if err := os.WriteFile(path, []byte("previous model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "train.csv")
+	tests := []struct {
+		name    string
+		edit    map[int]map[string]string
+		cfg     model.TrainConfig
+		wantErr string
+	}{
+		{name: "bad row", edit: map[int]map[string]string{60: {"label": "NaN"}}, wantErr: "train.csv: row 60, column label"},
+		{name: "bad config", cfg: model.TrainConfig{Fit: model.Config{Lambda: -1}}, wantErr: "lambda"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			writeCSV(t, in, spec, d, tt.edit)
+			_, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Output: path, Config: tt.cfg})
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if data, _ := os.ReadFile(path); string(data) != "previous model" {
+				t.Fatal("a failed training run replaced the model file")
+			}
+			if got := dirEntries(t, dir); !slices.Equal(got, []string{"m.mvml", "train.csv"}) {
+				t.Fatalf("files left: %v", got)
+			}
+		})
+	}
+}
+
+func TestLoadModelRefusesDamage(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 60, 13))
+	dir := t.TempDir()
+	good := filepath.Join(dir, "m.mvml")
+	if err := SaveModel(good, m); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := slices.Clone(data)
+	flipped[len(flipped)/2] ^= 0x40
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"truncated", data[:len(data)-100]},
+		{"bit flip", flipped},
+		{"not a model", []byte("id,label\n1,2\n")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.name+".mvml")
+			if err := os.WriteFile(path, tt.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadModel(path)
+			if !errors.Is(err, model.ErrCorruptModel) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v, want ErrCorruptModel naming %s", err, path)
+			}
+		})
+	}
+	if _, err := LoadModel(filepath.Join(dir, "absent.mvml")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
