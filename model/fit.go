@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -139,11 +140,10 @@ type solver struct {
 	// that middle factor, and P, T and T⁻¹ follow in O(D²k): no O(D³)
 	// product is formed inside the iterations.
 	lower mat.TriDense
-	t     *mat.Dense // T (D×D)
-	tinv  *mat.Dense // T⁻¹, kept by the closed form of each factor's inverse
-	p     *mat.Dense // P = FᵀBF (symmetric, both triangles)
-	m     *mat.SymDense
-	cholM mat.Cholesky
+	t     *mat.Dense       // T (D×D)
+	tinv  *mat.Dense       // T⁻¹, kept by the closed form of each factor's inverse
+	p     *mat.Dense       // P = FᵀBF (symmetric, both triangles)
+	m     blas64.Symmetric // P + λI, factorised in place (upper Cholesky factor)
 
 	cond0 float64 // condition number estimate of the initial metric
 	trace Trace
@@ -156,7 +156,7 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 		bw: mat.NewSymDense(d, nil), bwFull: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
 		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
 		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
-		m: mat.NewSymDense(d, nil),
+		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)},
 	}
 	for _, c := range cols {
 		s.yty += st.YtY[c]
@@ -344,32 +344,40 @@ func symmetrize(d *mat.Dense) {
 // g̃ = F (FᵀBF + λI)⁻¹ Fᵀb, one SPD solve of P + λI. It also sets
 // Ã⁻¹g̃ = F⁻ᵀ(P + λI)⁻¹Fᵀb.
 func (s *solver) gStep() error {
+	// P + λI is factorised with LAPACK directly: gonum's Cholesky would
+	// also estimate its condition number, which costs as much again.
 	raw := s.p.RawMatrix()
 	for i := 0; i < s.d; i++ {
-		for j := i; j < s.d; j++ {
-			v := raw.Data[i*raw.Stride+j]
-			if i == j {
-				v += s.cfg.Lambda
-			}
-			s.m.SetSym(i, j, v)
-		}
+		copy(s.m.Data[i*s.d+i:(i+1)*s.d], raw.Data[i*raw.Stride+i:i*raw.Stride+s.d])
+		s.m.Data[i*s.d+i] += s.cfg.Lambda
 	}
-	if !s.cholM.Factorize(s.m) {
+	factor, ok := lapack64.Potrf(s.m)
+	if !ok {
 		return fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
 	lower := s.lower.RawTriangular()
 	lb := mat.DenseCopyOf(s.cw)
 	blas64.Trmm(blas.Left, blas.Trans, 1, lower, lb.RawMatrix())
-	var rhs, z mat.Dense
-	rhs.Mul(s.t.T(), lb) // Fᵀb = TᵀLᵀb
-	if err := s.cholM.SolveTo(&z, &rhs); err != nil && !isCondition(err) {
-		return fmt.Errorf("fit: g-step solve: %w", err)
-	}
-	s.g.Mul(s.t, &z) // g̃ = L(Tz)
+	z := mat.NewDense(s.d, s.k, nil)
+	z.Mul(s.t.T(), lb) // Fᵀb = TᵀLᵀb
+	lapack64.Potrs(factor, z.RawMatrix())
+	s.g.Mul(s.t, z) // g̃ = L(Tz)
 	blas64.Trmm(blas.Left, blas.NoTrans, 1, lower, s.g.RawMatrix())
-	s.abar.Mul(s.tinv.T(), &z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
+	s.abar.Mul(s.tinv.T(), z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
 	blas64.Trsm(blas.Left, blas.Trans, 1, lower, s.abar.RawMatrix())
 	return nil
+}
+
+// addOuter adds alpha·xyᵀ to dst, one rank-one update per column of x
+// and y.
+func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
+	xr, yr := x.RawMatrix(), y.RawMatrix()
+	for c := 0; c < xr.Cols; c++ {
+		blas64.Ger(alpha,
+			blas64.Vector{N: xr.Rows, Inc: xr.Stride, Data: xr.Data[c:]},
+			blas64.Vector{N: yr.Rows, Inc: yr.Stride, Data: yr.Data[c:]},
+			dst.RawMatrix())
+	}
 }
 
 // followStep moves F, T⁻¹ and P along an accepted Frobenius step
@@ -425,34 +433,28 @@ func (s *solver) followStep(alpha, beta float64) {
 		return out
 	}
 	sa := math.Sqrt(alpha)
+	// In-place rank-r updates (r ≤ k), each O(D²r); gonum's Gemm is slow
+	// for an inner dimension this small, so they go column by column.
 	// T ← √α(T + (TY)DYᵀ).
-	var ty, upd mat.Dense
+	var ty mat.Dense
 	ty.Mul(s.t, y)
-	upd.Mul(scaleCols(&ty, dPlus), y.T())
-	s.t.Add(s.t, &upd)
 	s.t.Scale(sa, s.t)
+	addOuter(s.t, sa, scaleCols(&ty, dPlus), y)
 	// T⁻¹ ← (T⁻¹ + YD'(YᵀT⁻¹))/√α.
-	var yti mat.Dense
-	yti.Mul(y.T(), s.tinv)
-	upd.Reset()
-	upd.Mul(scaleCols(y, dInv), &yti)
-	s.tinv.Add(s.tinv, &upd)
+	var tity mat.Dense
+	tity.Mul(s.tinv.T(), y)
 	s.tinv.Scale(1/sa, s.tinv)
+	addOuter(s.tinv, 1/sa, scaleCols(y, dInv), &tity)
 	// P ← α[P + WDYᵀ + YDWᵀ + YD(YᵀW)DYᵀ] with W = PY.
-	var w, ytw, inner, part mat.Dense
+	var w, ytw, inner mat.Dense
 	w.Mul(s.p, y)
 	ytw.Mul(y.T(), &w)
 	yd := scaleCols(y, dPlus)
-	part.Mul(scaleCols(&w, dPlus), y.T())
-	s.p.Add(s.p, &part)
-	part.Reset()
-	part.Mul(yd, w.T())
-	s.p.Add(s.p, &part)
 	inner.Mul(yd, &ytw)
-	part.Reset()
-	part.Mul(&inner, yd.T())
-	s.p.Add(s.p, &part)
 	s.p.Scale(alpha, s.p)
+	addOuter(s.p, alpha, scaleCols(&w, dPlus), y)
+	addOuter(s.p, alpha, yd, &w)
+	addOuter(s.p, alpha, scaleCols(&inner, dPlus), y)
 	symmetrize(s.p)
 }
 
