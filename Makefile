@@ -45,7 +45,8 @@ fuzz:
 	done
 
 reproduce:
-	./scripts/reproduce.sh
+	MVML_REPRODUCE=1 $(GO) test -count=1 -run 'Reproduce' -v -timeout 3h ./eval | grep -v '^=== \|^--- \|^PASS\|^ok'
+
 
 clean:
 	rm -rf bin bench.out

@@ -235,8 +235,32 @@ func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Den
 	return res, nil
 }
 
+// Select chooses the grid combination of cfg.Grid with the best mean score
+// over cfg.InnerFolds folds of the rows, and returns the training
+// configuration it gives with the chosen values. cfg.Folds is not used.
+func Select(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg CVConfig) (model.TrainConfig, map[string]float64, error) {
+	if cfg.InnerFolds == 0 {
+		cfg.InnerFolds = 3
+	}
+	grid, err := combos(cfg.Grid)
+	if err != nil {
+		return model.TrainConfig{}, nil, err
+	}
+	done, total := 0, cfg.InnerFolds*len(grid)
+	chosen, err := search(ctx, spec, views, labels, cfg, grid, spec.Task == schemas.Classification, func() {
+		done++
+		if cfg.Progress != nil {
+			cfg.Progress(done, total)
+		}
+	})
+	if err != nil {
+		return model.TrainConfig{}, nil, err
+	}
+	return apply(spec, cfg.Base, chosen), chosen, nil
+}
+
 // search returns the grid combination with the best mean inner-CV score.
-// Combinations sharing a landmark setting share the prepared features.
+// Combinations sharing a landmark and σ setting share the prepared features.
 func search(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg CVConfig,
 	grid []map[string]float64, stratify bool, tick func()) (map[string]float64, error) {
 	inner, err := Folds(labels, cfg.InnerFolds, cfg.Seed+1, stratify)

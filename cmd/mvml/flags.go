@@ -193,6 +193,8 @@ type fitFlags struct {
 	maxIter         int
 	tol             float64
 	seed            uint64
+	standardize     bool
+	noIntercept     bool
 }
 
 func registerFit(fs *flag.FlagSet) *fitFlags {
@@ -211,6 +213,8 @@ func registerFit(fs *flag.FlagSet) *fitFlags {
 	fs.IntVar(&f.maxIter, "max-iter", 10, "maximum outer iterations of the fit")
 	fs.Float64Var(&f.tol, "tol", 1e-5, "relative tolerance that stops the fit")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the landmark and σ samples (and of the folds in cv)")
+	fs.BoolVar(&f.standardize, "standardize", false, "standardize every view's features (training mean and σ) before its kernel")
+	fs.BoolVar(&f.noIntercept, "no-intercept", false, "fit without the unpenalised intercept (the paper's exact objective)")
 	return f
 }
 
@@ -231,11 +235,12 @@ func (f *fitFlags) config(nViews int) (model.TrainConfig, error) {
 	cfg := model.TrainConfig{
 		Fit: model.Config{
 			Lambda: f.lambda, Eta: f.eta, Mu: f.mu, Mode: mode, LearnW: f.learnW,
-			MaxIter: f.maxIter, Tol: f.tol,
+			MaxIter: f.maxIter, Tol: f.tol, NoIntercept: f.noIntercept,
 		},
-		Landmarks:  float64(f.landmarks),
-		Seed:       f.seed,
-		Multiclass: multi,
+		Landmarks:   float64(f.landmarks),
+		Seed:        f.seed,
+		Multiclass:  multi,
+		Standardize: f.standardize,
 	}
 	kernel, err := f.kernelOverride()
 	if err != nil {
