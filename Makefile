@@ -4,13 +4,14 @@ PKGS      := ./...
 BENCHTIME ?= 3x
 FUZZTIME  ?= 10s
 
-.PHONY: help build test vet fmt-check bench demo fuzz reproduce clean
+.PHONY: help build test vet fmt-check bench bench-score demo fuzz reproduce clean
 
 help:
 	@echo "make demo       run the main job on the embedded default (no files, no network)"
 	@echo "make test       gofmt check, go vet, go test -race (the CI command)"
 	@echo "make build      build bin/mvml"
 	@echo "make bench      run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
+	@echo "make bench-score  end-to-end Parquet scoring of 1M and 4M rows: rows/s and peak RSS"
 	@echo "make fuzz       short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce  the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 
@@ -36,6 +37,9 @@ bench:
 	     /^pkg:/ { pkg = $$2 } \
 	     /^Benchmark/ { m = ""; for (i = 5; i < NF; i += 2) m = m sprintf("%s %s  ", $$i, $$(i+1)); \
 	                    printf "%-58s %14s  %s\n", substr(pkg, index(pkg, "/mvml/") + 6) "." $$1, $$3, m }'
+
+bench-score:
+	./scripts/bench-score.sh
 
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \

@@ -12,50 +12,34 @@ import (
 	"github.com/mvml/mvml/schemas"
 )
 
-// The records below are assembled from arrays rather than with the
-// schemas builders: in Arrow v15 a FixedSizeListBuilder always yields
-// nullable items, so it cannot fill the non-nullable list fields of
-// schemas.OutputSchema and schemas.InputSchema.
-
 // outputRecord builds rows [start, start+n) of scores with classes
 // decision values; a few values are NaN or ±Inf to exercise their encoding.
 func outputRecord(mem memory.Allocator, start, n, classes int, withContributions bool) arrow.Record {
 	const nViews = 3
-	schema := schemas.OutputSchema(classes, nViews, withContributions)
-	ids := array.NewInt64Builder(mem)
-	defer ids.Release()
-	versions := array.NewStringBuilder(mem)
-	defer versions.Release()
-	predictions := array.NewFloat64Builder(mem)
-	defer predictions.Release()
-	var decision, contrib []float64
+	b := schemas.NewOutputBuilder(mem, classes, nViews, withContributions)
+	defer b.Release()
+	decision := make([]float64, classes)
+	contrib := make([]float64, nViews)
 	for r := start; r < start+n; r++ {
-		row := len(decision)
-		for c := range classes {
-			decision = append(decision, float64(r*classes+c)/7-3)
+		for c := range decision {
+			decision[c] = float64(r*classes+c)/7 - 3
 		}
-		for l := range nViews {
-			contrib = append(contrib, float64(r)*0.25*float64(l+1))
+		for l := range contrib {
+			contrib[l] = float64(r) * 0.25 * float64(l+1)
 		}
 		prediction := float64(r % classes)
 		switch r % 11 {
 		case 3:
-			decision[row] = math.NaN()
+			decision[0] = math.NaN()
 		case 5:
-			decision[row+classes-1] = math.Inf(1)
+			decision[classes-1] = math.Inf(1)
 			prediction = math.NaN()
 		case 7:
-			decision[row] = math.Inf(-1)
+			decision[0] = math.Inf(-1)
 		}
-		ids.Append(int64(1000 + r))
-		versions.Append(fmt.Sprintf("v%d", 1+r/6))
-		predictions.Append(prediction)
+		b.Append(int64(1000+r), fmt.Sprintf("v%d", 1+r/6), prediction, decision, contrib)
 	}
-	cols := []arrow.Array{ids.NewArray(), versions.NewArray(), predictions.NewArray(), fixedSizeList(mem, schema.Field(3).Type, decision)}
-	if withContributions {
-		cols = append(cols, fixedSizeList(mem, schema.Field(4).Type, contrib))
-	}
-	return newRecord(schema, cols, n)
+	return b.NewRecord()
 }
 
 // fixedSizeList wraps row-major values as a list array of type t.
@@ -101,30 +85,40 @@ func smoothFeature(r, l, j int) float64 {
 // inputRecord builds rows [start, start+n) of canonical input with features
 // from feature; every fourth row has no label.
 func inputRecord(mem memory.Allocator, spec *schemas.ViewSpec, start, n int, feature func(r, l, j int) float64) arrow.Record {
-	schema := schemas.InputSchema(spec)
-	ids := array.NewInt64Builder(mem)
-	defer ids.Release()
-	labels := array.NewFloat64Builder(mem)
-	defer labels.Release()
+	b := schemas.NewRecordBuilder(mem, spec)
+	defer b.Release()
+	b.Reserve(n)
 	views := make([][]float64, len(spec.Views))
+	for l, d := range spec.Dims() {
+		views[l] = make([]float64, d)
+	}
 	for r := start; r < start+n; r++ {
-		ids.Append(int64(r))
-		if r%4 == 1 {
-			labels.AppendNull()
-		} else {
-			labels.Append(float64(r % 8))
-		}
-		for l, d := range spec.Dims() {
-			for j := range d {
-				views[l] = append(views[l], feature(r, l, j))
+		for l, v := range views {
+			for j := range v {
+				v[j] = feature(r, l, j)
 			}
 		}
+		b.Append(int64(r), float64(r%8), r%4 != 1, views)
 	}
-	cols := []arrow.Array{ids.NewArray(), labels.NewArray()}
-	for l, v := range views {
-		cols = append(cols, fixedSizeList(mem, schema.Field(schemas.FirstViewField+l).Type, v))
+	return b.NewRecord()
+}
+
+// requiredItemsSchema has a list whose items are declared non-nullable,
+// which the sink writes as required Parquet columns.
+var requiredItemsSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "v", Type: arrow.FixedSizeListOfNonNullable(3, arrow.PrimitiveTypes.Float64)},
+}, nil)
+
+func requiredItemsRecord(mem memory.Allocator, n int) arrow.Record {
+	ids := array.NewInt64Builder(mem)
+	defer ids.Release()
+	var values []float64
+	for r := range n {
+		ids.Append(int64(r))
+		values = append(values, float64(r)/3, -float64(r), math.NaN())
 	}
-	return newRecord(schema, cols, n)
+	return newRecord(requiredItemsSchema, []arrow.Array{ids.NewArray(), fixedSizeList(mem, requiredItemsSchema.Field(1).Type, values)}, n)
 }
 
 // nullableSchema has a nullable column of every supported kind, and a list
@@ -260,4 +254,10 @@ func emptyRecord(mem memory.Allocator, schema *arrow.Schema) arrow.Record {
 		b.Release()
 	}
 	return newRecord(schema, cols, 0)
+}
+
+func releaseAll(recs []arrow.Record) {
+	for _, r := range recs {
+		r.Release()
+	}
 }

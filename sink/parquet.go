@@ -25,7 +25,9 @@ type ParquetOptions struct {
 	// Flatten writes a FixedSizeList field as one scalar column per element
 	// instead of a Parquet LIST; the map gives, per Arrow field name, the
 	// flat column names (e.g. from schemas.View.ColumnNames()). Needed to
-	// write input-layout files (x_0..x_314). Default: no flattening.
+	// write input-layout files (x_0..x_314). The flat columns are required
+	// unless the field is nullable, so a record with a null item in a
+	// non-nullable flattened field is rejected. Default: no flattening.
 	Flatten map[string][]string
 	// Float32 stores float64 list and flattened values as FLOAT (float32).
 	// Scalar float64 columns (label, prediction) stay DOUBLE.
@@ -33,12 +35,19 @@ type ParquetOptions struct {
 	// Compression is "snappy" (default), "zstd" or "none".
 	Compression string
 	// RowGroupRows is the number of rows per row group. Default
-	// DefaultRowGroupRows.
+	// DefaultRowGroupRows, fewer for rows so wide that a row group would
+	// exceed about 128 MiB: the writer holds a whole row group in memory.
 	RowGroupRows int
 }
 
-// DefaultRowGroupRows is the row group size when ParquetOptions leaves it 0.
+// DefaultRowGroupRows is the row group size when ParquetOptions leaves it 0
+// and rows are not too wide.
 const DefaultRowGroupRows = 128 * 1024
+
+// defaultRowGroupBytes caps the default row group at the size Parquet
+// tools usually aim for; 128k rows of uWave input (945 float64) would hold
+// a gigabyte.
+const defaultRowGroupBytes = 128 << 20
 
 // valuesPerWrite bounds the values handed to one column writer per call:
 // parquet-go cuts pages only between calls, so this keeps pages near the
@@ -77,16 +86,16 @@ func NewParquet(w io.Writer, schema *arrow.Schema, opts ParquetOptions) (Sink, e
 	if err != nil {
 		return nil, fmt.Errorf("parquet sink: %w", err)
 	}
-	groupRows := opts.RowGroupRows
-	switch {
-	case groupRows < 0:
-		return nil, fmt.Errorf("parquet sink: row group rows %d must not be negative", groupRows)
-	case groupRows == 0:
-		groupRows = DefaultRowGroupRows
+	if opts.RowGroupRows < 0 {
+		return nil, fmt.Errorf("parquet sink: row group rows %d must not be negative", opts.RowGroupRows)
 	}
 	layout, err := planLayout(schema, opts)
 	if err != nil {
 		return nil, fmt.Errorf("parquet sink: %w", err)
+	}
+	groupRows := opts.RowGroupRows
+	if groupRows == 0 {
+		groupRows = defaultGroupRows(layout.rowBytes)
 	}
 	arrowSchema, err := serializeArrowSchema(layout.fileSchema)
 	if err != nil {
@@ -96,7 +105,6 @@ func NewParquet(w io.Writer, schema *arrow.Schema, opts ParquetOptions) (Sink, e
 		parquet.NewSchema("schema", layout.root),
 		parquet.Compression(codec),
 		parquet.KeyValueMetadata(arrowSchemaKey, arrowSchema),
-		parquet.CreatedBy("mvml", "", ""),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("parquet sink: writer config: %w", err)
@@ -109,6 +117,23 @@ func NewParquet(w io.Writer, schema *arrow.Schema, opts ParquetOptions) (Sink, e
 		rowsPerCall: max(1, valuesPerWrite/layout.maxValuesPerRow),
 		groupRows:   groupRows,
 	}, nil
+}
+
+// schemaDifference names the first difference between a record's schema
+// and the sink's; printing both whole would bury it among hundreds of
+// fields.
+func schemaDifference(got, want *arrow.Schema) string {
+	for i := range min(got.NumFields(), want.NumFields()) {
+		if g, w := got.Field(i), want.Field(i); !g.Equal(w) {
+			return fmt.Sprintf("field %d is %s, want %s", i, g, w)
+		}
+	}
+	return fmt.Sprintf("%d fields, want %d", got.NumFields(), want.NumFields())
+}
+
+// defaultGroupRows is the default row group size for rows of rowBytes.
+func defaultGroupRows(rowBytes int) int {
+	return min(DefaultRowGroupRows, max(1, defaultRowGroupBytes/max(1, rowBytes)))
 }
 
 func compressionCodec(name string) (compress.Codec, error) {
@@ -136,11 +161,16 @@ func (s *parquetSink) Write(ctx context.Context, rec arrow.Record) error {
 		return fmt.Errorf("parquet sink: write: %w", err)
 	}
 	if !rec.Schema().Equal(s.schema) {
-		return fmt.Errorf("parquet sink: record schema %s does not match the sink's %s", rec.Schema(), s.schema)
+		return fmt.Errorf("parquet sink: record does not match the sink's schema: %s", schemaDifference(rec.Schema(), s.schema))
 	}
 	for c, f := range s.schema.Fields() {
 		if nulls := rec.Column(c).NullN(); nulls > 0 && !f.Nullable {
 			return fmt.Errorf("parquet sink: column %q is not nullable but has %d nulls", f.Name, nulls)
+		}
+		if flat, ok := s.columns[c].(flatColumn); ok && !flat.optional {
+			if err := flat.checkItems(rec.Column(c)); err != nil {
+				return fmt.Errorf("parquet sink: column %q: %w", f.Name, err)
+			}
 		}
 	}
 	if err := s.writeRows(rec); err != nil {
@@ -153,6 +183,10 @@ func (s *parquetSink) Write(ctx context.Context, rec arrow.Record) error {
 func (s *parquetSink) writeRows(rec arrow.Record) error {
 	writers := s.w.ColumnWriters()
 	n := int(rec.NumRows())
+	used := 0
+	// String values point into rec's buffers; drop them so the sink does
+	// not keep rec's memory reachable after Write returns.
+	defer func() { clear(s.values[:used]) }()
 	for lo := 0; lo < n; {
 		hi := min(n, lo+s.rowsPerCall, lo+s.groupRows-s.rowsInGroup)
 		for c, enc := range s.columns {
@@ -160,6 +194,7 @@ func (s *parquetSink) writeRows(rec arrow.Record) error {
 			for k := range enc.leaves() {
 				leaf := s.firstLeaf[c] + k
 				s.values = enc.appendValues(s.values[:0], arr, lo, hi, k)
+				used = max(used, len(s.values))
 				if _, err := writers[leaf].WriteRowValues(s.values); err != nil {
 					return fmt.Errorf("column %q: %w", s.schema.Field(c).Name, err)
 				}
@@ -198,8 +233,12 @@ type layout struct {
 	encoders        []columnEncoder
 	firstLeaf       []int
 	maxValuesPerRow int
+	rowBytes        int           // estimated size of one row before compression
 	fileSchema      *arrow.Schema // the Arrow schema that reads the file back as written
 }
+
+// stringBytes is the guess of a string's size in rowBytes.
+const stringBytes = 16
 
 func planLayout(schema *arrow.Schema, opts ParquetOptions) (*layout, error) {
 	for name := range opts.Flatten {
@@ -227,16 +266,19 @@ func planLayout(schema *arrow.Schema, opts ParquetOptions) (*layout, error) {
 		l.firstLeaf = append(l.firstLeaf, len(fields))
 		switch t := f.Type.(type) {
 		case *arrow.Int64Type:
+			l.rowBytes += 8
 			l.encoders = append(l.encoders, int64Column{optional: f.Nullable})
 			if err := add(f.Name, owner, optional(parquet.Leaf(parquet.Int64Type), f.Nullable), f); err != nil {
 				return nil, err
 			}
 		case *arrow.Float64Type:
+			l.rowBytes += 8
 			l.encoders = append(l.encoders, float64Column{optional: f.Nullable})
 			if err := add(f.Name, owner, optional(parquet.Leaf(parquet.DoubleType), f.Nullable), f); err != nil {
 				return nil, err
 			}
 		case *arrow.StringType:
+			l.rowBytes += stringBytes
 			l.encoders = append(l.encoders, stringColumn{optional: f.Nullable})
 			// Dictionary pages: string columns such as model_version repeat one value.
 			node := parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
@@ -253,11 +295,18 @@ func planLayout(schema *arrow.Schema, opts ParquetOptions) (*layout, error) {
 			if opts.Float32 {
 				elemType, elemLeaf = arrow.PrimitiveTypes.Float32, parquet.Leaf(parquet.FloatType)
 			}
+			l.rowBytes += width * elemType.(arrow.FixedWidthDataType).Bytes()
 			if names, ok := opts.Flatten[f.Name]; ok {
 				if len(names) != width {
 					return nil, fmt.Errorf("flatten field %q: %d column names for a list of %d", f.Name, len(names), width)
 				}
-				nullable := f.Nullable || elemNullable
+				// A flat column is one feature of a list that is present
+				// whenever the field is; it is optional only when the field
+				// is nullable. Item nullability does not count: Arrow Go's
+				// list builders always declare items nullable, and optional
+				// columns would halve the write speed of every input-layout
+				// file. Write rejects records that do hold null items.
+				nullable := f.Nullable
 				l.encoders = append(l.encoders, flatColumn{width: width, optional: nullable, float32: opts.Float32})
 				for _, name := range names {
 					file := arrow.Field{Name: name, Type: elemType, Nullable: nullable}
@@ -315,6 +364,13 @@ type orderedGroup struct {
 }
 
 func (g orderedGroup) Fields() []parquet.Field { return g.fields }
+
+// String prints the group in its own field order, not the embedded map's.
+func (g orderedGroup) String() string {
+	var b strings.Builder
+	_ = parquet.PrintSchema(&b, "", g) // a strings.Builder does not fail
+	return b.String()
+}
 
 // serializeArrowSchema encodes schema as Arrow writers do for the
 // ARROW:schema key: an IPC stream holding only the schema, base64.
@@ -520,6 +576,24 @@ type flatColumn struct {
 
 func (c flatColumn) leaves() int { return c.width }
 
+// checkItems reports a null item of arr, which required flat columns
+// cannot store.
+func (c flatColumn) checkItems(arr arrow.Array) error {
+	_, first, elems := elements(arr)
+	if elems.NullN() == 0 {
+		return nil
+	}
+	// The item array may be longer than arr's slice; look only inside it.
+	for i := range arr.Len() {
+		for k := range c.width {
+			if elems.IsNull(first + i*c.width + k) {
+				return fmt.Errorf("row %d item %d is null, but the flattened columns of a non-nullable field are required", i, k)
+			}
+		}
+	}
+	return nil
+}
+
 func (c flatColumn) appendValues(dst []parquet.Value, arr arrow.Array, lo, hi, k int) []parquet.Value {
 	vals, first, elems := elements(arr)
 	at := first + lo*c.width + k
@@ -540,10 +614,18 @@ func (c flatColumn) appendValues(dst []parquet.Value, arr arrow.Array, lo, hi, k
 	dst = slices.Grow(dst, hi-lo)[:n+hi-lo]
 	out := dst[n:]
 	def := definition(c.optional)
+	// One loop per case: a branch or level store left in the loop body
+	// makes it several times slower.
 	switch {
 	case c.float32 && def == 0:
 		for i := range out {
 			out[i] = parquet.FloatValue(float32(vals[at+i*c.width]))
+		}
+	case c.float32:
+		for i := range out {
+			v := parquet.FloatValue(float32(vals[at+i*c.width]))
+			v.SetDefinitionLevel(def)
+			out[i] = v
 		}
 	case def == 0:
 		for i := range out {
@@ -551,8 +633,9 @@ func (c flatColumn) appendValues(dst []parquet.Value, arr arrow.Array, lo, hi, k
 		}
 	default:
 		for i := range out {
-			out[i] = floatValue(vals[at+i*c.width], c.float32)
-			out[i].SetDefinitionLevel(def)
+			v := parquet.DoubleValue(vals[at+i*c.width])
+			v.SetDefinitionLevel(def)
+			out[i] = v
 		}
 	}
 	return dst

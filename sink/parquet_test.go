@@ -39,10 +39,11 @@ func writeParquet(t *testing.T, schema *arrow.Schema, opts ParquetOptions, recs 
 
 // fileColumn is what one file column should hold after writing.
 type fileColumn struct {
-	name   string
-	typ    arrow.DataType // as Arrow reads it back
-	list   bool           // a Parquet LIST column
-	values []any
+	name     string
+	typ      arrow.DataType // as Arrow reads it back
+	list     bool           // a Parquet LIST column
+	optional bool           // the Parquet column, or the LIST, may be null
+	values   []any
 }
 
 // expectedColumns lays out the rows of recs as the file should store them.
@@ -56,7 +57,7 @@ func expectedColumns(t *testing.T, recs []arrow.Record, opts ParquetOptions) []f
 		}
 		lt, isList := f.Type.(*arrow.FixedSizeListType)
 		if !isList {
-			cols = append(cols, fileColumn{name: f.Name, typ: f.Type, values: values})
+			cols = append(cols, fileColumn{name: f.Name, typ: f.Type, optional: f.Nullable, values: values})
 			continue
 		}
 		elemType := arrow.DataType(arrow.PrimitiveTypes.Float64)
@@ -76,11 +77,11 @@ func expectedColumns(t *testing.T, recs []arrow.Record, opts ParquetOptions) []f
 			if f.Nullable {
 				typ = arrow.ListOf(elemType) // see fileListType
 			}
-			cols = append(cols, fileColumn{name: f.Name, typ: typ, list: true, values: values})
+			cols = append(cols, fileColumn{name: f.Name, typ: typ, list: true, optional: f.Nullable, values: values})
 			continue
 		}
 		for k, name := range names {
-			col := fileColumn{name: name, typ: elemType, values: make([]any, len(values))}
+			col := fileColumn{name: name, typ: elemType, optional: f.Nullable, values: make([]any, len(values))}
 			for i, row := range values {
 				if row != nil {
 					col.values[i] = row.([]any)[k]
@@ -160,6 +161,9 @@ func checkParquetGoRead(t *testing.T, data []byte, want []fileColumn) *parquet.F
 		}
 		field := f.Schema().Fields()[i]
 		optional[i] = field.Optional()
+		if optional[i] != w.optional {
+			t.Errorf("parquet-go: column %q optional %v, want %v", w.name, optional[i], w.optional)
+		}
 		isList := false
 		if lt := field.Type().LogicalType(); lt != nil {
 			_, isList = lt.Value.(*format.ListType)
@@ -346,6 +350,29 @@ func TestParquetRoundTrip(t *testing.T) {
 			wantGroups: 1,
 		},
 		{
+			name: "non-nullable list items, as lists",
+			records: func(mem memory.Allocator) []arrow.Record {
+				return sliced(requiredItemsRecord(mem, 12), 0, 5, 12)
+			},
+			wantGroups: 1,
+		},
+		{
+			name: "non-nullable list items, flattened as float32",
+			records: func(mem memory.Allocator) []arrow.Record {
+				return sliced(requiredItemsRecord(mem, 12), 2, 12)
+			},
+			opts:       ParquetOptions{Flatten: map[string][]string{"v": {"a", "b", "c"}}, Float32: true},
+			wantGroups: 1,
+		},
+		{
+			name: "non-nullable list items, flattened",
+			records: func(mem memory.Allocator) []arrow.Record {
+				return []arrow.Record{requiredItemsRecord(mem, 7)}
+			},
+			opts:       ParquetOptions{Flatten: map[string][]string{"v": {"a", "b", "c"}}},
+			wantGroups: 1,
+		},
+		{
 			name: "nulls in every column kind, as lists",
 			records: func(mem memory.Allocator) []arrow.Record {
 				return []arrow.Record{nullableRecord(mem, 6)}
@@ -440,6 +467,8 @@ func TestParquetWriteRejectsBadRecords(t *testing.T) {
 	defer out.Release()
 	other := outputRecord(mem, 0, 4, 3, false)
 	defer other.Release()
+	withContributions := outputRecord(mem, 0, 4, 8, true)
+	defer withContributions.Release()
 	nullable := nullableRecord(mem, 3)
 	defer nullable.Release()
 	// The nullable record's values under a schema that forbids nulls.
@@ -455,7 +484,8 @@ func TestParquetWriteRejectsBadRecords(t *testing.T) {
 		rec     arrow.Record
 		wantErr string
 	}{
-		{"other schema", out.Schema(), context.Background(), other, "does not match"},
+		{"other decision width", out.Schema(), context.Background(), other, "does not match the sink's schema: field 3 is decision"},
+		{"missing field", withContributions.Schema(), context.Background(), out, "does not match the sink's schema: 4 fields, want 5"},
 		{"canceled", out.Schema(), canceled, out, context.Canceled.Error()},
 		{"nulls in a required column", strict.Schema(), context.Background(), strict, `column "n" is not nullable but has 1 nulls`},
 	}
@@ -479,6 +509,38 @@ func TestParquetWriteRejectsBadRecords(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParquetNullItemsOfRequiredField(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	// Field "v" is not nullable, its items are; row 2 of the source has a
+	// null item, so the slice from row 3 on has none.
+	schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float64)}}, nil)
+	src := nullableRecord(mem, 6)
+	defer src.Release()
+	lists := array.NewSlice(src.Column(3), 2, 6)
+	defer lists.Release()
+	rec := array.NewRecord(schema, []arrow.Array{lists}, 4)
+	defer rec.Release()
+	clean := rec.NewSlice(1, 4)
+	defer clean.Release()
+	flat := ParquetOptions{Flatten: map[string][]string{"v": {"v0", "v1"}}}
+
+	s, err := NewParquet(io.Discard, schema, flat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr := `column "v": row 0 item 0 is null, but the flattened columns of a non-nullable field are required`
+	if err := s.Write(context.Background(), rec); err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("flattened null item: %v, want %q", err, wantErr)
+	}
+	// The item array still holds the null, outside the slice: not an error.
+	data := writeParquet(t, schema, flat, []arrow.Record{clean})
+	checkParquetGoRead(t, data, expectedColumns(t, []arrow.Record{clean}, flat))
+	// A LIST column keeps null items.
+	data = writeParquet(t, schema, ParquetOptions{}, []arrow.Record{rec})
+	checkArrowRead(t, data, expectedColumns(t, []arrow.Record{rec}, ParquetOptions{}))
 }
 
 func TestParquetClosedSink(t *testing.T) {
@@ -534,5 +596,55 @@ func TestParquetWriteFailureIsSticky(t *testing.T) {
 	}
 	if err := s.Close(); !errors.Is(err, errDiskFull) {
 		t.Errorf("Close: %v, want the first failure", err)
+	}
+}
+
+func TestDefaultRowGroupsStayNear128MiB(t *testing.T) {
+	spec := testSpec(t)
+	uwave := &schemas.ViewSpec{Task: schemas.Classification}
+	for _, name := range []string{"x", "y", "z"} {
+		uwave.Views = append(uwave.Views, schemas.View{Name: name, Prefix: name + "_", Dim: 315})
+	}
+	tests := []struct {
+		name   string
+		schema *arrow.Schema
+		opts   ParquetOptions
+		want   int
+	}{
+		{"scores keep the default", schemas.OutputSchema(8, 3, true), ParquetOptions{}, DefaultRowGroupRows},
+		{"narrow input keeps the default", schemas.InputSchema(spec), ParquetOptions{}, DefaultRowGroupRows},
+		// id + label + 945 float64 = 7576 bytes a row.
+		{"uWave input is capped", schemas.InputSchema(uwave), ParquetOptions{}, (128 << 20) / 7576},
+		{"float32 halves the row", schemas.InputSchema(uwave), ParquetOptions{Float32: true}, (128 << 20) / (16 + 945*4)},
+		{"an explicit size wins", schemas.InputSchema(uwave), ParquetOptions{RowGroupRows: 1 << 20}, 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewParquet(io.Discard, tt.schema, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.(*parquetSink).groupRows; got != tt.want {
+				t.Errorf("row groups of %d rows, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParquetSchemaKeepsArrowFieldOrder(t *testing.T) {
+	// Parquet's own group type would sort these by name.
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "zeta", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "alpha", Type: arrow.BinaryTypes.String},
+		{Name: "mid", Type: arrow.FixedSizeListOfNonNullable(2, arrow.PrimitiveTypes.Float64)},
+	}, nil)
+	l, err := planLayout(schema, ParquetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := l.root.String()
+	zeta, alpha, mid := strings.Index(got, "zeta"), strings.Index(got, "alpha"), strings.Index(got, "mid")
+	if zeta < 0 || alpha < zeta || mid < alpha {
+		t.Errorf("schema prints fields out of order:\n%s", got)
 	}
 }

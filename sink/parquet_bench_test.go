@@ -40,12 +40,6 @@ func benchmarkParquet(b *testing.B, recs []arrow.Record, opts ParquetOptions) {
 	b.ReportMetric(float64(b.N*benchRows)/b.Elapsed().Seconds(), "rows/s")
 }
 
-func releaseAll(recs []arrow.Record) {
-	for _, r := range recs {
-		r.Release()
-	}
-}
-
 // BenchmarkParquetOutput writes scores of an 8-class model.
 func BenchmarkParquetOutput(b *testing.B) {
 	mem := memory.NewGoAllocator()

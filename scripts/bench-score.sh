@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# End-to-end batch scoring benchmark: generates synthetic Parquet files
+# (3 views × 64 float32 columns) of 1M and 4M rows, trains a model with
+# p = 128 landmarks per view on 20k rows, scores each file to Parquet and
+# prints rows/s and peak RSS. Peak RSS should not grow with the file size.
+# Usage: scripts/bench-score.sh [ROWS...]   (default: 1000000 4000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rows=("$@")
+[ ${#rows[@]} -gt 0 ] || rows=(1000000 4000000)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+go build -o "$dir/mvml" ./cmd/mvml
+go build -o "$dir/mvmlgen" ./cmd/mvmlgen
+"$dir/mvmlgen" --rows 20000 --seed 1 --output "$dir/train.parquet" --spec "$dir/views.json"
+"$dir/mvml" train --input "$dir/train.parquet" --views "$dir/views.json" --model "$dir/m.mvml" \
+  --landmarks 128 --mode identity --lambda 0.01 2>/dev/null
+peak() { # peak resident set of a command, in MiB, from /proc accounting
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -n 1 | awk '{ printf "%.0f", $1 / 1024 }'
+  else
+    "$@" >/dev/null 2>&1; echo "n/a"
+  fi
+}
+printf '%-10s %12s %10s %12s\n' rows seconds rows/s peak_RSS_MiB
+for n in "${rows[@]}"; do
+  "$dir/mvmlgen" --rows "$n" --seed 2 --output "$dir/in.parquet"
+  start=$(date +%s.%N)
+  rss=$(peak "$dir/mvml" score --input "$dir/in.parquet" --model "$dir/m.mvml" --output "$dir/out.parquet")
+  end=$(date +%s.%N)
+  awk -v n="$n" -v s="$start" -v e="$end" -v r="$rss" 'BEGIN { t = e - s; printf "%-10d %12.1f %10.0f %12s\n", n, t, n / t, r }'
+  rm -f "$dir/in.parquet" "$dir/out.parquet"
+done
