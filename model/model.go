@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"gonum.org/v1/gonum/mat"
@@ -265,17 +267,35 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 		}
 		groups = [][]int{cols}
 	}
+	// Heads are independent fits: run them on every CPU. Each is
+	// deterministic, so the model does not depend on the scheduling.
 	heads := make([]*Head, len(groups))
-	for h, cols := range groups {
-		var init *Solution
-		if warm != nil && len(warm.Heads) == len(groups) {
-			init = &warm.Heads[h].Solution
-		}
-		sol, err := Fit(ctx, st, cols, m.Config.Fit, init)
-		if err != nil {
-			return fmt.Errorf("fit head %d of %d: %w", h+1, len(groups), err)
-		}
-		heads[h] = &Head{Solution: *sol}
+	errs := make([]error, len(groups))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(groups)) {
+		wg.Go(func() {
+			for h := range next {
+				var init *Solution
+				if warm != nil && len(warm.Heads) == len(groups) {
+					init = &warm.Heads[h].Solution
+				}
+				sol, err := Fit(ctx, st, groups[h], m.Config.Fit, init)
+				if err != nil {
+					errs[h] = fmt.Errorf("fit head %d of %d: %w", h+1, len(groups), err)
+					continue
+				}
+				heads[h] = &Head{Solution: *sol}
+			}
+		})
+	}
+	for h := range groups {
+		next <- h
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	m.Heads = heads
 	m.prepare()
