@@ -124,14 +124,13 @@ type solver struct {
 	d, k int
 	yty  float64 // Σ yᵀy over the target columns
 
-	a      *mat.SymDense // Ã
-	chol   mat.Cholesky  // Ã = LLᵀ, followed through the Ã steps
-	w      []float64
-	bw     *mat.SymDense // B(w) = [w_l w_m S_lm]
-	bwFull *mat.Dense    // B(w) with both triangles, for the triangular products
-	cw     *mat.Dense    // b(w) = [w_l c_l] for the target columns (D×k)
-	g      *mat.Dense    // g̃ (D×k)
-	abar   *mat.Dense    // Ã⁻¹g̃ (D×k)
+	a    *mat.SymDense // Ã
+	chol mat.Cholesky  // Ã = LLᵀ, followed through the Ã steps
+	w    []float64
+	bw   *mat.Dense // B(w) = [w_l w_m S_lm], both triangles
+	cw   *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
+	g    *mat.Dense // g̃ (D×k)
+	abar *mat.Dense // Ã⁻¹g̃ (D×k)
 
 	// The g̃-step works with a factor F = L·T of Ã (L the Cholesky factor
 	// at the last refactorisation) and P = FᵀBF. A Frobenius Ã-step is a
@@ -153,7 +152,7 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 	d, k := st.Dim(), len(cols)
 	s := &solver{
 		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
-		bw: mat.NewSymDense(d, nil), bwFull: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
+		bw: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
 		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
 		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
 		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)},
@@ -234,9 +233,8 @@ func (s *solver) setWeights(w []float64) {
 		wi := w[s.viewOf(i)]
 		for j := i; j < s.d; j++ {
 			v := wi * w[s.viewOf(j)] * s.st.S.At(i, j)
-			s.bw.SetSym(i, j, v)
-			s.bwFull.Set(i, j, v)
-			s.bwFull.Set(j, i, v)
+			s.bw.Set(i, j, v)
+			s.bw.Set(j, i, v)
 		}
 		for c, col := range s.cols {
 			s.cw.Set(i, c, wi*s.st.C.At(i, col))
@@ -314,7 +312,7 @@ func (s *solver) refactor() {
 	s.chol.LTo(&s.lower)
 	identity(s.t)
 	identity(s.tinv)
-	s.p.Copy(s.bwFull)
+	s.p.Copy(s.bw)
 	raw, lower := s.p.RawMatrix(), s.lower.RawTriangular()
 	blas64.Trmm(blas.Right, blas.NoTrans, 1, lower, raw)
 	blas64.Trmm(blas.Left, blas.Trans, 1, lower, raw)
