@@ -1,12 +1,59 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/sink"
 )
+
+// toParquet converts a data set to Parquet in its input layout (flat
+// columns named as in the spec), through ingest and sink.
+func toParquet(t *testing.T, specPath, data, out string) {
+	t.Helper()
+	spec, err := schemas.LoadViewSpec(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flatten := map[string][]string{}
+	for l := range spec.Views {
+		flatten[spec.Views[l].Name] = spec.Views[l].ColumnNames()
+	}
+	dst, err := sink.Create(out, schemas.InputSchema(spec), sink.ParquetOptions{Flatten: flatten})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := ingest.Open(context.Background(), spec, []string{data}, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for {
+		b, err := src.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = dst.Write(context.Background(), b.Record)
+		b.Record.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // sharedData locates a data set of ../shared/data (relative to the
 // repository) or skips the test.
@@ -50,6 +97,30 @@ func TestSharedUWave(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(stdout), &cv); err != nil || cv.Accuracy < 0.6 {
 		t.Fatalf("cv on uWave: %s (%v)", stdout, err)
+	}
+
+	// The same data as Parquet gives the very same model and scores.
+	pq := filepath.Join(dir, "uwave.parquet")
+	toParquet(t, spec, data, pq)
+	fromParquet := filepath.Join(dir, "pq.mvml")
+	mustRun(t, "train", "--input", pq, "--views", spec, "--model", fromParquet, "--landmarks", "24")
+	inspectCSV, _ := mustRun(t, "inspect", "--model", model)
+	inspectPQ, _ := mustRun(t, "inspect", "--model", fromParquet, "--plot", filepath.Join(dir, "a.png"))
+	if first := func(s string) string { return strings.SplitN(s, "\n", 2)[0] }; first(inspectCSV) != first(inspectPQ) {
+		t.Errorf("models from CSV and Parquet differ: %q vs %q", first(inspectCSV), first(inspectPQ))
+	}
+	if !strings.Contains(inspectPQ, "x") || !strings.Contains(inspectPQ, "‖Ã_lm‖_F") {
+		t.Errorf("inspect output lacks the view table: %s", inspectPQ)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "a.png")); err != nil || st.Size() == 0 {
+		t.Errorf("no heat map written: %v", err)
+	}
+	stdout, _ = mustRun(t, "eval", "--input", pq, "--model", fromParquet, "--json")
+	var pqm struct {
+		Accuracy float64 `json:"accuracy"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &pqm); err != nil || pqm.Accuracy != m.Accuracy {
+		t.Errorf("accuracy from Parquet %v, from CSV %v (%v)", pqm.Accuracy, m.Accuracy, err)
 	}
 }
 
