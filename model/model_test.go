@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -278,11 +279,21 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	f.Add(buf.Bytes()[:buf.Len()-sha256.Size])
 	f.Add([]byte(fileMagic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Decode(bytes.NewReader(data))
 		if err == nil && m.Outputs() < 1 {
 			t.Fatal("decoded a model without outputs")
+		}
+		// The same bytes with a valid checksum reach the header and array
+		// checks behind it.
+		if len(data) >= 16 {
+			sum := sha256.Sum256(data)
+			m, err = Decode(bytes.NewReader(append(bytes.Clone(data), sum[:]...)))
+			if err == nil && m.Outputs() < 1 {
+				t.Fatal("decoded a model without outputs")
+			}
 		}
 	})
 }
