@@ -1,11 +1,9 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -86,14 +84,11 @@ func repeatedString(mem memory.Allocator, s string, n int) arrow.ArrayData {
 	return array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, offsets, data}, nil, 0, 0)
 }
 
-// output is a Sink whose file appears under its final name only when the
-// job succeeds. sink.Create already writes atomically, but it commits on
-// every Close; a failed job must not leave a partial file that looks
-// complete, so the sink writes to a hidden staging name beside the final
-// one, and commit renames it while discard removes it.
+// output is the job's sink: its file appears under its final name only
+// when the job succeeds (commit); a failed job discards it.
 type output struct {
 	sink.Sink
-	final, staged string // both empty for standard output
+	name string
 }
 
 func createOutput(path string, stdout io.Writer, schema *arrow.Schema, opts sink.ParquetOptions) (*output, error) {
@@ -101,63 +96,27 @@ func createOutput(path string, stdout io.Writer, schema *arrow.Schema, opts sink
 		if stdout == nil {
 			stdout = os.Stdout
 		}
-		return &output{Sink: sink.NewJSONL(stdout)}, nil
+		return &output{Sink: sink.NewJSONL(stdout), name: "standard output"}, nil
 	}
-	// The staging name keeps the final name's extension, which is how
-	// sink.Create picks the format.
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "." // CreateTemp would read "" as the system's temporary directory
-	}
-	placeholder, err := os.CreateTemp(dir, ".partial-*-"+base)
+	s, err := sink.Create(path, schema, opts)
 	if err != nil {
 		return nil, fmt.Errorf("output %s: %w", path, err)
 	}
-	staged := placeholder.Name()
-	if err := placeholder.Close(); err != nil {
-		return nil, errors.Join(fmt.Errorf("output %s: %w", path, err), os.Remove(staged))
-	}
-	s, err := sink.Create(staged, schema, opts)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("output %s: %w", path, err), os.Remove(staged))
-	}
-	return &output{Sink: s, final: path, staged: staged}, nil
+	return &output{Sink: s, name: path}, nil
 }
 
 func (o *output) commit() error {
 	if err := o.Close(); err != nil {
-		return errors.Join(fmt.Errorf("output %s: %w", o.name(), err), o.removeStaged())
-	}
-	if o.staged == "" {
-		return nil
-	}
-	if err := os.Rename(o.staged, o.final); err != nil {
-		return errors.Join(fmt.Errorf("output %s: %w", o.final, err), o.removeStaged())
+		return fmt.Errorf("output %s: %w", o.name, err)
 	}
 	return nil
 }
 
-// discard drops the output of a failed job. Close's own error is not
-// reported: the job's error says what went wrong, and the staged file is
-// removed whatever Close did with it.
+// discard drops the output of a failed job; the job's error says what went
+// wrong.
 func (o *output) discard() error {
-	_ = o.Close()
-	return o.removeStaged()
-}
-
-func (o *output) removeStaged() error {
-	if o.staged == "" {
-		return nil
+	if a, ok := o.Sink.(sink.Aborter); ok {
+		return a.Abort()
 	}
-	if err := os.Remove(o.staged); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("output %s: remove staging file: %w", o.final, err)
-	}
-	return nil
-}
-
-func (o *output) name() string {
-	if o.final == "" {
-		return "standard output"
-	}
-	return o.final
+	return o.Close()
 }

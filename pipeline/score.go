@@ -155,7 +155,7 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 	if err := out.commit(); err != nil {
 		return counts, fmt.Errorf("score: %w", err)
 	}
-	cfg.Logger.Info("scored", "in", counts.In, "scored", counts.Scored, "rejected", counts.Rejected, "output", out.name())
+	cfg.Logger.Info("scored", "in", counts.In, "scored", counts.Scored, "rejected", counts.Rejected, "output", out.name)
 	return counts, nil
 }
 

@@ -23,6 +23,15 @@ type Sink interface {
 	Close() error
 }
 
+// Aborter is a Sink whose output can be dropped instead of committed, for
+// a job that fails after it started writing: Abort releases the sink and
+// leaves nothing under the final name. The file sinks of Create implement
+// it.
+type Aborter interface {
+	Sink
+	Abort() error
+}
+
 // Stdout is the path Create reads as "JSON Lines on standard output".
 const Stdout = "-"
 
@@ -100,6 +109,19 @@ func (s *fileSink) Close() error {
 		return errors.Join(fmt.Errorf("sink %s: %w", s.path, err), s.removeTmp())
 	}
 	return nil
+}
+
+// Abort drops the file: nothing appears under path. Aborting a closed
+// sink is a no-op.
+func (s *fileSink) Abort() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	// The format sink's Close would write a footer into a file about to be
+	// removed; its error says nothing the caller needs.
+	_ = s.inner.Close()
+	return errors.Join(s.file.Close(), s.removeTmp())
 }
 
 // removeTmp deletes the temporary file unless the rename already moved it.

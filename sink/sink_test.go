@@ -103,6 +103,40 @@ func TestCreateDiscardsFileAfterFailedWrite(t *testing.T) {
 	}
 }
 
+func TestCreateAbortLeavesNothing(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := outputRecord(mem, 0, 3, 4, false)
+	defer rec.Release()
+	for _, name := range []string{"scores.parquet", "scores.jsonl"} {
+		path := filepath.Join(t.TempDir(), name)
+		s, err := Create(path, rec.Schema(), ParquetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		a, ok := s.(Aborter)
+		if !ok {
+			t.Fatalf("%s: the file sink cannot be aborted", name)
+		}
+		if err := a.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("%s: Close after Abort: %v", name, err)
+		}
+		entries, err := os.ReadDir(filepath.Dir(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 0 {
+			t.Errorf("%s: directory holds %v after Abort, want nothing", name, entries)
+		}
+	}
+}
+
 func TestCreateRejectsBadPaths(t *testing.T) {
 	dir := t.TempDir()
 	schema := schemas.OutputSchema(4, 3, false)
