@@ -49,7 +49,7 @@ fuzz:
 	done
 
 reproduce:
-	MVML_REPRODUCE=1 $(GO) test -count=1 -run 'Reproduce' -v -timeout 3h ./eval | grep -v '^=== \|^--- \|^PASS\|^ok'
+	MVML_REPRODUCE=1 $(GO) test -count=1 -run 'Reproduce' -v -timeout 3h ./eval | grep --line-buffered -v '^=== \|^--- \|^PASS\|^ok'
 
 
 clean:
