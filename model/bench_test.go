@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/transform"
 )
 
 // uwaveShaped draws rows shaped like uWaveGesture: 3 views × 315 smooth
@@ -128,4 +129,38 @@ func BenchmarkScore(b *testing.B) {
 		sc.Score(&dec, &contrib, views)
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkAccumulateStats is the streaming pass of a large refit: every
+// batch of 4096 rows (3 views × 64 dims) is projected on fixed landmarks
+// (p = 128 per view) and added to S and c, so memory is O((vp)²) plus one
+// batch whatever the number of rows. It reports rows/s and the time per
+// million rows.
+func BenchmarkAccumulateStats(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	const n = 4096
+	views := make([]*mat.Dense, 3)
+	for l := range views {
+		views[l] = mat.NewDense(n, 64, nil)
+		for i := range views[l].RawMatrix().Data {
+			views[l].RawMatrix().Data[i] = rng.NormFloat64()
+		}
+	}
+	feats, err := transform.Fit(views, nil, transform.Config{Landmarks: 128})
+	if err != nil {
+		b.Fatal(err)
+	}
+	y := mat.NewDense(n, 1, nil)
+	st := NewStats(feats.Ranks(), 1)
+	u := make([]*mat.Dense, 3)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		feats.Transform(u, views)
+		if err := st.Add(u, y); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rate := float64(n*b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(rate, "rows/s")
+	b.ReportMetric(1e6/rate, "s/1M-rows")
 }
