@@ -399,3 +399,27 @@ func TestWarmStart(t *testing.T) {
 		t.Errorf("warm start took %d iterations, cold %d", w.Iterations, c.Iterations)
 	}
 }
+
+// Heads are fitted concurrently; the model must not depend on it.
+func TestTrainReproducible(t *testing.T) {
+	views, labels := toyViews(9, 150)
+	spec := testSpec(schemas.Classification, 2, 3)
+	cfg := TrainConfig{Landmarks: 30, Seed: 4, Fit: Config{LearnW: true}}
+	a, err := Train(context.Background(), spec, views, labels, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		b, err := Train(context.Background(), spec, views, labels, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Version != b.Version {
+			t.Fatalf("run %d: model %s, first run %s", i, b.Version, a.Version)
+		}
+	}
+	cfg.Seed = 5
+	if c, err := Train(context.Background(), spec, views, labels, cfg); err != nil || c.Version == a.Version {
+		t.Errorf("another seed gave the same model (%v)", err)
+	}
+}
