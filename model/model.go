@@ -116,7 +116,7 @@ func (m *Model) Outputs() int {
 	return 1
 }
 
-// Targets encodes labels as the fit's target matrix: standardised values
+// targets encodes labels as the fit's target matrix: standardised values
 // for regression, ±1 for a binary model (+1 for the larger class), and one
 // ±1 column per class otherwise. It also sets Classes or the target scale.
 func (m *Model) targets(labels []float64) (*mat.Dense, error) {
