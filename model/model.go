@@ -116,38 +116,52 @@ func (m *Model) Outputs() int {
 	return 1
 }
 
-// targets encodes labels as the fit's target matrix: standardised values
-// for regression, ±1 for a binary model (+1 for the larger class), and one
-// ±1 column per class otherwise. It also sets Classes or the target scale.
+// targets fixes the target encoding from the training labels (the
+// classes, or the regression target's mean and scale) and encodes them.
 func (m *Model) targets(labels []float64) (*mat.Dense, error) {
-	n := len(labels)
 	if m.Spec.Task == schemas.Regression {
 		var mean, ss float64
 		for _, v := range labels {
 			mean += v
 		}
-		mean /= float64(n)
+		mean /= float64(len(labels))
 		for _, v := range labels {
 			ss += (v - mean) * (v - mean)
 		}
-		scale := math.Sqrt(ss / float64(n))
+		scale := math.Sqrt(ss / float64(len(labels)))
 		if !(scale > 0) {
 			return nil, errors.New("regression target is constant")
 		}
 		m.TargetMean, m.TargetScale = mean, scale
-		y := mat.NewDense(n, 1, nil)
+	} else {
+		m.Classes = distinct(labels)
+		if len(m.Classes) < 2 {
+			return nil, fmt.Errorf("classification needs at least two classes, the labels have %d", len(m.Classes))
+		}
+	}
+	return m.encode(labels)
+}
+
+// encode turns labels into the fit's target matrix with the model's
+// encoding: standardised values for regression, ±1 for a binary model (+1
+// for the larger class), and one ±1 column per class otherwise. A class
+// the model does not know is an error.
+func (m *Model) encode(labels []float64) (*mat.Dense, error) {
+	if len(labels) == 0 {
+		return &mat.Dense{}, nil
+	}
+	y := mat.NewDense(len(labels), m.Outputs(), nil)
+	if m.Classes == nil {
 		for i, v := range labels {
-			y.Set(i, 0, (v-mean)/scale)
+			y.Set(i, 0, (v-m.TargetMean)/m.TargetScale)
 		}
 		return y, nil
 	}
-	m.Classes = distinct(labels)
-	if len(m.Classes) < 2 {
-		return nil, fmt.Errorf("classification needs at least two classes, the labels have %d", len(m.Classes))
-	}
-	y := mat.NewDense(n, m.Outputs(), nil)
 	for i, v := range labels {
 		c := sort.SearchFloat64s(m.Classes, v)
+		if c == len(m.Classes) || m.Classes[c] != v {
+			return nil, fmt.Errorf("label %v of row %d is not one of the model's classes %v", v, i, m.Classes)
+		}
 		if len(m.Classes) == 2 {
 			y.Set(i, 0, float64(2*c-1))
 			continue
@@ -312,7 +326,7 @@ func (m *Model) prepare() {
 		m.coef[l] = mat.NewDense(p, m.Outputs(), nil)
 	}
 	col := 0
-	m.offset = m.offset[:0]
+	m.offset = make([]float64, 0, m.Outputs())
 	for _, h := range m.Heads {
 		_, k := h.G.Dims()
 		m.offset = append(m.offset, h.Intercept...)

@@ -1,0 +1,80 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Accumulator gathers the sufficient statistics of labelled rows on a
+// model's fixed feature maps and target encoding, so that the model can be
+// refitted periodically without keeping the rows: memory is O((vp)²) plus
+// one batch. Accumulators of several partitions merge exactly, and Decay
+// forgets older rows exponentially. Not safe for concurrent use.
+type Accumulator struct {
+	m     *Model
+	stats *Stats
+	u     []*mat.Dense
+}
+
+// NewAccumulator returns an empty accumulator for m's features and targets.
+func (m *Model) NewAccumulator() *Accumulator {
+	return &Accumulator{
+		m:     m,
+		stats: NewStats(m.Features.Ranks(), m.Outputs()),
+		u:     make([]*mat.Dense, len(m.Features.Views)),
+	}
+}
+
+// Add projects the rows of views (views[l] is n×d_l) and adds them with
+// their labels. A label of a class the model does not know is an error,
+// and nothing is added.
+func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
+	if len(views) != len(a.m.Features.Views) {
+		return fmt.Errorf("accumulate: %d views, the model has %d", len(views), len(a.m.Features.Views))
+	}
+	if n, _ := views[0].Dims(); n != len(labels) {
+		return fmt.Errorf("accumulate: %d rows but %d labels", n, len(labels))
+	}
+	if len(labels) == 0 {
+		return nil
+	}
+	y, err := a.m.encode(labels)
+	if err != nil {
+		return fmt.Errorf("accumulate: %w", err)
+	}
+	a.m.Features.Transform(a.u, views)
+	return a.stats.Add(a.u, y)
+}
+
+// Decay multiplies what was accumulated so far by f in [0, 1].
+func (a *Accumulator) Decay(f float64) { a.stats.Scale(f) }
+
+// Merge adds the rows of another accumulator of the same model.
+func (a *Accumulator) Merge(o *Accumulator) error {
+	if o.m != a.m {
+		return errors.New("accumulate: merging accumulators of different models")
+	}
+	return a.stats.Merge(o.stats)
+}
+
+// Rows is the (decayed) number of rows accumulated.
+func (a *Accumulator) Rows() float64 { return a.stats.N }
+
+// Refit fits a new model on the accumulated rows, with the same feature
+// maps and target encoding as the accumulator's model, warm-started from
+// it (its Ã and w), with the hyper-parameters fit.
+func (a *Accumulator) Refit(ctx context.Context, fit Config) (*Model, error) {
+	if a.stats.N <= 0 {
+		return nil, errors.New("refit: no rows accumulated")
+	}
+	m := *a.m
+	m.Config.Fit = fit
+	m.Meta = Meta{Rows: int(a.stats.N)}
+	if err := m.FitHeads(ctx, a.stats, a.m); err != nil {
+		return nil, fmt.Errorf("refit: %w", err)
+	}
+	return &m, nil
+}

@@ -1,0 +1,101 @@
+package model
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/schemas"
+)
+
+func rowsOf(views []*mat.Dense, labels []float64, lo, hi int) ([]*mat.Dense, []float64) {
+	out := make([]*mat.Dense, len(views))
+	for l, v := range views {
+		_, d := v.Dims()
+		out[l] = v.Slice(lo, hi, 0, d).(*mat.Dense)
+	}
+	return out, labels[lo:hi]
+}
+
+// Statistics accumulated batch by batch (or merged from partitions) on a
+// trained model's fixed features equal the training pass, and a refit on
+// them keeps the model's quality without changing the original.
+func TestAccumulateAndRefit(t *testing.T) {
+	views, labels := toyViews(3, 240)
+	spec := testSpec(schemas.Classification, 2, 3)
+	cfg := TrainConfig{Landmarks: 40, Fit: Config{Lambda: 0.01}}
+	p, err := Prepare(spec, views, labels, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.Fit(context.Background(), cfg.Fit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before mat.Dense
+	m.NewScorer().Score(&before, nil, views)
+
+	acc, part := m.NewAccumulator(), m.NewAccumulator()
+	for lo := 0; lo < 240; lo += 70 {
+		v, l := rowsOf(views, labels, lo, min(lo+70, 240))
+		target := acc
+		if lo >= 140 {
+			target = part // a second partition, merged below
+		}
+		if err := target.Add(v, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := acc.Merge(part); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Rows() != 240 {
+		t.Fatalf("accumulated %v rows, want 240", acc.Rows())
+	}
+	if d := relDiff(acc.stats.S, p.Stats.S); d > 1e-10 {
+		t.Errorf("accumulated S differs from the training pass by %g", d)
+	}
+	if d := relDiff(acc.stats.C, p.Stats.C); d > 1e-10 {
+		t.Errorf("accumulated C differs from the training pass by %g", d)
+	}
+
+	refit, err := acc.Refit(context.Background(), cfg.Fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, testLabels := toyViews(4, 300)
+	if a, b := accuracy(t, m, test, testLabels), accuracy(t, refit, test, testLabels); b < a-0.02 {
+		t.Errorf("refit accuracy %.3f, original %.3f", b, a)
+	}
+	for h := range refit.Heads {
+		if refit.Heads[h].Trace.Objective[0] > m.Heads[h].Trace.Objective[len(m.Heads[h].Trace.Objective)-1]*(1+1e-8) {
+			t.Errorf("head %d: the warm-started refit begins above where the model ended", h)
+		}
+	}
+	var after mat.Dense
+	m.NewScorer().Score(&after, nil, views)
+	if !mat.Equal(&before, &after) {
+		t.Error("refitting changed the original model")
+	}
+
+	// Decay halves everything; unknown classes are refused.
+	acc.Decay(0.5)
+	if acc.Rows() != 120 {
+		t.Errorf("decayed rows %v, want 120", acc.Rows())
+	}
+	v, l := rowsOf(views, labels, 0, 5)
+	bad := append([]float64(nil), l...)
+	bad[2] = 42
+	if err := acc.Add(v, bad); err == nil || !strings.Contains(err.Error(), "42") {
+		t.Errorf("unknown class: %v", err)
+	}
+	if acc.Rows() != 120 {
+		t.Error("a refused batch was partly added")
+	}
+	other, _ := p.Fit(context.Background(), cfg.Fit, nil)
+	if err := acc.Merge(other.NewAccumulator()); err == nil {
+		t.Error("merging accumulators of different models succeeded")
+	}
+}
