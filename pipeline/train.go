@@ -46,6 +46,11 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	m.Meta.FitSeconds = time.Since(start).Seconds()
 	m.Meta.Created = start.UTC().Format(time.RFC3339)
 	job.Logger.Info("trained", "rows", len(labels), "fit_seconds", m.Meta.FitSeconds, "version", m.Version)
+	for h, hd := range m.Heads {
+		if tr := hd.Trace; tr.NotPD > 0 || tr.Jitter > 0 {
+			job.Logger.Warn("metric needed care", "head", h, "not_pd_steps_refused", tr.NotPD, "initial_jitter", tr.Jitter)
+		}
+	}
 	if job.Output == "" {
 		return m, nil
 	}

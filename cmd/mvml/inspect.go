@@ -77,9 +77,15 @@ func printModel(w io.Writer, m *model.Model) error {
 		p, d := vm.Landmarks.Dims()
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", m.Spec.Views[l].Name, d, p, vm.Rank(), vm.Kernel)
 	}
-	fmt.Fprintf(tw, "\nhead\tw (%s)\titerations\tconverged\tcond(Ã)\n", strings.Join(viewNames(m), " "))
+	fmt.Fprintf(tw, "\nhead\tw (%s)\titerations\tconverged\tobjective\tcond(Ã)\trefused steps (cond, not PD)\tjitter\n", strings.Join(viewNames(m), " "))
 	for h, hd := range m.Heads {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%t\t%.3g\n", headName(m, h), formatWeights(hd.W), hd.Trace.Iterations, hd.Trace.Converged, hd.Trace.Cond)
+		tr := hd.Trace
+		objective := "-"
+		if len(tr.Objective) > 0 {
+			objective = fmt.Sprintf("%.4g → %.4g", tr.Objective[0], tr.Objective[len(tr.Objective)-1])
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%t\t%s\t%.3g\t%d, %d\t%g\n", headName(m, h), formatWeights(hd.W),
+			tr.Iterations, tr.Converged, objective, tr.Cond, tr.CondLimited, tr.NotPD, tr.Jitter)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
