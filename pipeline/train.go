@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 )
@@ -18,6 +19,12 @@ type TrainJob struct {
 	// Inputs are files or glob patterns of labelled rows.
 	Inputs []string
 	Config model.TrainConfig
+	// Grid, when not empty, lists candidate values of hyper-parameters
+	// (lambda, eta, mu, landmarks, sigma_scale); the job picks the best by
+	// cross-validation on the rows (GridFolds folds, default 3) before the
+	// final fit, so that every scheduled retraining re-tunes them.
+	Grid      map[string][]float64
+	GridFolds int
 	// Output is the model file to write; empty means the model is only
 	// returned.
 	Output string
@@ -39,7 +46,17 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 		job.OnLoaded(len(labels))
 	}
 	start := time.Now()
-	m, err := model.Train(ctx, job.Spec, views, labels, job.Config)
+	cfg := job.Config
+	if len(job.Grid) > 0 {
+		var chosen map[string]float64
+		cfg, chosen, err = eval.Select(ctx, job.Spec, views, labels, eval.CVConfig{
+			Base: job.Config, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
+		if err != nil {
+			return nil, fmt.Errorf("train: choosing hyper-parameters: %w", err)
+		}
+		job.Logger.Info("hyper-parameters chosen by cross-validation", "chosen", chosen)
+	}
+	m, err := model.Train(ctx, job.Spec, views, labels, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("train on %d rows: %w", len(labels), err)
 	}

@@ -132,3 +132,28 @@ func TestLoadModelRefusesDamage(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// A training job with a grid chooses its hyper-parameters by
+// cross-validation on the rows before the final fit.
+func TestTrainChoosesFromGrid(t *testing.T) {
+	spec := testSpec(t)
+	d := makeData(spec, 150, 12)
+	in := filepath.Join(t.TempDir(), "train.csv")
+	writeCSV(t, in, spec, d, nil)
+	m, err := Train(context.Background(), TrainJob{
+		Spec: spec, Inputs: []string{in},
+		Config: model.TrainConfig{Landmarks: 0.2, Seed: 5},
+		// λ = 1e4 all but erases the signal: cross-validation must avoid it.
+		Grid: map[string][]float64{"lambda": {1e4, 1e-3}}, GridFolds: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Config.Fit.Lambda; got != 1e-3 {
+		t.Errorf("chose lambda %v, want 1e-3", got)
+	}
+	if _, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in},
+		Grid: map[string][]float64{"alpha": {1}}}); err == nil {
+		t.Error("unknown grid key: no error")
+	}
+}

@@ -209,6 +209,18 @@ func TestCVGridJSON(t *testing.T) {
 	}
 }
 
+func TestTrainGrid(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 150, 9, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "20",
+		"--grid", "lambda=1e4,1e-3", "--grid-folds", "2")
+	stdout, _ := mustRun(t, "inspect", "--model", model)
+	if !strings.Contains(stdout, "lambda 0.001,") {
+		t.Fatalf("train --grid did not keep lambda 1e-3:\n%s", stdout)
+	}
+}
+
 func TestScoreSkipAndFail(t *testing.T) {
 	dir := t.TempDir()
 	spec, train := fixture(t, dir, "train.csv", classSpec, 200, 6, nil)

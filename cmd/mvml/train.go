@@ -15,6 +15,9 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) saying which columns form which view (required)")
 	out := fs.String("model", "", "model `FILE` to write (required)")
 	fit := registerFit(fs)
+	grid := gridFlag{}
+	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks or sigma_scale (repeatable)")
+	gridFolds := fs.Int("grid-folds", 3, "number of folds choosing the --grid values")
 	read := registerRead(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -37,7 +40,8 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	bar := a.progress("train: reading", "rows", estimateTotal(a, inputs))
 	defer bar.finish()
 	opts.Progress = bar.rowsFunc()
-	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Config: cfg, Output: *out, Options: opts,
+	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Config: cfg, Grid: grid, GridFolds: *gridFolds,
+		Output: *out, Options: opts,
 		OnLoaded: func(rows int) {
 			bar.finish()
 			if a.tty {
