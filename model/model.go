@@ -216,21 +216,7 @@ func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg T
 	if n == 0 {
 		return nil, errors.New("train: no rows")
 	}
-	kernels := cfg.Kernels
-	if kernels == nil {
-		kernels = make([]*schemas.KernelSpec, len(spec.Views))
-		for l := range spec.Views {
-			kernels[l] = spec.Views[l].Kernel
-		}
-	}
-	names := make([]string, len(spec.Views))
-	standardize := make([]bool, len(spec.Views))
-	for l := range spec.Views {
-		names[l] = spec.Views[l].Name
-		standardize[l] = cfg.Standardize || spec.Views[l].Standardize
-	}
-	feats, err := transform.Fit(views, kernels, transform.Config{
-		Landmarks: cfg.Landmarks, Seed: cfg.Seed, ViewNames: names, Standardize: standardize})
+	feats, err := fitFeatures(spec, views, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -246,6 +232,26 @@ func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg T
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	return p, nil
+}
+
+// fitFeatures chooses the landmarks among the rows of views and builds
+// every view's feature map with the configured (or the spec's) kernels.
+func fitFeatures(spec *schemas.ViewSpec, views []*mat.Dense, cfg TrainConfig) (*transform.Features, error) {
+	kernels := cfg.Kernels
+	if kernels == nil {
+		kernels = make([]*schemas.KernelSpec, len(spec.Views))
+		for l := range spec.Views {
+			kernels[l] = spec.Views[l].Kernel
+		}
+	}
+	names := make([]string, len(spec.Views))
+	standardize := make([]bool, len(spec.Views))
+	for l := range spec.Views {
+		names[l] = spec.Views[l].Name
+		standardize[l] = cfg.Standardize || spec.Views[l].Standardize
+	}
+	return transform.Fit(views, kernels, transform.Config{
+		Landmarks: cfg.Landmarks, Seed: cfg.Seed, ViewNames: names, Standardize: standardize})
 }
 
 // Fit fits the heads with the given hyper-parameters (the prepared

@@ -4,9 +4,53 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/schemas"
 )
+
+// Encoding is how labels become fit targets: the sorted class labels of a
+// classification model, or the mean and scale that standardise a
+// regression target.
+type Encoding struct {
+	Classes     []float64
+	Mean, Scale float64
+}
+
+// Untrained returns a model whose feature maps are fitted on sample rows
+// (sample[l] is n×d_l: they supply the landmarks and σ) and whose targets
+// follow enc, but which has no heads yet: add rows with NewAccumulator and
+// fit them with Refit. This is how a training job goes through more rows
+// than it can hold: a sample fixes the features, then every row passes
+// through the statistics once.
+func Untrained(spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc Encoding) (*Model, error) {
+	cfg = cfg.withDefaults()
+	if len(sample) != len(spec.Views) {
+		return nil, fmt.Errorf("untrained model: %d views for a spec of %d", len(sample), len(spec.Views))
+	}
+	m := &Model{Spec: spec, Config: cfg}
+	switch spec.Task {
+	case schemas.Regression:
+		if !(enc.Scale > 0) || math.IsNaN(enc.Mean) || math.IsInf(enc.Mean, 0) || math.IsInf(enc.Scale, 0) {
+			return nil, fmt.Errorf("untrained model: regression target mean %v and scale %v", enc.Mean, enc.Scale)
+		}
+		m.TargetMean, m.TargetScale = enc.Mean, enc.Scale
+	default:
+		classes := distinct(enc.Classes)
+		if len(classes) < 2 || len(classes) != len(enc.Classes) {
+			return nil, fmt.Errorf("untrained model: classes %v: want at least two distinct labels", enc.Classes)
+		}
+		m.Classes = classes
+	}
+	feats, err := fitFeatures(spec, sample, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("untrained model: %w", err)
+	}
+	m.Features = feats
+	return m, nil
+}
 
 // Accumulator gathers the sufficient statistics of labelled rows on a
 // model's fixed feature maps and target encoding, so that the model can be

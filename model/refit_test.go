@@ -99,3 +99,48 @@ func TestAccumulateAndRefit(t *testing.T) {
 		t.Error("merging accumulators of different models succeeded")
 	}
 }
+
+// An untrained model whose features come from all the rows, fed the rows
+// batch by batch, fits the same model as Train (up to the order of the
+// sums).
+func TestUntrainedAccumulateEqualsTrain(t *testing.T) {
+	views, labels := toyViews(8, 180)
+	spec := testSpec(schemas.Classification, 2, 3)
+	cfg := TrainConfig{Landmarks: 30, Seed: 2, Fit: Config{Lambda: 0.01, MaxIter: 4}}
+	want, err := Train(context.Background(), spec, views, labels, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Untrained(spec, views, cfg, Encoding{Classes: []float64{1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := m.NewAccumulator()
+	for lo := 0; lo < 180; lo += 50 {
+		v, l := rowsOf(views, labels, lo, min(lo+50, 180))
+		if err := acc.Add(v, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := acc.Refit(context.Background(), cfg.Fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b mat.Dense
+	want.NewScorer().Score(&a, nil, views)
+	got.NewScorer().Score(&b, nil, views)
+	if d := relDiff(&b, &a); d > 1e-6 {
+		t.Errorf("streamed model's decisions differ from Train's by %g", d)
+	}
+	if got.Meta.Rows != 180 {
+		t.Errorf("rows %d, want 180", got.Meta.Rows)
+	}
+	for name, enc := range map[string]Encoding{"one class": {Classes: []float64{1}}, "repeated class": {Classes: []float64{1, 1}}} {
+		if _, err := Untrained(spec, views, cfg, enc); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := Untrained(testSpec(schemas.Regression, 2, 3), views, cfg, Encoding{Mean: 1}); err == nil {
+		t.Error("regression without a scale: no error")
+	}
+}
