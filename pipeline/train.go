@@ -25,6 +25,13 @@ type TrainJob struct {
 	// final fit, so that every scheduled retraining re-tunes them.
 	Grid      map[string][]float64
 	GridFolds int
+	// Stream reads the inputs twice instead of holding them in memory: a
+	// seeded reservoir of SampleRows rows (default DefaultSampleRows)
+	// supplies the landmarks and σ, then every row passes once through the
+	// sufficient statistics. Memory: the sample plus O((vp)²). It cannot be
+	// combined with Grid, whose cross-validation needs the rows.
+	Stream     bool
+	SampleRows int
 	// Output is the model file to write; empty means the model is only
 	// returned.
 	Output string
@@ -34,10 +41,42 @@ type TrainJob struct {
 	Options
 }
 
-// Train loads the labelled rows of the job's inputs, fits a model and
-// writes it to job.Output atomically.
+// Train fits a model on the labelled rows of the job's inputs and writes
+// it to job.Output atomically. The rows are held in memory, or, with
+// job.Stream, read twice: once for a sample and the target encoding, once
+// through the statistics.
 func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	job.Options = job.Options.withDefaults()
+	var m *model.Model
+	var err error
+	start := time.Now()
+	if job.Stream {
+		m, err = trainStreamed(ctx, job)
+	} else {
+		m, err = trainInMemory(ctx, job)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.Meta.FitSeconds = time.Since(start).Seconds()
+	m.Meta.Created = start.UTC().Format(time.RFC3339)
+	job.Logger.Info("trained", "rows", m.Meta.Rows, "seconds", m.Meta.FitSeconds, "version", m.Version)
+	for h, hd := range m.Heads {
+		if tr := hd.Trace; tr.NotPD > 0 || tr.Jitter > 0 {
+			job.Logger.Warn("metric needed care", "head", h, "not_pd_steps_refused", tr.NotPD, "initial_jitter", tr.Jitter)
+		}
+	}
+	if job.Output == "" {
+		return m, nil
+	}
+	if err := SaveModel(job.Output, m); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	job.Logger.Info("model written", "path", job.Output)
+	return m, nil
+}
+
+func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 	views, labels, err := LoadLabelled(ctx, job.Spec, job.Inputs, job.Options)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -45,7 +84,6 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	if job.OnLoaded != nil {
 		job.OnLoaded(len(labels))
 	}
-	start := time.Now()
 	cfg := job.Config
 	if len(job.Grid) > 0 {
 		var chosen map[string]float64
@@ -60,21 +98,6 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train on %d rows: %w", len(labels), err)
 	}
-	m.Meta.FitSeconds = time.Since(start).Seconds()
-	m.Meta.Created = start.UTC().Format(time.RFC3339)
-	job.Logger.Info("trained", "rows", len(labels), "fit_seconds", m.Meta.FitSeconds, "version", m.Version)
-	for h, hd := range m.Heads {
-		if tr := hd.Trace; tr.NotPD > 0 || tr.Jitter > 0 {
-			job.Logger.Warn("metric needed care", "head", h, "not_pd_steps_refused", tr.NotPD, "initial_jitter", tr.Jitter)
-		}
-	}
-	if job.Output == "" {
-		return m, nil
-	}
-	if err := SaveModel(job.Output, m); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	job.Logger.Info("model written", "path", job.Output)
 	return m, nil
 }
 

@@ -221,6 +221,25 @@ func TestTrainGrid(t *testing.T) {
 	}
 }
 
+func TestTrainStream(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 150, 10, nil)
+	model := filepath.Join(dir, "m.mvml")
+	stdout, _ := mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "20",
+		"--stream", "--sample-rows", "50")
+	if !strings.Contains(stdout, "150 rows, 20 landmarks per view") {
+		t.Fatalf("train --stream: %q", stdout)
+	}
+	stdout, _ = mustRun(t, "eval", "--input", data, "--model", model, "--json")
+	if !strings.Contains(stdout, `"n":150`) {
+		t.Fatalf("eval of a streamed model: %s", stdout)
+	}
+	if code, _, stderr := mvml(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "120",
+		"--stream", "--sample-rows", "50"); code == 0 || !strings.Contains(stderr, "sample") {
+		t.Fatalf("landmarks beyond the sample: exit %d, %q", code, stderr)
+	}
+}
+
 func TestScoreSkipAndFail(t *testing.T) {
 	dir := t.TempDir()
 	spec, train := fixture(t, dir, "train.csv", classSpec, 200, 6, nil)

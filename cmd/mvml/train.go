@@ -18,6 +18,8 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks or sigma_scale (repeatable)")
 	gridFolds := fs.Int("grid-folds", 3, "number of folds choosing the --grid values")
+	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics")
+	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
 	read := registerRead(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -41,7 +43,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	defer bar.finish()
 	opts.Progress = bar.rowsFunc()
 	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Config: cfg, Grid: grid, GridFolds: *gridFolds,
-		Output: *out, Options: opts,
+		Stream: *stream, SampleRows: *sampleRows, Output: *out, Options: opts,
 		OnLoaded: func(rows int) {
 			bar.finish()
 			if a.tty {

@@ -1,0 +1,101 @@
+package pipeline
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+)
+
+func TestTrainStreamed(t *testing.T) {
+	spec := testSpec(t)
+	d := makeData(spec, 150, 21)
+	in := filepath.Join(t.TempDir(), "train.csv")
+	writeCSV(t, in, spec, d, nil)
+	cfg := model.TrainConfig{Landmarks: 0.2, Seed: 5, Fit: model.Config{Lambda: 0.01, MaxIter: 4}}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	opts := Options{BatchSize: 40, Allocator: mem}
+
+	inMemory, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sample that holds every row picks the same landmarks, so the
+	// streamed fit equals the in-memory one up to the order of the sums.
+	all, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg, Options: opts,
+		Stream: true, SampleRows: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := expectedScores(inMemory, d)
+	b, _ := expectedScores(all, d)
+	var diff mat.Dense
+	diff.Sub(a, b)
+	if r := mat.Norm(&diff, 2) / mat.Norm(a, 2); r > 1e-6 {
+		t.Errorf("streamed decisions differ from in-memory ones by %g", r)
+	}
+	if all.Meta.Rows != 150 || len(all.Features.LandmarkRows) != 30 {
+		t.Errorf("streamed model: %d rows, %d landmarks", all.Meta.Rows, len(all.Features.LandmarkRows))
+	}
+
+	// A smaller sample still trains a useful model on every row.
+	small, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg, Options: opts,
+		Stream: true, SampleRows: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pred := expectedScores(small, d)
+	correct := 0
+	for i, p := range pred {
+		if p == d.labels[i] {
+			correct++
+		}
+	}
+	if acc := float64(correct) / 150; acc < 0.8 {
+		t.Errorf("training accuracy from a 60-row sample %.3f", acc)
+	}
+
+	for name, job := range map[string]TrainJob{
+		"landmarks beyond the sample": {Config: model.TrainConfig{Landmarks: 0.9}, SampleRows: 60},
+		"grid":                        {Config: cfg, Grid: map[string][]float64{"lambda": {1, 2}}},
+	} {
+		job.Spec, job.Inputs, job.Stream, job.Options = spec, []string{in}, true, opts
+		if _, err := Train(context.Background(), job); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// The regression encoding of a streamed training (Welford) is the one of
+// the in-memory training.
+func TestTrainStreamedRegression(t *testing.T) {
+	spec := testSpec(t)
+	spec.Task = schemas.Regression
+	d := makeData(spec, 120, 22)
+	for i := range d.labels {
+		d.labels[i] = 10 + 3*d.row(0, i)[0] + d.row(1, i)[1]
+	}
+	in := filepath.Join(t.TempDir(), "train.csv")
+	writeCSV(t, in, spec, d, nil)
+	cfg := model.TrainConfig{Landmarks: 30, Fit: model.Config{Mode: model.ModeIdentity, Lambda: 0.01}}
+	want, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := (got.TargetMean - want.TargetMean) / want.TargetMean; r > 1e-12 || r < -1e-12 {
+		t.Errorf("target mean %v, in memory %v", got.TargetMean, want.TargetMean)
+	}
+	if r := (got.TargetScale - want.TargetScale) / want.TargetScale; r > 1e-12 || r < -1e-12 {
+		t.Errorf("target scale %v, in memory %v", got.TargetScale, want.TargetScale)
+	}
+}
