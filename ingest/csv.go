@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -149,7 +150,7 @@ func (s *csvSource) readHeader(spec *schemas.ViewSpec) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fileErr(s.name, -1, missing[0], errors.New(describeMissing(missing)))
+		return fileErr(s.name, -1, missing[0], errors.New(describeMissing(spec, missing)))
 	}
 	if len(dups) > 0 {
 		return fileErr(s.name, -1, dups[0], errors.New("column appears more than once in the header"))
@@ -157,7 +158,9 @@ func (s *csvSource) readHeader(spec *schemas.ViewSpec) error {
 	return nil
 }
 
-func describeMissing(missing []string) string {
+// describeMissing lists missing columns (the first few) and the views
+// they belong to, so that a spec naming a view the file lacks says so.
+func describeMissing(spec *schemas.ViewSpec, missing []string) string {
 	const shown = 5
 	msg := "missing column"
 	if len(missing) > 1 {
@@ -166,6 +169,27 @@ func describeMissing(missing []string) string {
 	msg += " " + strings.Join(missing[:min(shown, len(missing))], ", ")
 	if len(missing) > shown {
 		msg += fmt.Sprintf(" and %d more", len(missing)-shown)
+	}
+	owner := map[string]string{}
+	for l := range spec.Views {
+		v := &spec.Views[l]
+		if v.List != "" {
+			owner[v.List] = v.Name
+		}
+		for _, c := range v.ColumnNames() {
+			owner[c] = v.Name
+		}
+	}
+	var views []string
+	for _, c := range missing {
+		if name, ok := owner[c]; ok && !slices.Contains(views, strconv.Quote(name)) {
+			views = append(views, strconv.Quote(name))
+		}
+	}
+	if len(views) == 1 {
+		msg += " of view " + views[0]
+	} else if len(views) > 1 {
+		msg += " of views " + strings.Join(views, ", ")
 	}
 	return msg
 }

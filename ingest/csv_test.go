@@ -316,8 +316,8 @@ func TestCSVFileErrors(t *testing.T) {
 	}{
 		{name: "empty file", input: nil, atOpen: true, row: -1, message: "empty file: no header row"},
 		{name: "only blank lines", input: []byte("\n\r\n\n"), atOpen: true, row: -1, message: "empty file: no header row"},
-		{name: "missing column", input: []byte("id,label,a_0,b_0\n1,1,1,1\n"), atOpen: true, row: -1, column: "a_1", message: "missing column a_1"},
-		{name: "missing columns", input: []byte("id,label\n"), atOpen: true, row: -1, column: "a_0", message: "missing columns a_0, a_1, b_0"},
+		{name: "missing column", input: []byte("id,label,a_0,b_0\n1,1,1,1\n"), atOpen: true, row: -1, column: "a_1", message: "missing column a_1 of view \"a\""},
+		{name: "missing columns", input: []byte("id,label\n"), atOpen: true, row: -1, column: "a_0", message: "missing columns a_0, a_1, b_0 of views \"a\", \"b\""},
 		{name: "column twice", input: []byte("id,label,a_0,a_1,a_0,b_0\n"), atOpen: true, row: -1, column: "a_0", message: "more than once"},
 		{name: "label required", input: []byte("id,a_0,a_1,b_0\n1,1,1,1\n"), opts: Options{RequireLabel: true}, atOpen: true, row: -1, column: "label", message: "label column is missing"},
 		{name: "bad gzip header", input: []byte{0x1f, 0x8b, 0, 0, 0, 0}, atOpen: true, row: -1, message: "gzip"},

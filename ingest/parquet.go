@@ -193,7 +193,7 @@ func (s *parquetSource) resolveColumns(spec *schemas.ViewSpec) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fileErr(s.name, -1, missing[0], errors.New(describeMissing(missing)))
+		return fileErr(s.name, -1, missing[0], errors.New(describeMissing(spec, missing)))
 	}
 	return nil
 }
