@@ -1,16 +1,17 @@
 package pipeline
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/sink"
 )
 
 // TrainJob describes a training run.
@@ -104,36 +105,20 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 // SaveModel writes m to path through a temporary file in the same
 // directory, synced and renamed, so that path holds either its old content
 // or the complete new model, never part of one.
-func SaveModel(path string, m *model.Model) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, ".partial-*-"+base)
+func SaveModel(path string, m *model.Model) error {
+	f, err := sink.CreateAtomic(path)
 	if err != nil {
-		return fmt.Errorf("save model %s: %w", path, err)
+		return fmt.Errorf("save model: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, os.Remove(f.Name()))
-		}
-	}()
-	// CreateTemp makes the file private; a model is meant to be shared
-	// like any other output.
-	if err := f.Chmod(0o644); err != nil {
-		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Close())
+	w := bufio.NewWriter(f)
+	if err := m.Encode(w); err != nil {
+		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Abort())
 	}
-	if err := m.Encode(f); err != nil {
-		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Close())
+	if err := w.Flush(); err != nil {
+		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Abort())
 	}
-	if err := f.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Close())
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("save model %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("save model %s: %w", path, err)
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("save model: %w", err)
 	}
 	return nil
 }

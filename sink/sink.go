@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,9 +41,9 @@ const fileBufferSize = 1 << 20
 // Create returns a Sink writing to path, choosing the format by extension:
 // .parquet or .pq (Parquet, with schema and opts), .jsonl or .ndjson (JSON
 // Lines; schema and opts are not needed), or Stdout for JSON Lines on
-// standard output. A file is written to path+".tmp", synced and renamed to
-// path by Close, so path never holds a partial file; after a failed Write,
-// Close removes the temporary file instead and returns the failure.
+// standard output. The file is an AtomicFile committed by Close, so path
+// never holds a partial file; after a failed Write, Close removes the
+// temporary file instead and returns the failure.
 func Create(path string, schema *arrow.Schema, opts ParquetOptions) (Sink, error) {
 	if path == Stdout {
 		return NewJSONL(os.Stdout), nil
@@ -58,27 +57,26 @@ func Create(path string, schema *arrow.Schema, opts ParquetOptions) (Sink, error
 	default:
 		return nil, fmt.Errorf("sink %s: unsupported extension %q: want .parquet, .pq, .jsonl, .ndjson, or %q for stdout", path, ext, Stdout)
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	file, err := CreateAtomic(path)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", path, err)
 	}
-	buf := bufio.NewWriterSize(f, fileBufferSize)
+	buf := bufio.NewWriterSize(file, fileBufferSize)
 	inner, err := open(buf)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("sink %s: %w", path, err), f.Close(), os.Remove(tmp))
+		return nil, errors.Join(fmt.Errorf("sink %s: %w", path, err), file.Abort())
 	}
-	return &fileSink{path: path, tmp: tmp, file: f, buf: buf, inner: inner}, nil
+	return &fileSink{path: path, file: file, buf: buf, inner: inner}, nil
 }
 
 // fileSink gives a format sink an atomically committed file.
 type fileSink struct {
-	path, tmp string
-	file      *os.File
-	buf       *bufio.Writer
-	inner     Sink
-	failed    error
-	closed    bool
+	path   string
+	file   *AtomicFile
+	buf    *bufio.Writer
+	inner  Sink
+	failed error
+	closed bool
 }
 
 func (s *fileSink) Write(ctx context.Context, rec arrow.Record) error {
@@ -94,21 +92,23 @@ func (s *fileSink) Write(ctx context.Context, rec arrow.Record) error {
 	return nil
 }
 
-// Close commits the file: flush, fsync, rename over path, fsync the
-// directory so the rename survives a crash. Closing twice is a no-op.
+// Close commits the file (see AtomicFile). Closing twice is a no-op.
 func (s *fileSink) Close() error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
 	if s.failed != nil {
-		err := errors.Join(s.inner.Close(), s.file.Close(), s.removeTmp())
+		err := errors.Join(s.inner.Close(), s.file.Abort())
 		return errors.Join(fmt.Errorf("sink %s: not written after a failed write: %w", s.path, s.failed), err)
 	}
-	if err := s.commit(); err != nil {
-		return errors.Join(fmt.Errorf("sink %s: %w", s.path, err), s.removeTmp())
+	if err := s.inner.Close(); err != nil {
+		return errors.Join(fmt.Errorf("sink %s: %w", s.path, err), s.file.Abort())
 	}
-	return nil
+	if err := s.buf.Flush(); err != nil {
+		return errors.Join(fmt.Errorf("sink %s: flush: %w", s.path, err), s.file.Abort())
+	}
+	return s.file.Commit()
 }
 
 // Abort drops the file: nothing appears under path. Aborting a closed
@@ -121,43 +121,5 @@ func (s *fileSink) Abort() error {
 	// The format sink's Close would write a footer into a file about to be
 	// removed; its error says nothing the caller needs.
 	_ = s.inner.Close()
-	return errors.Join(s.file.Close(), s.removeTmp())
-}
-
-// removeTmp deletes the temporary file unless the rename already moved it.
-func (s *fileSink) removeTmp() error {
-	if err := os.Remove(s.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
-func (s *fileSink) commit() error {
-	if err := s.inner.Close(); err != nil {
-		return errors.Join(err, s.file.Close())
-	}
-	if err := s.buf.Flush(); err != nil {
-		return errors.Join(fmt.Errorf("flush: %w", err), s.file.Close())
-	}
-	if err := s.file.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("sync: %w", err), s.file.Close())
-	}
-	if err := s.file.Close(); err != nil {
-		return fmt.Errorf("close: %w", err)
-	}
-	if err := os.Rename(s.tmp, s.path); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return syncDir(filepath.Dir(s.path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	if err := d.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("sync directory: %w", err), d.Close())
-	}
-	return d.Close()
+	return s.file.Abort()
 }
