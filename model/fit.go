@@ -77,13 +77,29 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 			return nil, fmt.Errorf("fit: target column %d out of range [0,%d)", c, st.Outputs())
 		}
 	}
+	fitStats, err := fitStatsOf(st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return fitPrepared(ctx, st, fitStats, cols, cfg, warm)
+}
+
+// fitStatsOf is what the solver reads: the statistics, centred unless the
+// fit has no intercept.
+func fitStatsOf(st *Stats, cfg Config) (*Stats, error) {
 	if st.N <= 0 {
 		return nil, errors.New("fit: no rows in the statistics")
 	}
-	fitStats := st
-	if !cfg.NoIntercept {
-		fitStats = st.centered()
+	if cfg.NoIntercept {
+		return st, nil
 	}
+	return st.centered(), nil
+}
+
+// fitPrepared is Fit with a checked configuration and the solver's
+// statistics already derived from st, so that the heads of one model
+// share them.
+func fitPrepared(ctx context.Context, st, fitStats *Stats, cols []int, cfg Config, warm *Solution) (*Solution, error) {
 	s := newSolver(fitStats, cols, cfg)
 	if err := s.initMetric(warm); err != nil {
 		return nil, err

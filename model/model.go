@@ -287,6 +287,14 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 		}
 		groups = [][]int{cols}
 	}
+	cfg, err := m.Config.Fit.withDefaults()
+	if err != nil {
+		return err
+	}
+	fitStats, err := fitStatsOf(st, cfg)
+	if err != nil {
+		return err
+	}
 	// Heads are independent fits: run them on every CPU. Each is
 	// deterministic, so the model does not depend on the scheduling.
 	heads := make([]*Head, len(groups))
@@ -300,7 +308,7 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 				if warm != nil && len(warm.Heads) == len(groups) {
 					init = &warm.Heads[h].Solution
 				}
-				sol, err := Fit(ctx, st, groups[h], m.Config.Fit, init)
+				sol, err := fitPrepared(ctx, st, fitStats, groups[h], cfg, init)
 				if err != nil {
 					errs[h] = fmt.Errorf("fit head %d of %d: %w", h+1, len(groups), err)
 					continue
