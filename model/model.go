@@ -116,30 +116,38 @@ func (m *Model) Outputs() int {
 	return 1
 }
 
-// targets fixes the target encoding from the training labels (the
-// classes, or the regression target's mean and scale) and encodes them.
-func (m *Model) targets(labels []float64) (*mat.Dense, error) {
-	if m.Spec.Task == schemas.Regression {
-		var mean, ss float64
-		for _, v := range labels {
-			mean += v
-		}
-		mean /= float64(len(labels))
-		for _, v := range labels {
-			ss += (v - mean) * (v - mean)
-		}
-		scale := math.Sqrt(ss / float64(len(labels)))
-		if !(scale > 0) {
-			return nil, errors.New("regression target is constant")
-		}
-		m.TargetMean, m.TargetScale = mean, scale
-	} else {
-		m.Classes = distinct(labels)
-		if len(m.Classes) < 2 {
-			return nil, fmt.Errorf("classification needs at least two classes, the labels have %d", len(m.Classes))
-		}
+// encodingOf derives the target encoding from training labels: the
+// sorted classes, or the mean and scale of a regression target.
+func encodingOf(task schemas.Task, labels []float64) Encoding {
+	if task != schemas.Regression {
+		return Encoding{Classes: distinct(labels)}
 	}
-	return m.encode(labels)
+	var mean, ss float64
+	for _, v := range labels {
+		mean += v
+	}
+	mean /= float64(len(labels))
+	for _, v := range labels {
+		ss += (v - mean) * (v - mean)
+	}
+	return Encoding{Mean: mean, Scale: math.Sqrt(ss / float64(len(labels)))}
+}
+
+// setEncoding checks enc against the task and adopts it.
+func (m *Model) setEncoding(enc Encoding) error {
+	if m.Spec.Task == schemas.Regression {
+		if !(enc.Scale > 0) || math.IsNaN(enc.Mean) || math.IsInf(enc.Mean, 0) || math.IsInf(enc.Scale, 0) {
+			return fmt.Errorf("regression target has mean %v and scale %v (a constant target?)", enc.Mean, enc.Scale)
+		}
+		m.TargetMean, m.TargetScale = enc.Mean, enc.Scale
+		return nil
+	}
+	classes := distinct(enc.Classes)
+	if len(classes) < 2 || len(classes) != len(enc.Classes) {
+		return fmt.Errorf("classification needs at least two classes, each once; have %v", enc.Classes)
+	}
+	m.Classes = classes
+	return nil
 }
 
 // encode turns labels into the fit's target matrix with the model's
@@ -221,16 +229,14 @@ func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg T
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	p := &Prepared{config: cfg, base: Model{Spec: spec, Config: cfg, Features: feats, Meta: Meta{Rows: n}}}
-	y, err := p.base.targets(labels)
-	if err != nil {
+	if err := p.base.setEncoding(encodingOf(spec.Task, labels)); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	u := make([]*mat.Dense, len(views))
-	feats.Transform(u, views)
-	p.Stats = NewStats(feats.Ranks(), p.base.Outputs())
-	if err := p.Stats.Add(u, y); err != nil {
+	acc := p.base.NewAccumulator()
+	if err := acc.Add(views, labels); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	p.Stats = acc.stats
 	return p, nil
 }
 

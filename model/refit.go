@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -31,18 +30,8 @@ func Untrained(spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc
 		return nil, fmt.Errorf("untrained model: %d views for a spec of %d", len(sample), len(spec.Views))
 	}
 	m := &Model{Spec: spec, Config: cfg}
-	switch spec.Task {
-	case schemas.Regression:
-		if !(enc.Scale > 0) || math.IsNaN(enc.Mean) || math.IsInf(enc.Mean, 0) || math.IsInf(enc.Scale, 0) {
-			return nil, fmt.Errorf("untrained model: regression target mean %v and scale %v", enc.Mean, enc.Scale)
-		}
-		m.TargetMean, m.TargetScale = enc.Mean, enc.Scale
-	default:
-		classes := distinct(enc.Classes)
-		if len(classes) < 2 || len(classes) != len(enc.Classes) {
-			return nil, fmt.Errorf("untrained model: classes %v: want at least two distinct labels", enc.Classes)
-		}
-		m.Classes = classes
+	if err := m.setEncoding(enc); err != nil {
+		return nil, fmt.Errorf("untrained model: %w", err)
 	}
 	feats, err := fitFeatures(spec, sample, cfg)
 	if err != nil {
