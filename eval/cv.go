@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/model"
@@ -290,13 +291,7 @@ func search(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, lab
 			tick()
 		}
 	}
-	best := 0
-	for c := range scores {
-		if scores[c] > scores[best] {
-			best = c
-		}
-	}
-	return grid[best], nil
+	return grid[floats.MaxIdx(scores)], nil
 }
 
 // Subset gathers the given rows of every view and label.

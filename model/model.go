@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/schemas"
@@ -376,13 +377,7 @@ func (m *Model) Predict(decision []float64) float64 {
 		}
 		return m.Classes[0]
 	default:
-		best := 0
-		for c, v := range decision {
-			if v > decision[best] {
-				best = c
-			}
-		}
-		return m.Classes[best]
+		return m.Classes[floats.MaxIdx(decision)]
 	}
 }
 
@@ -440,7 +435,7 @@ func (s *Scorer) Score(dec, contrib *mat.Dense, views []*mat.Dense) {
 		mat.Row(row, i, dec)
 		c := 0
 		if out > 1 {
-			c = argmax(row)
+			c = floats.MaxIdx(row)
 		}
 		for l := range m.Features.Views {
 			v := s.partial[l].At(i, c)
@@ -450,16 +445,6 @@ func (s *Scorer) Score(dec, contrib *mat.Dense, views []*mat.Dense) {
 			contrib.Set(i, l, v)
 		}
 	}
-}
-
-func argmax(xs []float64) int {
-	best := 0
-	for i, v := range xs {
-		if v > xs[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // reuse empties a buffer so that a gonum receiver may resize it.

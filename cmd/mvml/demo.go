@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/eval"
@@ -233,13 +234,10 @@ func printDemo(w io.Writer, m *model.Model, mvml float64, single []float64, coun
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "model\ttest accuracy")
 	fmt.Fprintf(tw, "MVML, all views\t%.3f\n", mvml)
-	best := 0
 	for l, acc := range single {
 		fmt.Fprintf(tw, "view %s alone\t%.3f\n", names[l], acc)
-		if acc > single[best] {
-			best = l
-		}
 	}
+	best := floats.MaxIdx(single)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
