@@ -25,7 +25,9 @@ type CVConfig struct {
 	Base model.TrainConfig
 	// Folds is the number of outer folds. Default 4.
 	Folds int
-	// Seed fixes the folds (and the inner folds). Default 0.
+	// Seed fixes the folds as scikit-learn's random_state does (see Folds),
+	// so it must fit in 32 bits; the inner folds use Seed+1 (mod 2³²).
+	// Default 0.
 	Seed uint64
 	// Grid lists candidate values per hyper-parameter (lambda, eta, mu,
 	// landmarks, sigma_scale — the last multiplies every RBF view's
@@ -264,7 +266,7 @@ func Select(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, lab
 // Combinations sharing a landmark and σ setting share the prepared features.
 func search(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg CVConfig,
 	grid []map[string]float64, stratify bool, tick func()) (map[string]float64, error) {
-	inner, err := Folds(labels, cfg.InnerFolds, cfg.Seed+1, stratify)
+	inner, err := Folds(labels, cfg.InnerFolds, (cfg.Seed+1)&math.MaxUint32, stratify)
 	if err != nil {
 		return nil, fmt.Errorf("inner folds: %w", err)
 	}

@@ -1,5 +1,6 @@
 // Package eval owns how mvml models are judged: the metrics (accuracy and
-// per-class accuracy; nMSE, R² and RMSE), seeded stratified folds, and
+// per-class accuracy; nMSE, R² and RMSE), seeded folds identical to
+// scikit-learn's (stratified for classification), and
 // nested cross-validation, in which the hyper-parameters of every outer
 // fold are chosen by an inner cross-validation on that fold's training
 // rows only, so that the reported figure is an honest estimate.
@@ -9,8 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"strconv"
 
 	"github.com/mvml/mvml/schemas"
@@ -96,43 +95,6 @@ func (m Metrics) Score() float64 {
 		return -m.NMSE
 	}
 	return m.Accuracy
-}
-
-// Folds splits n rows into k folds of test rows, seeded. With stratify,
-// every class (distinct label) is spread evenly over the folds.
-func Folds(labels []float64, k int, seed uint64, stratify bool) ([][]int, error) {
-	n := len(labels)
-	if k < 2 || k > n {
-		return nil, fmt.Errorf("folds: %d folds for %d rows", k, n)
-	}
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	groups := map[float64][]int{}
-	var keys []float64
-	for i, v := range labels {
-		key := 0.0
-		if stratify {
-			key = v
-		}
-		if _, ok := groups[key]; !ok {
-			keys = append(keys, key)
-		}
-		groups[key] = append(groups[key], i)
-	}
-	slices.Sort(keys)
-	folds := make([][]int, k)
-	next := 0
-	for _, key := range keys {
-		rows := groups[key]
-		rng.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-		for _, r := range rows {
-			folds[next] = append(folds[next], r)
-			next = (next + 1) % k
-		}
-	}
-	for _, f := range folds {
-		slices.Sort(f)
-	}
-	return folds, nil
 }
 
 // complement returns the rows of 0..n-1 not in test (sorted).
