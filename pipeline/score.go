@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
 	"golang.org/x/sync/errgroup"
 	"gonum.org/v1/gonum/mat"
 
@@ -253,12 +254,9 @@ func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan
 // keeps taking batches, unscored, so that the reader is never stuck
 // holding one.
 func (j *scoreJob) score(ctx context.Context, batches <-chan inputBatch, results chan<- scoredBatch) {
-	w := scoreWorker{job: j, scorer: j.cfg.Model.NewScorer()}
-	if j.cfg.Contributions {
-		w.contrib = &mat.Dense{}
-	}
+	s := newBatchScorer(j.cfg.Model, j.schema, j.cfg.Allocator)
 	for b := range batches {
-		r := w.scoreBatch(b)
+		r := j.scoreBatch(s, b)
 		select {
 		case results <- r:
 		case <-ctx.Done():
@@ -271,52 +269,75 @@ func (j *scoreJob) score(ctx context.Context, batches <-chan inputBatch, results
 	}
 }
 
-type scoreWorker struct {
-	job     *scoreJob
+func (j *scoreJob) scoreBatch(s *batchScorer, b inputBatch) scoredBatch {
+	defer b.Record.Release()
+	r := scoredBatch{seq: b.seq, in: int64(len(b.Rows) + len(b.Rejects))}
+	var skip []bool
+	r.bad, skip = badRows(j.cfg.Model.Spec, b.Batch, false)
+	if j.cfg.OnError == OnErrorFail && len(r.bad) > 0 {
+		return r // the writer stops the job here; scoring would be wasted
+	}
+	r.scores = s.scoreRows(b.Record, skip)
+	return r
+}
+
+// batchScorer scores canonical records with one model into output records
+// of schema (schemas.OutputSchema; with contributions when the schema has
+// their column). It reuses its buffers; not safe for concurrent use.
+type batchScorer struct {
+	model   *model.Model
 	scorer  *model.Scorer
+	schema  *arrow.Schema
+	mem     memory.Allocator
 	dec     mat.Dense
 	contrib *mat.Dense
 	cols    scoreColumns
 }
 
-func (w *scoreWorker) scoreBatch(b inputBatch) scoredBatch {
-	defer b.Record.Release()
-	cfg := w.job.cfg
-	m := cfg.Model
-	r := scoredBatch{seq: b.seq, in: int64(len(b.Rows) + len(b.Rejects))}
-	var skip []bool
-	r.bad, skip = badRows(m.Spec, b.Batch, false)
-	if cfg.OnError == OnErrorFail && len(r.bad) > 0 {
-		return r // the writer stops the job here; scoring would be wasted
+func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) *batchScorer {
+	s := &batchScorer{model: m, scorer: m.NewScorer(), schema: schema, mem: mem}
+	if schema.HasField(schemas.FieldContributions) {
+		s.contrib = &mat.Dense{}
 	}
-	n := int(b.Record.NumRows())
-	kept := n - (len(r.bad) - len(b.Rejects))
+	return s
+}
+
+// scoreRows scores the rows of rec not marked in skip (nil: all rows) and
+// returns their output record, or nil when no row is left.
+func (s *batchScorer) scoreRows(rec arrow.Record, skip []bool) arrow.Record {
+	n := int(rec.NumRows())
+	kept := n
+	for _, bad := range skip {
+		if bad {
+			kept--
+		}
+	}
 	if kept == 0 {
-		return r
+		return nil
 	}
+	m := s.model
 	// Rows are scored independently, so the few bad rows are scored
 	// along with the others and left out below.
-	w.scorer.Score(&w.dec, w.contrib, model.ViewsOf(b.Record, len(m.Spec.Views)))
-	c := &w.cols
+	s.scorer.Score(&s.dec, s.contrib, model.ViewsOf(rec, len(m.Spec.Views)))
+	c := &s.cols
 	c.ids, c.prediction, c.decision = c.ids[:0], c.prediction[:0], c.decision[:0]
-	if w.contrib != nil {
+	if s.contrib != nil {
 		c.contrib = c.contrib[:0]
 	}
-	ids := schemas.IDs(b.Record).Int64Values()
+	ids := schemas.IDs(rec).Int64Values()
 	for i := range n {
 		if skip != nil && skip[i] {
 			continue
 		}
-		dec := w.dec.RawRowView(i)
+		dec := s.dec.RawRowView(i)
 		c.ids = append(c.ids, ids[i])
 		c.prediction = append(c.prediction, m.Predict(dec))
 		c.decision = append(c.decision, dec...)
-		if w.contrib != nil {
-			c.contrib = append(c.contrib, w.contrib.RawRowView(i)...)
+		if s.contrib != nil {
+			c.contrib = append(c.contrib, s.contrib.RawRowView(i)...)
 		}
 	}
-	r.scores = newScoreRecord(cfg.Allocator, w.job.schema, m.Version, c)
-	return r
+	return newScoreRecord(s.mem, s.schema, m.Version, c)
 }
 
 // write takes scored batches in any order and writes them in input order.
