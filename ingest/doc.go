@@ -32,5 +32,31 @@
 // moves on to its next file if Next is called again; one from NewCSV or
 // NewParquet returns io.EOF. The context is checked between batches.
 //
+// NewKafka reads a Kafka topic as a member of a consumer group instead of
+// files. Each message value is one JSON object, one row:
+//
+//	{"id": 17, "label": 1, "acc": [0.5, -1.25, 3], "gyro_0": 0.1, "gyro_1": 0.2}
+//
+// The spec's id field must be an integer (no fraction or exponent, within
+// int64). The label field is a number, or null or absent for an unlabelled
+// row (absent is a reject when Options.RequireLabel is set). Each view is
+// given in one of two forms: an array of numbers under the view's name, of
+// exactly the view's dimension, or, for a view declared with prefix+dim or
+// columns, its flat per-feature fields (x_0, x_1, ... or the columns), all
+// of them; a list view has only the array form. Fields the spec does not
+// name are ignored, as is white space; a field given twice counts once,
+// with its last value. A message is rejected, with a reason naming the
+// field and, for a view, the item or feature, when it is not valid JSON or
+// not an object, lacks the id or a view, has an id that is not an
+// integer, a label that is not a number or null, a view array of the wrong
+// length, an item or feature that is null or not a number, a number too
+// large for float64, or a view in both forms. A reject keeps the message
+// value (RowError.Payload) for a dead-letter topic; its Source is
+// "topic/partition" and its Row the offset. Batches hold at most
+// Options.BatchSize messages: Next waits for the first one, then at most
+// KafkaConfig.MaxWait for more. Offsets are committed only when a batch's
+// Ack is called, so a message whose batch was not acked is read again by
+// the group after a restart: delivery is at least once.
+//
 // ingest knows formats and schemas, never the math.
 package ingest

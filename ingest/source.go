@@ -33,6 +33,10 @@ type Batch struct {
 	// Rejects are the rows of this stretch that could not be decoded, with
 	// Source/Row/Column/Reason; they are not in Record.
 	Rejects []schemas.RowError
+	// Ack, when not nil, marks every row of the batch (records and rejects) as
+	// done with: a Kafka source commits the batch's offsets. Call it only after the
+	// batch's outputs are durable; batches must be acked in the order Next returned them.
+	Ack func(ctx context.Context) error
 }
 
 // Source yields batches of canonical records.

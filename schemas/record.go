@@ -127,6 +127,9 @@ type RowError struct {
 	Row    int64  `json:"row"`
 	Column string `json:"column,omitempty"`
 	Reason string `json:"reason"`
+	// Payload is the undecodable input as received (a Kafka message value),
+	// for dead-letter destinations; nil for file rows.
+	Payload []byte `json:"-"`
 }
 
 func (e *RowError) Error() string {

@@ -9,4 +9,17 @@
 // element so that files in the input layout (x_0..x_314) can be produced.
 // Create writes to a temporary file and renames it on Close, so a crash
 // never leaves a partial file under the final name.
+//
+// NewKafka writes records to a Kafka topic instead: one message per row,
+// whose value is the row's JSON object exactly as the JSON Lines sink
+// writes it and whose key is the row's id in decimal, so that with the
+// default balancer (a hash of the key) one id always lands on one
+// partition. NewKafkaDeadLetters sends rejected input rows to a topic, the
+// original message value as the value (or the RowError as JSON when there
+// is none) with the reason, source, row and column in mvml-* headers; the
+// rejects file (Rejects) serves the same role for file jobs, and both are
+// DeadLetters. Both Kafka writers are synchronous and wait for every
+// in-sync replica (RequiredAcks all): when a write returns nil the broker
+// has the messages, so a job may then commit its input offsets, which
+// gives at-least-once delivery.
 package sink

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -61,7 +62,7 @@ func TestRejectsRoundTrip(t *testing.T) {
 		t.Fatalf("%d lines, want %d:\n%s", len(got), len(want), buf.Bytes())
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("line %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -106,7 +107,7 @@ func TestRejectsConcurrentWritersKeepLinesWhole(t *testing.T) {
 	}
 	// Each Write's two lines arrive together.
 	for i := 0; i < len(got); i += 2 {
-		if got[i] != got[i+1] {
+		if !reflect.DeepEqual(got[i], got[i+1]) {
 			t.Fatalf("lines %d and %d split apart: %+v, %+v", i, i+1, got[i], got[i+1])
 		}
 	}

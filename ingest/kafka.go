@@ -1,0 +1,301 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mvml/mvml/schemas"
+)
+
+// Defaults of KafkaConfig.
+const (
+	DefaultKafkaMaxWait  = 250 * time.Millisecond
+	DefaultKafkaMinBytes = 1
+	DefaultKafkaMaxBytes = 10 << 20
+)
+
+// KafkaConfig says where a KafkaSource reads.
+type KafkaConfig struct {
+	// Brokers are the bootstrap addresses (host:port). Required.
+	Brokers []string
+	// Topic is the topic to read. Required.
+	Topic string
+	// GroupID is the consumer group. Required: the group's offsets are
+	// committed to Kafka by Batch.Ack, and partitions are shared among the
+	// group's members.
+	GroupID string
+	// MaxWait is how long Next waits to fill a batch once it has at least
+	// one message; it is also the longest a fetch waits at the broker for
+	// data. Default (0) DefaultKafkaMaxWait, 250ms.
+	MaxWait time.Duration
+	// MinBytes is the least data a fetch asks the broker for before it
+	// answers (within MaxWait). Default (0) 1 byte.
+	MinBytes int
+	// MaxBytes is the most data one fetch returns. Default (0) 10 MiB.
+	MaxBytes int
+	// StartOffset is where a group that has no committed offset for a
+	// partition starts: kafka.FirstOffset (the oldest message kept) or
+	// kafka.LastOffset (only messages produced from now on). Default (0)
+	// kafka.FirstOffset.
+	StartOffset int64
+	// Dialer opens the connections (TLS, SASL, timeouts). Default (nil)
+	// kafka-go's default dialer: plain TCP.
+	Dialer *kafka.Dialer
+}
+
+func (c KafkaConfig) resolve() (KafkaConfig, error) {
+	switch {
+	case len(c.Brokers) == 0:
+		return c, errors.New("ingest: kafka: no brokers")
+	case c.Topic == "":
+		return c, errors.New("ingest: kafka: no topic")
+	case c.GroupID == "":
+		return c, errors.New("ingest: kafka: no consumer group (GroupID)")
+	case c.MaxWait < 0:
+		return c, fmt.Errorf("ingest: kafka: MaxWait %v must not be negative", c.MaxWait)
+	case c.MinBytes < 0 || c.MaxBytes < 0:
+		return c, fmt.Errorf("ingest: kafka: MinBytes %d and MaxBytes %d must not be negative", c.MinBytes, c.MaxBytes)
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultKafkaMaxWait
+	}
+	if c.MinBytes == 0 {
+		c.MinBytes = DefaultKafkaMinBytes
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultKafkaMaxBytes
+	}
+	if c.MinBytes > c.MaxBytes {
+		return c, fmt.Errorf("ingest: kafka: MinBytes %d exceeds MaxBytes %d", c.MinBytes, c.MaxBytes)
+	}
+	switch c.StartOffset {
+	case 0:
+		c.StartOffset = kafka.FirstOffset
+	case kafka.FirstOffset, kafka.LastOffset:
+	default:
+		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want kafka.FirstOffset or kafka.LastOffset", c.StartOffset)
+	}
+	return c, nil
+}
+
+// KafkaSource reads JSON messages from a Kafka topic as a member of a
+// consumer group (see the package documentation for the message format).
+// A topic has no end: Next waits for messages, and returns io.EOF only
+// after Close. Offsets are committed only by Batch.Ack, so every message
+// not acked is delivered again after a restart (at least once).
+//
+// Next and Close must not be called concurrently; to stop a Next that
+// waits, cancel its context. Batch.Ack may be called from any goroutine.
+type KafkaSource struct {
+	cfg    KafkaConfig
+	opts   Options
+	reader *kafka.Reader
+	dec    *kafkaDecoder
+	rb     *schemas.RecordBuilder
+	// pending is a fetch error met after a batch had messages; the next
+	// Next returns it.
+	pending error
+	closed  bool
+
+	// ackMu serialises commits and Close; committed is the next offset to
+	// consume of each partition as last committed by this source.
+	ackMu     sync.Mutex
+	committed map[int]int64
+	// readerClosed is set under ackMu before the reader is closed: kafka-go
+	// may queue a commit on a closed reader and never answer it.
+	readerClosed bool
+}
+
+var _ Source = (*KafkaSource)(nil)
+
+// errSourceClosed is the error of an Ack after Close.
+var errSourceClosed = errors.New("source is closed")
+
+// NewKafka returns a Source reading cfg.Topic in consumer group
+// cfg.GroupID. Options.BatchSize caps the messages of a batch,
+// Options.Allocator allocates the records, Options.RequireLabel rejects
+// messages without a label, and Options.Logger receives kafka-go's error
+// reports. It does not contact the brokers: the first Next joins the group.
+func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSource, error) {
+	if spec == nil {
+		return nil, errors.New("ingest: nil view spec")
+	}
+	opts, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if cfg, err = cfg.resolve(); err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	rc := kafka.ReaderConfig{
+		Brokers:     cfg.Brokers,
+		GroupID:     cfg.GroupID,
+		Topic:       cfg.Topic,
+		Dialer:      cfg.Dialer,
+		MinBytes:    cfg.MinBytes,
+		MaxBytes:    cfg.MaxBytes,
+		MaxWait:     cfg.MaxWait,
+		StartOffset: cfg.StartOffset,
+		// Synchronous commits: Ack returns when the broker has them.
+		CommitInterval: 0,
+		// No lag polling: nothing reads it.
+		ReadLagInterval: -1,
+		// The queue of fetched messages need not outgrow a batch.
+		QueueCapacity: min(opts.BatchSize, 1024),
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			logger.Warn("ingest: kafka: "+fmt.Sprintf(msg, args...), "topic", cfg.Topic, "group", cfg.GroupID)
+		}),
+	}
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("ingest: kafka: %w", err)
+	}
+	return &KafkaSource{
+		cfg:       cfg,
+		opts:      opts,
+		reader:    kafka.NewReader(rc),
+		dec:       newKafkaDecoder(spec, opts.RequireLabel),
+		rb:        schemas.NewRecordBuilder(opts.Allocator, spec),
+		committed: map[int]int64{},
+	}, nil
+}
+
+// Next waits for at least one message, then takes more until it has
+// Options.BatchSize of them or KafkaConfig.MaxWait has passed, and decodes
+// them into one batch: Batch.Source is the topic, Batch.Rows holds each
+// record row's offset (within its message's partition), and every message
+// that cannot be decoded is a reject with Source "topic/partition", Row its
+// offset and Payload its value. Batch.Ack commits the batch's offsets.
+//
+// When ctx is done before a message arrives, Next returns ctx's error
+// (wrapped); when it is done while a batch is being filled, the messages
+// taken so far are returned first.
+func (s *KafkaSource) Next(ctx context.Context) (Batch, error) {
+	if s.closed {
+		return Batch{}, io.EOF
+	}
+	if err := s.pending; err != nil {
+		s.pending = nil
+		return Batch{}, err
+	}
+	first, err := s.reader.FetchMessage(ctx)
+	if err != nil {
+		return Batch{}, s.fetchError(err)
+	}
+	msgs := make([]kafka.Message, 1, min(s.opts.BatchSize, 256))
+	msgs[0] = first
+	if len(msgs) < s.opts.BatchSize {
+		fill, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
+		for len(msgs) < s.opts.BatchSize {
+			m, err := s.reader.FetchMessage(fill)
+			if err != nil {
+				if fill.Err() == nil {
+					s.pending = s.fetchError(err)
+				}
+				break
+			}
+			msgs = append(msgs, m)
+		}
+		cancel()
+	}
+	return s.decode(msgs), nil
+}
+
+func (s *KafkaSource) fetchError(err error) error {
+	return fmt.Errorf("ingest: kafka %s: %w", s.cfg.Topic, err)
+}
+
+// decode turns messages into a batch.
+func (s *KafkaSource) decode(msgs []kafka.Message) Batch {
+	b := Batch{Source: s.cfg.Topic}
+	s.rb.Reserve(len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		if bad := s.dec.decode(m.Value); bad != nil {
+			b.Rejects = append(b.Rejects, schemas.RowError{
+				Source:  m.Topic + "/" + strconv.Itoa(m.Partition),
+				Row:     m.Offset,
+				Column:  bad.column,
+				Reason:  bad.reason,
+				Payload: m.Value,
+			})
+			continue
+		}
+		s.rb.Append(s.dec.id, s.dec.label, s.dec.hasLabel, s.dec.vals)
+		b.Rows = append(b.Rows, m.Offset)
+	}
+	b.Record = s.rb.NewRecord()
+	b.Ack = s.acker(msgs)
+	return b
+}
+
+// acker returns the Ack of a batch of msgs: a commit of the last message
+// of each partition (Kafka keeps one offset per partition and group).
+func (s *KafkaSource) acker(msgs []kafka.Message) func(context.Context) error {
+	var last []kafka.Message
+	for i := range msgs {
+		m := &msgs[i]
+		found := false
+		for j := range last {
+			if last[j].Partition == m.Partition {
+				last[j].Offset = max(last[j].Offset, m.Offset)
+				found = true
+			}
+		}
+		if !found {
+			// Only what a commit needs: the values may be released.
+			last = append(last, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
+		}
+	}
+	return func(ctx context.Context) error {
+		s.ackMu.Lock()
+		defer s.ackMu.Unlock()
+		if s.readerClosed {
+			return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.Topic, errSourceClosed)
+		}
+		// A batch acked late (or twice) must not move an offset back.
+		todo := make([]kafka.Message, 0, len(last))
+		for _, m := range last {
+			if next, ok := s.committed[m.Partition]; !ok || m.Offset+1 > next {
+				todo = append(todo, m)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		if err := s.reader.CommitMessages(ctx, todo...); err != nil {
+			return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.Topic, err)
+		}
+		for _, m := range todo {
+			s.committed[m.Partition] = m.Offset + 1
+		}
+		return nil
+	}
+}
+
+// Close leaves the consumer group and closes the connections; it waits for
+// an Ack under way, and later Acks fail. Offsets not committed by an Ack
+// stay uncommitted. Closing twice is a no-op.
+func (s *KafkaSource) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	// Waits for an Ack under way.
+	s.ackMu.Lock()
+	s.readerClosed = true
+	s.ackMu.Unlock()
+	err := s.reader.Close()
+	s.rb.Release()
+	if err != nil {
+		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)
+	}
+	return nil
+}

@@ -1,0 +1,824 @@
+package ingest
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/mvml/mvml/schemas"
+)
+
+// kafkaMaxDepth bounds the nesting of JSON values the decoder skips, so a
+// hostile message cannot exhaust the stack.
+const kafkaMaxDepth = 256
+
+// refKind says what a top-level field of a message feeds.
+type refKind uint8
+
+const (
+	refNone    refKind = iota
+	refID              // the spec's id field
+	refLabel           // the spec's label field
+	refView            // a whole view as an array of numbers
+	refFeature         // one feature of a view with flat columns
+)
+
+type fieldRef struct {
+	kind    refKind
+	view    int
+	feature int
+}
+
+// viewForm is how a message gave a view.
+type viewForm uint8
+
+const (
+	formNone viewForm = iota
+	formArray
+	formFlat
+)
+
+// prefixView is a view declared with prefix+dim: its flat fields are
+// prefix0..prefix{dim-1}, recognised without a map of every name.
+type prefixView struct {
+	prefix string
+	view   int
+	dim    int
+}
+
+// kafkaDecoder decodes message values into rows: one JSON object per
+// message (see the package documentation for the format). It keeps its
+// scratch space between messages, so decoding a row allocates nothing
+// unless the row is rejected or a field name has escapes. It is not safe
+// for concurrent use.
+type kafkaDecoder struct {
+	spec         *schemas.ViewSpec
+	requireLabel bool
+	fields       map[string]fieldRef
+	prefixes     []prefixView
+
+	// The row being decoded.
+	id       int64
+	hasID    bool
+	label    float64
+	hasLabel bool
+	vals     [][]float64 // per view, its dimension
+	form     []viewForm
+	count    []int      // values given so far per view (array items, distinct flat fields)
+	seen     [][]uint32 // per flat view and feature, the gen of the row that set it
+	gen      uint32
+
+	s   jsonScanner
+	key []byte // an unescaped field name
+}
+
+func newKafkaDecoder(spec *schemas.ViewSpec, requireLabel bool) *kafkaDecoder {
+	d := &kafkaDecoder{
+		spec:         spec,
+		requireLabel: requireLabel,
+		fields:       map[string]fieldRef{},
+		vals:         make([][]float64, len(spec.Views)),
+		form:         make([]viewForm, len(spec.Views)),
+		count:        make([]int, len(spec.Views)),
+		seen:         make([][]uint32, len(spec.Views)),
+	}
+	for l := range spec.Views {
+		v := &spec.Views[l]
+		d.vals[l] = make([]float64, v.Dimension())
+		switch {
+		case v.List != "":
+			// A list view has no flat form.
+		case len(v.Columns) > 0:
+			d.seen[l] = make([]uint32, v.Dimension())
+			for j, c := range v.Columns {
+				d.fields[c] = fieldRef{kind: refFeature, view: l, feature: j}
+			}
+		default:
+			d.seen[l] = make([]uint32, v.Dimension())
+			d.prefixes = append(d.prefixes, prefixView{prefix: v.Prefix, view: l, dim: v.Dim})
+		}
+	}
+	// View names, then id and label, win over flat column names.
+	for l := range spec.Views {
+		d.fields[spec.Views[l].Name] = fieldRef{kind: refView, view: l}
+	}
+	d.fields[spec.ID] = fieldRef{kind: refID}
+	d.fields[spec.Label] = fieldRef{kind: refLabel}
+	return d
+}
+
+// lookup says what the field name feeds.
+func (d *kafkaDecoder) lookup(name []byte) fieldRef {
+	if ref, ok := d.fields[string(name)]; ok {
+		return ref
+	}
+	for _, p := range d.prefixes {
+		if len(name) <= len(p.prefix) || string(name[:len(p.prefix)]) != p.prefix {
+			continue
+		}
+		if j, ok := parseIndex(name[len(p.prefix):]); ok && j < p.dim {
+			return fieldRef{kind: refFeature, view: p.view, feature: j}
+		}
+	}
+	return fieldRef{}
+}
+
+// parseIndex parses a feature index as ColumnNames writes it: decimal
+// digits without leading zeros.
+func parseIndex(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// rowError is why a message was rejected: the field concerned (or "") and
+// the reason.
+type rowError struct {
+	column string
+	reason string
+}
+
+// decode decodes one message value into d.id, d.label, d.hasLabel and
+// d.vals. It returns nil or the first problem found.
+func (d *kafkaDecoder) decode(data []byte) *rowError {
+	d.gen++
+	if d.gen == 0 { // wrapped: forget every mark
+		for _, s := range d.seen {
+			clear(s)
+		}
+		d.gen = 1
+	}
+	d.hasID, d.hasLabel, d.label = false, false, 0
+	clear(d.form)
+	clear(d.count)
+	s := &d.s
+	s.reset(data)
+
+	s.skipSpace()
+	if s.eof() {
+		return &rowError{reason: "message is empty, want a JSON object"}
+	}
+	if c := s.peek(); c != '{' {
+		kind := describeKind(c)
+		if err := s.skipValue(0); err != nil {
+			return err
+		}
+		if err := s.end(); err != nil {
+			return err
+		}
+		return &rowError{reason: fmt.Sprintf("message is %s, want a JSON object", kind)}
+	}
+	s.pos++
+	s.skipSpace()
+	if s.consume('}') {
+		if err := s.end(); err != nil {
+			return err
+		}
+		return d.finish()
+	}
+	for {
+		s.skipSpace()
+		if !s.consume('"') {
+			return s.syntaxError("want a field name")
+		}
+		name, escaped, err := s.readString()
+		if err != nil {
+			return err
+		}
+		if escaped {
+			d.key = unescapeString(d.key[:0], name)
+			name = d.key
+		}
+		s.skipSpace()
+		if !s.consume(':') {
+			return s.syntaxError("want ':' after a field name")
+		}
+		s.skipSpace()
+		if err := d.field(d.lookup(name)); err != nil {
+			return err
+		}
+		s.skipSpace()
+		if s.consume(',') {
+			continue
+		}
+		if s.consume('}') {
+			break
+		}
+		return s.syntaxError("want ',' or '}' after a field")
+	}
+	if err := s.end(); err != nil {
+		return err
+	}
+	return d.finish()
+}
+
+// field decodes the value of one field of the message object.
+func (d *kafkaDecoder) field(ref fieldRef) *rowError {
+	s := &d.s
+	switch ref.kind {
+	case refID:
+		return d.decodeID()
+	case refLabel:
+		return d.decodeLabel()
+	case refView:
+		return d.decodeArray(ref.view)
+	case refFeature:
+		return d.decodeFeature(ref.view, ref.feature)
+	default:
+		return s.skipValue(0)
+	}
+}
+
+func (d *kafkaDecoder) decodeID() *rowError {
+	s := &d.s
+	name := d.spec.ID
+	if c := s.peek(); c != '-' && !isDigit(c) {
+		if err := s.skipValue(0); err != nil {
+			return err
+		}
+		return &rowError{column: name, reason: fmt.Sprintf("id is %s, want an integer", describeKind(c))}
+	}
+	tok, integer, err := s.readNumber()
+	if err != nil {
+		return err
+	}
+	if !integer {
+		return &rowError{column: name, reason: fmt.Sprintf("id %s is not an integer", quoteCell(tok))}
+	}
+	id, perr := strconv.ParseInt(string(tok), 10, 64)
+	if perr != nil {
+		return &rowError{column: name, reason: fmt.Sprintf("id %s is out of the int64 range", quoteCell(tok))}
+	}
+	d.id, d.hasID = id, true
+	return nil
+}
+
+func (d *kafkaDecoder) decodeLabel() *rowError {
+	s := &d.s
+	name := d.spec.Label
+	c := s.peek()
+	if c == 'n' {
+		if err := s.literal("null"); err != nil {
+			return err
+		}
+		d.hasLabel, d.label = false, 0
+		return nil
+	}
+	if c != '-' && !isDigit(c) {
+		if err := s.skipValue(0); err != nil {
+			return err
+		}
+		return &rowError{column: name, reason: fmt.Sprintf("label is %s, want a number or null", describeKind(c))}
+	}
+	v, tok, overflow, err := s.readFloat()
+	if err != nil {
+		return err
+	}
+	if overflow {
+		return &rowError{column: name, reason: fmt.Sprintf("label %s overflows float64", quoteCell(tok))}
+	}
+	d.label, d.hasLabel = v, true
+	return nil
+}
+
+// decodeArray reads view l given whole, as an array of numbers.
+func (d *kafkaDecoder) decodeArray(l int) *rowError {
+	s := &d.s
+	v := &d.spec.Views[l]
+	if d.form[l] == formFlat {
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
+	}
+	c := s.peek()
+	if c != '[' {
+		if err := s.skipValue(0); err != nil {
+			return err
+		}
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is %s, want an array of %d numbers", v.Name, describeKind(c), len(d.vals[l]))}
+	}
+	d.form[l] = formArray
+	dst := d.vals[l]
+	s.pos++
+	s.skipSpace()
+	n := 0
+	if !s.consume(']') {
+		for {
+			s.skipSpace()
+			c := s.peek()
+			if c == '-' || isDigit(c) {
+				val, tok, overflow, err := s.readFloat()
+				if err != nil {
+					return err
+				}
+				if overflow {
+					return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d: %s overflows float64", v.Name, n, quoteCell(tok))}
+				}
+				if n < len(dst) {
+					dst[n] = val
+				}
+			} else {
+				if err := s.skipValue(1); err != nil {
+					return err
+				}
+				return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d is %s, want a number", v.Name, n, describeKind(c))}
+			}
+			n++
+			s.skipSpace()
+			if s.consume(',') {
+				continue
+			}
+			if s.consume(']') {
+				break
+			}
+			return s.syntaxError("want ',' or ']' in an array")
+		}
+	}
+	if n != len(dst) {
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q has %d values, want %d", v.Name, n, len(dst))}
+	}
+	d.count[l] = n
+	return nil
+}
+
+// decodeFeature reads feature j of view l given as its own field. The
+// field's name is built only for a reject: this runs once per feature.
+func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
+	s := &d.s
+	v := &d.spec.Views[l]
+	if d.form[l] == formArray {
+		return &rowError{column: featureName(v, j), reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
+	}
+	d.form[l] = formFlat
+	c := s.peek()
+	if c != '-' && !isDigit(c) {
+		if err := s.skipValue(0); err != nil {
+			return err
+		}
+		column := featureName(v, j)
+		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is %s, want a number", v.Name, j, column, describeKind(c))}
+	}
+	val, tok, overflow, err := s.readFloat()
+	if err != nil {
+		return err
+	}
+	if overflow {
+		column := featureName(v, j)
+		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s): %s overflows float64", v.Name, j, column, quoteCell(tok))}
+	}
+	d.vals[l][j] = val
+	if d.seen[l][j] != d.gen {
+		d.seen[l][j] = d.gen
+		d.count[l]++
+	}
+	return nil
+}
+
+// finish checks that the message gave everything a row needs.
+func (d *kafkaDecoder) finish() *rowError {
+	if !d.hasID {
+		return &rowError{column: d.spec.ID, reason: fmt.Sprintf("id field %q is missing", d.spec.ID)}
+	}
+	if d.requireLabel && !d.hasLabel {
+		return &rowError{column: d.spec.Label, reason: "label is missing"}
+	}
+	for l := range d.spec.Views {
+		v := &d.spec.Views[l]
+		switch d.form[l] {
+		case formNone:
+			return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is missing", v.Name)}
+		case formFlat:
+			if d.count[l] == len(d.vals[l]) {
+				continue
+			}
+			for j, g := range d.seen[l] {
+				if g != d.gen {
+					column := featureName(v, j)
+					return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is missing", v.Name, j, column)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// describeKind names the kind of JSON value that starts with c.
+func describeKind(c byte) string {
+	switch {
+	case c == '"':
+		return "a string"
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || isDigit(c):
+		return "a number"
+	}
+	return "not JSON"
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// jsonScanner walks one JSON text. Its methods report syntax errors as
+// rejects naming the byte offset.
+type jsonScanner struct {
+	data []byte
+	pos  int
+}
+
+func (s *jsonScanner) reset(data []byte) { s.data, s.pos = data, 0 }
+
+func (s *jsonScanner) eof() bool { return s.pos >= len(s.data) }
+
+// peek returns the current byte, or 0 at the end.
+func (s *jsonScanner) peek() byte {
+	if s.pos < len(s.data) {
+		return s.data[s.pos]
+	}
+	return 0
+}
+
+func (s *jsonScanner) consume(c byte) bool {
+	if s.pos < len(s.data) && s.data[s.pos] == c {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+func (s *jsonScanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// end checks that only white space follows the value.
+func (s *jsonScanner) end() *rowError {
+	s.skipSpace()
+	if !s.eof() {
+		return s.syntaxError("data after the JSON value")
+	}
+	return nil
+}
+
+func (s *jsonScanner) syntaxError(what string) *rowError {
+	if s.eof() {
+		return &rowError{reason: fmt.Sprintf("invalid JSON: unexpected end of input at offset %d (%s)", s.pos, what)}
+	}
+	return &rowError{reason: fmt.Sprintf("invalid JSON: unexpected %s at offset %d (%s)", quoteChar(s.data[s.pos]), s.pos, what)}
+}
+
+func quoteChar(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+// literal reads true, false or null.
+func (s *jsonScanner) literal(word string) *rowError {
+	if len(s.data)-s.pos >= len(word) && string(s.data[s.pos:s.pos+len(word)]) == word {
+		s.pos += len(word)
+		return nil
+	}
+	return s.syntaxError("want " + word)
+}
+
+// readNumber reads a JSON number token: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+// integer says it has neither fraction nor exponent.
+func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
+	start := s.pos
+	s.consume('-')
+	switch {
+	case s.consume('0'):
+	case s.pos < len(s.data) && s.data[s.pos] >= '1' && s.data[s.pos] <= '9':
+		s.digits()
+	default:
+		return nil, false, s.syntaxError("want a digit")
+	}
+	integer = true
+	if s.consume('.') {
+		integer = false
+		if s.digits() == 0 {
+			return nil, false, s.syntaxError("want a digit after '.'")
+		}
+	}
+	if s.consume('e') || s.consume('E') {
+		integer = false
+		if !s.consume('+') {
+			s.consume('-')
+		}
+		if s.digits() == 0 {
+			return nil, false, s.syntaxError("want a digit in the exponent")
+		}
+	}
+	return s.data[start:s.pos], integer, nil
+}
+
+// readFloat reads a JSON number as a float64 in one pass: the digits are
+// checked and gathered together, and the exact fast path of parseDecimal
+// (at most 19 digits forming at most 2^53, a power of ten within ±22)
+// gives the value; other numbers go to strconv. overflow says the number
+// is too large for a float64; a number too small for one is zero, as for
+// strconv.
+func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *rowError) {
+	data, i := s.data, s.pos
+	start := i
+	neg := i < len(data) && data[i] == '-'
+	if neg {
+		i++
+	}
+	var mant uint64
+	nd, exp, inexact := 0, 0, false
+	switch {
+	case i < len(data) && data[i] == '0':
+		i++
+	case i < len(data) && data[i] >= '1' && data[i] <= '9':
+		for ; i < len(data) && isDigit(data[i]); i++ {
+			if nd < 19 {
+				mant = mant*10 + uint64(data[i]-'0')
+				nd++
+			} else {
+				inexact = true
+			}
+		}
+	default:
+		s.pos = i
+		return 0, nil, false, s.syntaxError("want a digit")
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		frac := i
+		for ; i < len(data) && isDigit(data[i]); i++ {
+			if nd < 19 {
+				mant = mant*10 + uint64(data[i]-'0')
+				nd++
+				exp--
+			} else {
+				inexact = true
+			}
+		}
+		if i == frac {
+			s.pos = i
+			return 0, nil, false, s.syntaxError("want a digit after '.'")
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			expNeg = data[i] == '-'
+			i++
+		}
+		digits, e := i, 0
+		for ; i < len(data) && isDigit(data[i]); i++ {
+			if e < 100000 {
+				e = e*10 + int(data[i]-'0')
+			}
+		}
+		if i == digits {
+			s.pos = i
+			return 0, nil, false, s.syntaxError("want a digit in the exponent")
+		}
+		if expNeg {
+			e = -e
+		}
+		exp += e
+	}
+	s.pos = i
+	tok = data[start:i]
+	if !inexact && mant <= 1<<53 && exp >= -22 && exp <= 22 {
+		v = float64(mant)
+		if exp < 0 {
+			v /= pow10[-exp]
+		} else {
+			v *= pow10[exp]
+		}
+		if neg {
+			v = -v
+		}
+		return v, tok, false, nil
+	}
+	// The token has JSON's number syntax, which strconv accepts; only its
+	// magnitude can fail.
+	v, perr := strconv.ParseFloat(string(tok), 64)
+	return v, tok, perr != nil, nil
+}
+
+func (s *jsonScanner) digits() int {
+	start := s.pos
+	for s.pos < len(s.data) && isDigit(s.data[s.pos]) {
+		s.pos++
+	}
+	return s.pos - start
+}
+
+// readString reads a string whose opening quote was consumed; it returns
+// its raw contents (escapes as written) and whether it has escapes.
+func (s *jsonScanner) readString() (raw []byte, escaped bool, err *rowError) {
+	start := s.pos
+	for s.pos < len(s.data) {
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			raw = s.data[start:s.pos]
+			s.pos++
+			return raw, escaped, nil
+		case c == '\\':
+			escaped = true
+			s.pos++
+			if s.pos >= len(s.data) {
+				return nil, false, s.syntaxError("want an escape")
+			}
+			switch s.data[s.pos] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.pos++
+			case 'u':
+				s.pos++
+				for range 4 {
+					if s.pos >= len(s.data) || !isHex(s.data[s.pos]) {
+						return nil, false, s.syntaxError("want 4 hex digits after \\u")
+					}
+					s.pos++
+				}
+			default:
+				return nil, false, s.syntaxError("invalid escape")
+			}
+		case c < 0x20:
+			return nil, false, s.syntaxError("control character in a string")
+		default:
+			s.pos++
+		}
+	}
+	return nil, false, s.syntaxError("unterminated string")
+}
+
+func isHex(c byte) bool {
+	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// skipValue checks and skips one JSON value at depth.
+func (s *jsonScanner) skipValue(depth int) *rowError {
+	if depth > kafkaMaxDepth {
+		return &rowError{reason: fmt.Sprintf("invalid JSON: nested deeper than %d levels at offset %d", kafkaMaxDepth, s.pos)}
+	}
+	switch c := s.peek(); {
+	case c == '"':
+		s.pos++
+		_, _, err := s.readString()
+		return err
+	case c == '-' || isDigit(c):
+		_, _, err := s.readNumber()
+		return err
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '[':
+		s.pos++
+		s.skipSpace()
+		if s.consume(']') {
+			return nil
+		}
+		for {
+			s.skipSpace()
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			s.skipSpace()
+			if s.consume(',') {
+				continue
+			}
+			if s.consume(']') {
+				return nil
+			}
+			return s.syntaxError("want ',' or ']' in an array")
+		}
+	case c == '{':
+		s.pos++
+		s.skipSpace()
+		if s.consume('}') {
+			return nil
+		}
+		for {
+			s.skipSpace()
+			if !s.consume('"') {
+				return s.syntaxError("want a field name")
+			}
+			if _, _, err := s.readString(); err != nil {
+				return err
+			}
+			s.skipSpace()
+			if !s.consume(':') {
+				return s.syntaxError("want ':' after a field name")
+			}
+			s.skipSpace()
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			s.skipSpace()
+			if s.consume(',') {
+				continue
+			}
+			if s.consume('}') {
+				return nil
+			}
+			return s.syntaxError("want ',' or '}' after a field")
+		}
+	default:
+		return s.syntaxError("want a JSON value")
+	}
+}
+
+// unescapeString appends the decoded contents of a checked JSON string.
+// Unpaired surrogates become U+FFFD, as encoding/json decodes them.
+func unescapeString(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		e := raw[i+1]
+		i += 2
+		switch e {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := rune(hex4(raw[i:]))
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2 := utf8.RuneError
+				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					r2 = rune(hex4(raw[i+2:]))
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // '"', '\\', '/'
+			dst = append(dst, e)
+		}
+	}
+	return dst
+}
+
+func hex4(b []byte) int {
+	n := 0
+	for _, c := range b[:4] {
+		n <<= 4
+		switch {
+		case isDigit(c):
+			n |= int(c - '0')
+		case c >= 'a' && c <= 'f':
+			n |= int(c-'a') + 10
+		default:
+			n |= int(c-'A') + 10
+		}
+	}
+	return n
+}
+
+// featureName is the flat field of feature j of a view: a column name or
+// prefix+j.
+func featureName(v *schemas.View, j int) string {
+	if len(v.Columns) > 0 {
+		return v.Columns[j]
+	}
+	var b strings.Builder
+	b.WriteString(v.Prefix)
+	b.WriteString(strconv.Itoa(j))
+	return b.String()
+}

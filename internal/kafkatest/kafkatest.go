@@ -1,0 +1,236 @@
+// Package kafkatest starts an in-process Kafka cluster for tests and
+// produces and consumes raw messages on it, so that the Kafka stages are
+// tested over the real wire protocol and TCP rather than against a mock.
+//
+// The cluster is franz-go's kfake: one broker listening on a loopback port,
+// holding its logs and consumer group offsets in memory. It speaks the
+// protocol versions kafka-go uses, consumer groups included (JoinGroup,
+// SyncGroup, Heartbeat, OffsetFetch, OffsetCommit, LeaveGroup).
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// opTimeout bounds every produce and consume of the helpers, so a broken
+// cluster fails a test instead of hanging it.
+const opTimeout = 10 * time.Second
+
+// Cluster is a running in-process Kafka cluster.
+type Cluster struct {
+	// Brokers are the bootstrap addresses (host:port on 127.0.0.1).
+	Brokers []string
+	fake    *kfake.Cluster
+}
+
+// Start starts a one-broker cluster holding the given topics, each with
+// partitions partitions, and shuts it down when the test ends.
+func Start(tb testing.TB, partitions int32, topics ...string) *Cluster {
+	tb.Helper()
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, "127.0.0.1:0")
+		}),
+	}
+	if len(topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(partitions, topics...))
+	}
+	fake, err := kfake.NewCluster(opts...)
+	if err != nil {
+		tb.Fatalf("kafkatest: starting cluster: %v", err)
+	}
+	tb.Cleanup(fake.Close)
+	return &Cluster{Brokers: fake.ListenAddrs(), fake: fake}
+}
+
+// Fake is the underlying kfake cluster, for tests that inject faults.
+func (c *Cluster) Fake() *kfake.Cluster { return c.fake }
+
+// Message is a raw message to produce: Partition chooses the partition
+// (Message.Partition of kafka-go is ignored by its Writer, so it is given
+// here).
+type Message struct {
+	Partition int
+	Key       []byte
+	Value     []byte
+	Headers   []kafka.Header
+}
+
+// Produce writes msgs to topic synchronously (every message acknowledged by
+// the broker before it returns), each to its Partition, in order.
+func (c *Cluster) Produce(tb testing.TB, topic string, msgs ...Message) {
+	tb.Helper()
+	if err := c.Send(topic, msgs...); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// ProduceValues writes one message per value to partition 0 of topic.
+func (c *Cluster) ProduceValues(tb testing.TB, topic string, values ...[]byte) {
+	tb.Helper()
+	msgs := make([]Message, len(values))
+	for i, v := range values {
+		msgs[i] = Message{Value: v}
+	}
+	c.Produce(tb, topic, msgs...)
+}
+
+// Send is Produce for goroutines other than the test's: it returns the
+// error instead of failing the test.
+func (c *Cluster) Send(topic string, msgs ...Message) error {
+	if err := c.produce(topic, msgs); err != nil {
+		return fmt.Errorf("kafkatest: producing %d messages to %s: %w", len(msgs), topic, err)
+	}
+	return nil
+}
+
+func (c *Cluster) produce(topic string, msgs []Message) error {
+	transport := &kafka.Transport{}
+	defer transport.CloseIdleConnections()
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(c.Brokers...),
+		Topic:        topic,
+		Transport:    transport,
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond,
+		// Partition is carried in the message for the balancer below.
+		Balancer: kafka.BalancerFunc(func(m kafka.Message, partitions ...int) int {
+			return m.Partition
+		}),
+	}
+	km := make([]kafka.Message, len(msgs))
+	for i, m := range msgs {
+		km[i] = kafka.Message{Partition: m.Partition, Key: m.Key, Value: m.Value, Headers: m.Headers}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	// One call per message keeps the order within a partition whatever the
+	// writer's batching does.
+	var err error
+	for i := range km {
+		if err = w.WriteMessages(ctx, km[i]); err != nil {
+			break
+		}
+	}
+	return errors.Join(err, w.Close())
+}
+
+// Partitions returns the number of partitions of topic.
+func (c *Cluster) Partitions(tb testing.TB, topic string) int {
+	tb.Helper()
+	conn, err := kafka.Dial("tcp", c.Brokers[0])
+	if err != nil {
+		tb.Fatalf("kafkatest: %v", err)
+	}
+	defer conn.Close()
+	parts, err := conn.ReadPartitions(topic)
+	if err != nil {
+		tb.Fatalf("kafkatest: partitions of %s: %v", topic, err)
+	}
+	return len(parts)
+}
+
+// ConsumeAll reads every message of every partition of topic present now,
+// without a consumer group, ordered by partition and offset.
+func (c *Cluster) ConsumeAll(tb testing.TB, topic string) []kafka.Message {
+	tb.Helper()
+	var all []kafka.Message
+	for p := range c.Partitions(tb, topic) {
+		msgs, err := c.consumePartition(topic, p)
+		if err != nil {
+			tb.Fatalf("kafkatest: consuming %s/%d: %v", topic, p, err)
+		}
+		all = append(all, msgs...)
+	}
+	return all
+}
+
+func (c *Cluster) consumePartition(topic string, partition int) ([]kafka.Message, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	conn, err := kafka.DialLeader(ctx, "tcp", c.Brokers[0], topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	first, last, err := conn.ReadOffsets()
+	conn.Close()
+	if err != nil {
+		return nil, err
+	}
+	if first == last {
+		return nil, nil
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:         c.Brokers,
+		Topic:           topic,
+		Partition:       partition,
+		MaxWait:         100 * time.Millisecond,
+		ReadLagInterval: -1,
+	})
+	defer r.Close()
+	if err := r.SetOffset(first); err != nil {
+		return nil, err
+	}
+	var msgs []kafka.Message
+	for {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return msgs, fmt.Errorf("after %d messages (offsets %d..%d): %w", len(msgs), first, last, err)
+		}
+		msgs = append(msgs, m)
+		if m.Offset+1 >= last {
+			return msgs, nil
+		}
+	}
+}
+
+// CommittedOffsets returns the offsets committed by group for each
+// partition of topic (-1 where none is).
+func (c *Cluster) CommittedOffsets(tb testing.TB, group, topic string) []int64 {
+	tb.Helper()
+	n := c.Partitions(tb, topic)
+	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: opTimeout, Transport: &kafka.Transport{}}
+	defer closeIdle(client)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	parts := make([]int, n)
+	for i := range parts {
+		parts[i] = i
+	}
+	resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{
+		GroupID: group,
+		Topics:  map[string][]int{topic: parts},
+	})
+	if err != nil {
+		tb.Fatalf("kafkatest: offsets of group %s: %v", group, err)
+	}
+	if resp.Error != nil {
+		tb.Fatalf("kafkatest: offsets of group %s: %v", group, resp.Error)
+	}
+	out := slices.Repeat([]int64{-1}, n)
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			tb.Fatalf("kafkatest: offset of %s/%d: %v", topic, p.Partition, p.Error)
+		}
+		out[p.Partition] = p.CommittedOffset
+	}
+	return out
+}
+
+// closeIdle closes the connections of a client given its own transport;
+// a client on kafka-go's DefaultTransport keeps them.
+func closeIdle(c *kafka.Client) {
+	if t, ok := c.Transport.(*kafka.Transport); ok {
+		t.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,25 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mvml/mvml/schemas"
+)
+
+// DeadLetters receives the rows a job could not process, with the reason.
+type DeadLetters interface {
+	WriteRejects(ctx context.Context, rejects []schemas.RowError) error
+}
+
+var _ DeadLetters = (*Rejects)(nil)
+
+// WriteRejects writes one line per reject, as Write does, unless ctx is
+// already done. The lines do not hold RowError.Payload: a file of rejects
+// says where each row is in its input, which is kept.
+func (r *Rejects) WriteRejects(ctx context.Context, rejects []schemas.RowError) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("rejects: %w", err)
+	}
+	return r.Write(rejects...)
+}
