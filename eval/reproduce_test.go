@@ -60,7 +60,7 @@ func TestUWaveIdentityCV(t *testing.T) {
 
 // TestReproduceUWave is the paper's Table 1 row for uWaveGesture, on the
 // training split with 4-fold stratified CV (seed 0), λ and η chosen by an
-// inner 3-fold grid search in every outer fold.
+// inner 5-fold grid search in every outer fold.
 func TestReproduceUWave(t *testing.T) {
 	reproducing(t)
 	spec, views, labels := sharedData(t, "uwave_ucr", "train.csv.gz")
@@ -106,7 +106,7 @@ func TestReproduceUWave(t *testing.T) {
 // TestReproduceSARCOS follows the paper's SARCOS setup on the available
 // test file: a seeded shuffle, the first 2000 rows to train and the rest to
 // test, first torque, γ = 1/number of features of a view, standardised
-// target; λ and η chosen by 3-fold CV inside the training rows.
+// target; λ and η chosen by 5-fold CV inside the training rows.
 func TestReproduceSARCOS(t *testing.T) {
 	reproducing(t)
 	spec, views, labels := sharedData(t, "sarcos", "test.csv.gz")
@@ -125,7 +125,7 @@ func TestReproduceSARCOS(t *testing.T) {
 				}
 				start := time.Now()
 				cfg, chosen, err := eval.Select(context.Background(), spec, trV, trL, eval.CVConfig{
-					InnerFolds: 3, Grid: grid,
+					Grid: grid,
 					Base: model.TrainConfig{Landmarks: p, Kernels: kernels, Standardize: standardize, Fit: model.Config{Mode: mode}},
 				})
 				if err != nil {

@@ -22,7 +22,7 @@ type TrainJob struct {
 	Config model.TrainConfig
 	// Grid, when not empty, lists candidate values of hyper-parameters
 	// (lambda, eta, mu, landmarks, sigma_scale); the job picks the best by
-	// cross-validation on the rows (GridFolds folds, default 3) before the
+	// cross-validation on the rows (GridFolds folds, default eval.DefaultInnerFolds) before the
 	// final fit, so that every scheduled retraining re-tunes them.
 	Grid      map[string][]float64
 	GridFolds int

@@ -19,7 +19,7 @@ func runCV(ctx context.Context, a *app, args []string) error {
 	registerInputs(fs, &inputs)
 	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) (required)")
 	folds := fs.Int("folds", 4, "number of outer folds (stratified for classification)")
-	innerFolds := fs.Int("inner-folds", 3, "number of inner folds choosing the --grid values in each outer fold")
+	innerFolds := fs.Int("inner-folds", eval.DefaultInnerFolds, "number of inner folds choosing the --grid values in each outer fold")
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by nested CV: lambda, eta, mu, landmarks or sigma_scale (repeatable)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")

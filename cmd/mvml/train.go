@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
 )
@@ -17,7 +18,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	fit := registerFit(fs)
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks or sigma_scale (repeatable)")
-	gridFolds := fs.Int("grid-folds", 3, "number of folds choosing the --grid values")
+	gridFolds := fs.Int("grid-folds", eval.DefaultInnerFolds, "number of folds choosing the --grid values")
 	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics")
 	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
 	read := registerRead(fs)

@@ -1,0 +1,391 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/sink"
+)
+
+// DefaultShutdownGrace is how long a cancelled Service may still take to
+// finish the batch in hand when ServeConfig.ShutdownGrace is 0.
+const DefaultShutdownGrace = 10 * time.Second
+
+// ServeConfig describes a long-running scoring service: every record of
+// Source is scored into Output or, when it cannot be, sent to DeadLetters
+// with the reason; labelled records also feed the sufficient statistics
+// from which the model is refitted and swapped in while the service runs.
+type ServeConfig struct {
+	// Model is the model served until the first refit. Required.
+	Model *model.Model
+	// Source yields the records, for instance an ingest.KafkaSource. A
+	// batch is acknowledged (Batch.Ack) only after its scores and dead
+	// letters were written, so delivery is at-least-once. The Service
+	// neither opens nor closes the source and sinks.
+	Source ingest.Source
+	// Output receives the scored rows (schemas.OutputSchema); a Write must
+	// be durable when it returns. Required.
+	Output sink.Sink
+	// DeadLetters receives every record that cannot be scored, with the
+	// reason and, for a message that did not decode, its bytes. Required.
+	DeadLetters sink.DeadLetters
+	// Contributions adds each view's share of the decision to every row.
+	Contributions bool
+	// Refit says when the model is refitted on the labelled records seen.
+	Refit RefitPolicy
+	// OnRefit, if set, receives every refitted model before it is served,
+	// e.g. to save it to a model store; an error keeps the old model in
+	// service.
+	OnRefit func(ctx context.Context, m *model.Model) error
+	// ShutdownGrace bounds the time a cancelled service spends finishing
+	// the batch in hand (writing and acknowledging it); 0 means
+	// DefaultShutdownGrace. A batch not finished in time is not
+	// acknowledged and will be delivered again.
+	ShutdownGrace time.Duration
+	// Allocator allocates the output records; nil means a Go allocator.
+	Allocator memory.Allocator
+	// Logger receives a line per refit and per failure; nil means none.
+	Logger *slog.Logger
+}
+
+// RefitPolicy says when a Service refits. Refits never block scoring: a
+// refit runs on a snapshot of the statistics in its own goroutine, at most
+// one at a time, and the new model is swapped in between two batches.
+type RefitPolicy struct {
+	// Rows starts a refit once this many labelled rows have arrived since
+	// the last one started. 0 means never by count.
+	Rows int
+	// Interval starts a refit when this much time has passed since the
+	// last one started and at least one labelled row arrived since. 0
+	// means never by time.
+	Interval time.Duration
+	// MinRows is the number of accumulated (decayed) rows below which no
+	// refit starts, so that a model is never refitted on a handful of
+	// rows. 0 means 1.
+	MinRows float64
+	// Decay in (0, 1] multiplies the accumulated statistics each time a
+	// refit starts, so older rows count less (exponential forgetting).
+	// 0 means 1: every row seen counts fully.
+	Decay float64
+	// Fit holds the hyper-parameters of refits; nil means the served
+	// model's own.
+	Fit *model.Config
+}
+
+func (p RefitPolicy) enabled() bool { return p.Rows > 0 || p.Interval > 0 }
+
+// ServeStats are a Service's counters since it started. In == Scored +
+// DeadLettered + the rows of the batch in hand, which is not yet
+// acknowledged.
+type ServeStats struct {
+	In            int64  `json:"in"`
+	Scored        int64  `json:"scored"`
+	DeadLettered  int64  `json:"dead_lettered"`
+	Labelled      int64  `json:"labelled"`
+	Batches       int64  `json:"batches"`
+	Refits        int64  `json:"refits"`
+	RefitFailures int64  `json:"refit_failures"`
+	ModelVersion  string `json:"model_version"`
+	Running       bool   `json:"running"`
+}
+
+// Service is a running (or ready to run) scoring service.
+type Service struct {
+	cfg     ServeConfig
+	schema  *arrow.Schema
+	current atomic.Pointer[model.Model]
+	running atomic.Bool
+
+	in, scored, deadLettered, labelled, batches, refits, refitFailures atomic.Int64
+}
+
+// NewService checks cfg and returns a Service ready to Run.
+func NewService(cfg ServeConfig) (*Service, error) {
+	switch {
+	case cfg.Model == nil:
+		return nil, errors.New("serve: no model")
+	case cfg.Source == nil:
+		return nil, errors.New("serve: no source")
+	case cfg.Output == nil:
+		return nil, errors.New("serve: no output")
+	case cfg.DeadLetters == nil:
+		return nil, errors.New("serve: no dead-letter destination")
+	case cfg.Refit.Rows < 0 || cfg.Refit.Interval < 0 || cfg.Refit.MinRows < 0:
+		return nil, fmt.Errorf("serve: negative refit policy %+v", cfg.Refit)
+	case cfg.Refit.Decay < 0 || cfg.Refit.Decay > 1:
+		return nil, fmt.Errorf("serve: refit decay %g outside (0, 1]", cfg.Refit.Decay)
+	case cfg.ShutdownGrace < 0:
+		return nil, fmt.Errorf("serve: negative shutdown grace %v", cfg.ShutdownGrace)
+	}
+	if cfg.Refit.Decay == 0 {
+		cfg.Refit.Decay = 1
+	}
+	if cfg.Refit.MinRows == 0 {
+		cfg.Refit.MinRows = 1
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Allocator == nil {
+		cfg.Allocator = memory.NewGoAllocator()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{cfg: cfg, schema: schemas.OutputSchema(cfg.Model.Outputs(), len(cfg.Model.Spec.Views), cfg.Contributions)}
+	s.current.Store(cfg.Model)
+	return s, nil
+}
+
+// Model is the model in service.
+func (s *Service) Model() *model.Model { return s.current.Load() }
+
+// Stats returns the counters. Safe for concurrent use.
+func (s *Service) Stats() ServeStats {
+	return ServeStats{
+		In: s.in.Load(), Scored: s.scored.Load(), DeadLettered: s.deadLettered.Load(),
+		Labelled: s.labelled.Load(), Batches: s.batches.Load(), Refits: s.refits.Load(),
+		RefitFailures: s.refitFailures.Load(), ModelVersion: s.Model().Version, Running: s.running.Load(),
+	}
+}
+
+// refitResult is the outcome of a background refit.
+type refitResult struct {
+	model *model.Model
+	err   error
+}
+
+// Run serves until ctx is cancelled (it then returns nil, after finishing
+// the batch in hand within the shutdown grace), the source ends (nil,
+// once a refit in flight has finished and been put in service) or fails,
+// or a sink fails (an error; the batch in hand is not acknowledged). A failed refit is logged and counted, and the old model
+// stays in service.
+func (s *Service) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("serve: already running")
+	}
+	defer s.running.Store(false)
+
+	var refitting sync.WaitGroup
+	refitCtx, stopRefits := context.WithCancel(ctx)
+	refitDone := make(chan refitResult, 1)
+	// On the way out a refit in flight is cancelled, except at the end of
+	// a finite source, where its model is still worth having.
+	finish := func(err error, waitRefit bool) error {
+		if !waitRefit {
+			stopRefits()
+		}
+		refitting.Wait()
+		stopRefits()
+		select {
+		case r := <-refitDone:
+			if !errors.Is(r.err, context.Canceled) {
+				s.adopt(r)
+			}
+		default:
+		}
+		return err
+	}
+	busy := false
+	acc := s.cfg.Model.NewAccumulator()
+	sinceRefit := 0
+	lastRefit := time.Now()
+
+	scorer := newBatchScorer(s.Model(), s.schema, s.cfg.Allocator)
+	for {
+		select {
+		case r := <-refitDone:
+			busy = false
+			s.adopt(r)
+		default:
+		}
+		if m := s.Model(); m != scorer.model {
+			scorer = newBatchScorer(m, s.schema, s.cfg.Allocator)
+		}
+		b, err := s.cfg.Source.Next(ctx)
+		switch {
+		case errors.Is(err, io.EOF):
+			return finish(nil, true)
+		case ctx.Err() != nil:
+			if err == nil {
+				b.Record.Release() // not acknowledged: delivered again
+			}
+			return finish(nil, false)
+		case err != nil:
+			return finish(fmt.Errorf("serve: %w", err), false)
+		}
+		n, err := s.handle(ctx, scorer, acc, b)
+		if err != nil {
+			return finish(err, false)
+		}
+		sinceRefit += n
+		due := s.cfg.Refit.Rows > 0 && sinceRefit >= s.cfg.Refit.Rows ||
+			s.cfg.Refit.Interval > 0 && sinceRefit > 0 && time.Since(lastRefit) >= s.cfg.Refit.Interval
+		if s.cfg.Refit.enabled() && due && !busy && acc.Rows() >= s.cfg.Refit.MinRows {
+			snapshot := s.cfg.Model.NewAccumulator()
+			if err := snapshot.Merge(acc); err != nil {
+				return finish(fmt.Errorf("serve: %w", err), false)
+			}
+			acc.Decay(s.cfg.Refit.Decay)
+			busy, sinceRefit, lastRefit = true, 0, time.Now()
+			refitting.Go(func() { refitDone <- s.refit(refitCtx, snapshot) })
+		}
+	}
+}
+
+// handle scores one batch, writes its outputs and dead letters, adds its
+// labelled rows to acc and acknowledges it. It returns the number of
+// labelled rows added. Once the batch is taken, cancellation of ctx gives
+// it the shutdown grace to finish.
+func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (int, error) {
+	defer b.Record.Release()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
+	defer cancel()
+	m := scorer.model
+	in := int64(len(b.Rows) + len(b.Rejects))
+	s.in.Add(in)
+	bad, skip := badRows(m.Spec, b, false)
+	if len(bad) > 0 {
+		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
+			return 0, fmt.Errorf("serve: dead letters: %w", err)
+		}
+	}
+	scores := scorer.scoreRows(b.Record, skip)
+	var scored int64
+	if scores != nil {
+		scored = scores.NumRows()
+		err := s.cfg.Output.Write(ctx, scores)
+		scores.Release()
+		if err != nil {
+			return 0, fmt.Errorf("serve: output: %w", err)
+		}
+	}
+	labelled := 0
+	if s.cfg.Refit.enabled() {
+		views, labels := labelledRows(b.Record, m.Spec, skip)
+		if len(labels) > 0 {
+			if err := acc.Add(views, labels); err != nil {
+				// A label the model cannot learn from (an unknown class)
+				// costs the refit those rows, not the service.
+				s.cfg.Logger.Warn("labelled rows not used for refits", "source", b.Source, "rows", len(labels), "err", err)
+			} else {
+				labelled = len(labels)
+			}
+		}
+	}
+	if b.Ack != nil {
+		if err := b.Ack(ctx); err != nil {
+			return 0, fmt.Errorf("serve: acknowledge: %w", err)
+		}
+	}
+	s.scored.Add(scored)
+	s.deadLettered.Add(int64(len(bad)))
+	s.labelled.Add(int64(labelled))
+	s.batches.Add(1)
+	return labelled, nil
+}
+
+// labelledRows gathers the rows of rec that have a label and are not
+// skipped, as one matrix per view plus their labels.
+func labelledRows(rec arrow.Record, spec *schemas.ViewSpec, skip []bool) ([]*mat.Dense, []float64) {
+	lab := schemas.Labels(rec)
+	var rows []int
+	var labels []float64
+	for i := range int(rec.NumRows()) {
+		if lab.IsValid(i) && (skip == nil || !skip[i]) {
+			rows = append(rows, i)
+			labels = append(labels, lab.Value(i))
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	views := make([]*mat.Dense, len(spec.Views))
+	for l := range spec.Views {
+		vals, dim := schemas.ViewValues(rec, l)
+		v := mat.NewDense(len(rows), dim, nil)
+		for r, i := range rows {
+			copy(v.RawRowView(r), vals[i*dim:(i+1)*dim])
+		}
+		views[l] = v
+	}
+	return views, labels
+}
+
+// refit fits a model on snapshot and hands it to OnRefit.
+func (s *Service) refit(ctx context.Context, snapshot *model.Accumulator) refitResult {
+	fit := s.Model().Config.Fit
+	if s.cfg.Refit.Fit != nil {
+		fit = *s.cfg.Refit.Fit
+	}
+	start := time.Now()
+	m, err := snapshot.Refit(ctx, fit)
+	if err == nil && s.cfg.OnRefit != nil {
+		if err = s.cfg.OnRefit(ctx, m); err != nil {
+			err = fmt.Errorf("on refit: %w", err)
+		}
+	}
+	if err != nil {
+		return refitResult{err: err}
+	}
+	s.cfg.Logger.Info("refitted", "rows", snapshot.Rows(), "seconds", time.Since(start).Seconds(), "version", m.Version)
+	return refitResult{model: m}
+}
+
+// adopt puts a refitted model in service, or counts the failure.
+func (s *Service) adopt(r refitResult) {
+	if r.err != nil {
+		s.refitFailures.Add(1)
+		s.cfg.Logger.Error("refit failed; the old model stays in service", "err", r.err)
+		return
+	}
+	s.current.Store(r.model)
+	s.refits.Add(1)
+}
+
+// ServeHTTP answers /healthz (200 while Run is serving, 503 otherwise) and
+// /metrics (the counters in Prometheus' text format).
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := s.Stats()
+	switch r.URL.Path {
+	case "/healthz":
+		if !st.Running {
+			http.Error(w, "not serving", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	case "/metrics":
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		for _, c := range []struct {
+			name, help string
+			value      int64
+		}{
+			{"mvml_records_in_total", "Records taken from the source.", st.In},
+			{"mvml_records_scored_total", "Records scored and written to the output.", st.Scored},
+			{"mvml_records_dead_lettered_total", "Records sent to the dead-letter destination.", st.DeadLettered},
+			{"mvml_records_labelled_total", "Labelled records added to the refit statistics.", st.Labelled},
+			{"mvml_batches_total", "Batches written and acknowledged.", st.Batches},
+			{"mvml_refits_total", "Refitted models put in service.", st.Refits},
+			{"mvml_refit_failures_total", "Refits that failed; the old model stayed in service.", st.RefitFailures},
+		} {
+			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.value)
+		}
+		fmt.Fprintf(w, "# HELP mvml_model_info The model in service.\n# TYPE mvml_model_info gauge\nmvml_model_info{version=%q} 1\n", st.ModelVersion)
+	default:
+		http.NotFound(w, r)
+	}
+}
