@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/sink"
+)
+
+func runServe(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, "serve")
+	brokers := fs.String("brokers", "", "Kafka bootstrap `HOST:PORT` list, comma-separated (required)")
+	topic := fs.String("topic", "", "input `TOPIC` of JSON records (required)")
+	group := fs.String("group", "mvml", "consumer `GROUP`; its committed offsets say where a restart resumes")
+	outTopic := fs.String("output-topic", "", "`TOPIC` receiving one JSON score per record, keyed by id (required)")
+	deadTopic := fs.String("dead-letter-topic", "", "`TOPIC` receiving the records that cannot be scored, with the reason in headers (required)")
+	modelPath := fs.String("model", "", "model `FILE` served until the first refit (required)")
+	modelDir := fs.String("model-dir", "", "`DIR` where every refitted model is saved as VERSION.mvml and current.mvml (default: not saved)")
+	refitRows := fs.Int("refit-rows", 0, "refit after this many new labelled records; 0 means never by count")
+	refitEvery := fs.Duration("refit-interval", 0, "refit when this much time has passed and new labelled records arrived; 0 means never by time")
+	minRows := fs.Float64("refit-min-rows", 0, "no refit on fewer accumulated labelled records than this (default 1)")
+	decay := fs.Float64("decay", 1, "multiply the accumulated statistics by this at every refit (exponential forgetting), in (0, 1]")
+	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
+	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
+	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
+	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz and /metrics; empty means no HTTP server")
+	read := registerRead(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := required("brokers", *brokers, "topic", *topic, "output-topic", *outTopic,
+		"dead-letter-topic", *deadTopic, "model", *modelPath); err != nil {
+		return err
+	}
+	if *decay <= 0 || *decay > 1 {
+		return usagef("--decay %g must be in (0, 1]", *decay)
+	}
+	opts, err := read.options(a)
+	if err != nil {
+		return err
+	}
+	m, err := pipeline.LoadModel(*modelPath)
+	if err != nil {
+		return err
+	}
+	brokerList := strings.Split(*brokers, ",")
+	start := kafka.FirstOffset
+	if *fromLatest {
+		start = kafka.LastOffset
+	}
+	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{
+		Brokers: brokerList, Topic: *topic, GroupID: *group, MaxWait: *maxWait, StartOffset: start,
+	}, ingest.Options{BatchSize: opts.BatchSize, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	out, err := sink.NewKafka(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *outTopic})
+	if err != nil {
+		return errors.Join(err, src.Close())
+	}
+	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *deadTopic})
+	if err != nil {
+		return errors.Join(err, src.Close(), out.Close())
+	}
+	cfg := pipeline.ServeConfig{
+		Model: m, Source: src, Output: out, DeadLetters: dead, Contributions: *contributions,
+		Refit:  pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
+		Logger: a.log,
+	}
+	if *modelDir != "" {
+		cfg.OnRefit = func(_ context.Context, m *model.Model) error { return saveToStore(*modelDir, m) }
+	}
+	svc, err := pipeline.NewService(cfg)
+	if err != nil {
+		return errors.Join(err, src.Close(), out.Close(), dead.Close())
+	}
+	err = serveWithHTTP(ctx, a, svc, *httpAddr)
+	st := svc.Stats()
+	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d; %d labelled, %d refits (%d failed), model %s\n",
+		st.In, st.Scored, st.DeadLettered, st.Labelled, st.Refits, st.RefitFailures, st.ModelVersion)
+	return errors.Join(err, src.Close(), out.Close(), dead.Close())
+}
+
+// serveWithHTTP runs svc, with its health and metrics on addr while it
+// runs.
+func serveWithHTTP(ctx context.Context, a *app, svc *pipeline.Service, addr string) error {
+	if addr == "" {
+		return svc.Run(ctx)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	a.log.Info("serving", "health", "http://"+ln.Addr().String()+"/healthz", "metrics", "http://"+ln.Addr().String()+"/metrics")
+	runErr := svc.Run(ctx)
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdown)
+	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	return errors.Join(runErr, err)
+}
+
+// saveToStore writes m as DIR/VERSION.mvml and then replaces
+// DIR/current.mvml, each atomically, so a restart with --model
+// DIR/current.mvml serves the newest model.
+func saveToStore(dir string, m *model.Model) error {
+	if err := pipeline.SaveModel(filepath.Join(dir, m.Version+".mvml"), m); err != nil {
+		return err
+	}
+	return pipeline.SaveModel(filepath.Join(dir, "current.mvml"), m)
+}

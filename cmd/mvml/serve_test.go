@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/pipeline"
+)
+
+// csvMessages turns the rows of a fixture CSV into JSON records in the
+// flat layout (one field per feature), as a producer would send them;
+// withLabel keeps the label field.
+func csvMessages(t *testing.T, path string, withLabel bool) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, row := range rows[1:] {
+		rec := map[string]any{}
+		for j, name := range rows[0] {
+			if name == "label" && !withLabel {
+				continue
+			}
+			v, err := strconv.ParseFloat(row[j], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec[name] = v
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// syncBuffer is a bytes.Buffer written by a running command and read by
+// the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// serveRun is an `mvml serve` running in the background.
+type serveRun struct {
+	cancel context.CancelFunc
+	done   chan int
+	stderr *syncBuffer
+}
+
+func startServe(args ...string) *serveRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &serveRun{cancel: cancel, done: make(chan int), stderr: &syncBuffer{}}
+	go func() { r.done <- run(ctx, append([]string{"serve"}, args...), &bytes.Buffer{}, r.stderr) }()
+	return r
+}
+
+// stop interrupts the service, as SIGTERM does, and returns its exit status.
+func (r *serveRun) stop(t *testing.T) int {
+	t.Helper()
+	r.cancel()
+	select {
+	case code := <-r.done:
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatal("mvml serve did not stop after cancellation")
+		return -1
+	}
+}
+
+// waitFor polls cond until it holds or the time runs out.
+func (r *serveRun) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; mvml serve said:\n%s", what, r.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type scoreMessage struct {
+	ID      int64     `json:"id"`
+	Version string    `json:"model_version"`
+	Pred    float64   `json:"prediction"`
+	Dec     []float64 `json:"decision"`
+}
+
+// The Kafka deployment end to end over TCP: records in, scores out,
+// malformed records dead-lettered with their reason, a refit on the
+// labelled records saved to the model store and put in service, and a
+// restart in the same group that resumes after the committed records.
+func TestServeKafka(t *testing.T) {
+	dir := t.TempDir()
+	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
+	_, streamCSV := fixture(t, dir, "stream.csv", classSpec, 240, 2, nil)
+	modelPath := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	m, err := pipeline.LoadModel(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := kafkatest.Start(t, 2, "records", "scores", "dead")
+	store := filepath.Join(dir, "store")
+	if err := os.Mkdir(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	labelled := csvMessages(t, streamCSV, true)
+	bad := [][]byte{[]byte(`{"id": 1, "a_0": `), []byte(`{"id": 2, "a_0": 1, "a_1": 2, "a_2": 3}`), []byte(`[1, 2]`)}
+	cluster.ProduceValues(t, "records", slices.Concat(labelled[:120], bad)...)
+
+	args := []string{"--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--output-topic", "scores",
+		"--dead-letter-topic", "dead", "--model", modelPath, "--model-dir", store, "--refit-rows", "100",
+		"--batch-size", "50", "--max-wait", "50ms", "--http", ""}
+	srv := startServe(args...)
+	srv.waitFor(t, "123 records scored or dead-lettered", func() bool {
+		return len(cluster.ConsumeAll(t, "scores"))+len(cluster.ConsumeAll(t, "dead")) >= 123
+	})
+	srv.waitFor(t, "a refitted model in the store", func() bool {
+		_, err := os.Stat(filepath.Join(store, "current.mvml"))
+		return err == nil
+	})
+	refitted, err := pipeline.LoadModel(filepath.Join(store, "current.mvml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refitted.Version == m.Version {
+		t.Fatal("the stored model is the original")
+	}
+	// Records arriving after the refit are scored by the refitted model.
+	cluster.ProduceValues(t, "records", labelled[120:180]...)
+	srv.waitFor(t, "the records after the refit", func() bool { return len(cluster.ConsumeAll(t, "scores")) >= 180 })
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("exit %d: %s", code, srv.stderr)
+	}
+	if want := "in 183 = scored 180 + dead-lettered 3; 180 labelled"; !strings.Contains(srv.stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, srv.stderr)
+	}
+	scores := cluster.ConsumeAll(t, "scores")
+	versions := map[string]int{}
+	for _, msg := range scores {
+		var s scoreMessage
+		if err := json.Unmarshal(msg.Value, &s); err != nil {
+			t.Fatalf("%s: %v", msg.Value, err)
+		}
+		if string(msg.Key) != strconv.FormatInt(s.ID, 10) || len(s.Dec) != 3 {
+			t.Fatalf("score %s with key %s", msg.Value, msg.Key)
+		}
+		versions[s.Version]++
+	}
+	if len(scores) != 180 || versions[m.Version] < 100 || versions[m.Version] == 180 {
+		t.Errorf("%d scores by model version %v: want 180, the first ≥ 100 by %s and later ones by refits", len(scores), versions, m.Version)
+	}
+	dead := cluster.ConsumeAll(t, "dead")
+	if len(dead) != 3 {
+		t.Fatalf("%d dead letters, want 3", len(dead))
+	}
+	for _, msg := range dead {
+		reason := ""
+		for _, h := range msg.Headers {
+			if h.Key == "mvml-reason" {
+				reason = string(h.Value)
+			}
+		}
+		if reason == "" || !bytes.Contains(bytes.Join(bad, nil), msg.Value) {
+			t.Errorf("dead letter %q has reason %q", msg.Value, reason)
+		}
+	}
+
+	// A restart in the same group resumes after the committed records.
+	srv = startServe(append(args, "--model", filepath.Join(store, "current.mvml"))...)
+	cluster.ProduceValues(t, "records", labelled[180:190]...)
+	srv.waitFor(t, "the records after the restart", func() bool { return len(cluster.ConsumeAll(t, "scores")) >= 190 })
+	time.Sleep(200 * time.Millisecond) // would anything be scored twice?
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("exit %d: %s", code, srv.stderr)
+	}
+	if n := len(cluster.ConsumeAll(t, "scores")); n != 190 {
+		t.Errorf("%d scores after the restart, want 190", n)
+	}
+	if want := "in 10 = scored 10 + dead-lettered 0"; !strings.Contains(srv.stderr.String(), want) {
+		t.Errorf("stderr after the restart lacks %q:\n%s", want, srv.stderr)
+	}
+}
