@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -213,5 +215,63 @@ func TestServeKafka(t *testing.T) {
 	}
 	if want := "in 10 = scored 10 + dead-lettered 0"; !strings.Contains(srv.stderr.String(), want) {
 		t.Errorf("stderr after the restart lacks %q:\n%s", want, srv.stderr)
+	}
+}
+
+// An independent Kafka client, kcat (librdkafka), produces the records and
+// reads the scores and dead letters of `mvml serve`.
+func TestServeKafkaWithKcat(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat is not installed (Debian package kcat; .ci/run installs it)")
+	}
+	dir := t.TempDir()
+	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
+	_, streamCSV := fixture(t, dir, "stream.csv", classSpec, 40, 2, nil)
+	modelPath := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	cluster := kafkatest.Start(t, 1, "records", "scores", "dead")
+	brokers := strings.Join(cluster.Brokers, ",")
+
+	// One message per line; kcat's -K sets "key<TAB>value".
+	var lines bytes.Buffer
+	for i, msg := range csvMessages(t, streamCSV, false) {
+		fmt.Fprintf(&lines, "r%d\t%s\n", i, msg)
+	}
+	lines.WriteString("bad\t{\"id\": 7, \"a_0\": \"x\"}\n")
+	produce := exec.Command(kcat, "-P", "-b", brokers, "-t", "records", "-K", "\t")
+	produce.Stdin = &lines
+	if out, err := produce.CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P: %v\n%s", err, out)
+	}
+	srv := startServe("--brokers", brokers, "--topic", "records", "--output-topic", "scores",
+		"--dead-letter-topic", "dead", "--model", modelPath, "--max-wait", "50ms", "--http", "")
+	consume := func(topic string) []string {
+		out, err := exec.Command(kcat, "-C", "-b", brokers, "-t", topic, "-e", "-q", "-f", "%k|%h|%s\n").Output()
+		if err != nil {
+			t.Fatalf("kcat -C %s: %v", topic, err)
+		}
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	srv.waitFor(t, "41 records through", func() bool {
+		return len(cluster.ConsumeAll(t, "scores"))+len(cluster.ConsumeAll(t, "dead")) >= 41
+	})
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("exit %d: %s", code, srv.stderr)
+	}
+	scores := consume("scores")
+	if len(scores) != 40 {
+		t.Fatalf("kcat read %d scores, want 40", len(scores))
+	}
+	for _, line := range scores {
+		parts := strings.SplitN(line, "|", 3)
+		var s scoreMessage
+		if len(parts) != 3 || json.Unmarshal([]byte(parts[2]), &s) != nil || parts[0] != strconv.FormatInt(s.ID, 10) {
+			t.Fatalf("score line %q: want key|headers|JSON with the id as key", line)
+		}
+	}
+	dead := consume("dead")
+	if len(dead) != 1 || !strings.Contains(dead[0], "mvml-reason=") || !strings.HasSuffix(dead[0], `{"id": 7, "a_0": "x"}`) {
+		t.Errorf("kcat read dead letters %q: want the bad record with an mvml-reason header", dead)
 	}
 }
