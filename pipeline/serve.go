@@ -205,6 +205,8 @@ func (s *Service) Run(ctx context.Context) error {
 	sinceRefit := 0
 	lastRefit := time.Now()
 
+	fetched, stopFetching := s.prefetch(ctx)
+	defer stopFetching()
 	scorer := newBatchScorer(s.Model(), s.schema, s.cfg.Allocator)
 	for {
 		select {
@@ -216,7 +218,11 @@ func (s *Service) Run(ctx context.Context) error {
 		if m := s.Model(); m != scorer.model {
 			scorer = newBatchScorer(m, s.schema, s.cfg.Allocator)
 		}
-		b, err := s.cfg.Source.Next(ctx)
+		f, ok := <-fetched
+		if !ok { // the fetcher saw ctx done
+			return finish(nil, false)
+		}
+		b, err := f.batch, f.err
 		switch {
 		case errors.Is(err, io.EOF):
 			return finish(nil, true)
@@ -244,6 +250,49 @@ func (s *Service) Run(ctx context.Context) error {
 			busy, sinceRefit, lastRefit = true, 0, time.Now()
 			refitting.Go(func() { refitDone <- s.refit(refitCtx, snapshot) })
 		}
+	}
+}
+
+// fetchResult is one outcome of Source.Next.
+type fetchResult struct {
+	batch ingest.Batch
+	err   error
+}
+
+// prefetch reads the source in its own goroutine, one batch ahead, so that
+// waiting for the broker overlaps scoring and writing the batch before.
+// It stops after the source's first error; stop ends it, releases what it
+// fetched and not handed over, and returns once Next is no longer running,
+// so that the caller may then close the source.
+func (s *Service) prefetch(ctx context.Context) (results <-chan fetchResult, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan fetchResult, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(out)
+		for {
+			b, err := s.cfg.Source.Next(ctx)
+			select {
+			case out <- fetchResult{b, err}:
+			case <-ctx.Done():
+				if err == nil {
+					b.Record.Release()
+				}
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	return out, func() {
+		cancel()
+		for f := range out {
+			if f.err == nil {
+				f.batch.Record.Release()
+			}
+		}
+		wg.Wait()
 	}
 }
 

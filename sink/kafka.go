@@ -18,7 +18,7 @@ import (
 
 // Defaults of KafkaWriterConfig.
 const (
-	DefaultKafkaBatchSize    = 100
+	DefaultKafkaBatchSize    = 1000
 	DefaultKafkaBatchBytes   = 1 << 20
 	DefaultKafkaBatchTimeout = time.Millisecond
 	DefaultKafkaWriteTimeout = 10 * time.Second

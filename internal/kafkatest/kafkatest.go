@@ -125,6 +125,28 @@ func (c *Cluster) produce(topic string, msgs []Message) error {
 	return errors.Join(err, w.Close())
 }
 
+// ProduceBulk writes values to topic in one batch call, spread over its
+// partitions, without a guaranteed order: quick for load tests.
+func (c *Cluster) ProduceBulk(tb testing.TB, topic string, values ...[]byte) {
+	tb.Helper()
+	transport := &kafka.Transport{}
+	defer transport.CloseIdleConnections()
+	w := &kafka.Writer{
+		Addr: kafka.TCP(c.Brokers...), Topic: topic, Transport: transport,
+		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000,
+		Balancer: &kafka.RoundRobin{},
+	}
+	km := make([]kafka.Message, len(values))
+	for i, v := range values {
+		km[i] = kafka.Message{Value: v}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := errors.Join(w.WriteMessages(ctx, km...), w.Close()); err != nil {
+		tb.Fatalf("kafkatest: producing to %s: %v", topic, err)
+	}
+}
+
 // Partitions returns the number of partitions of topic.
 func (c *Cluster) Partitions(tb testing.TB, topic string) int {
 	tb.Helper()

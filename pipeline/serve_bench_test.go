@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/sink"
+)
+
+// BenchmarkServeKafka measures the Kafka deployment end to end over TCP:
+// 20k JSON records (3 views × 64 floats, arrays of float32-precision
+// numbers) taken from a topic by a consumer group, decoded, scored (p=128),
+// written to an output topic with broker acks and committed. The broker is
+// the in-process kfake, so its own work shares the CPU with the service's.
+// The records are labelled: with a refit every 5k of them, each labelled
+// row also goes through the sufficient statistics (O((vp)²) a row, the
+// dominant cost) and refits run alongside.
+// "cpus" is the CPU time of the process (service and broker) per second
+// of the run. Run with -benchtime=1x.
+func BenchmarkServeKafka(b *testing.B) {
+	const rows, dim = 20_000, 64
+	spec := benchSpec(b, dim)
+	d := makeData(spec, rows, 22)
+	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
+	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, model.TrainConfig{Landmarks: 128, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	values := make([][]byte, rows)
+	for i := range rows {
+		rec := map[string]any{"id": d.ids[i], "label": d.labels[i]}
+		for l, v := range spec.Views {
+			xs := make([]float32, dim)
+			for j, x := range d.row(l, i) {
+				xs[j] = float32(x)
+			}
+			rec[v.Name] = xs
+		}
+		if values[i], err = json.Marshal(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, refit := range []int{0, 5_000} {
+		b.Run(fmt.Sprintf("refit-rows=%d", refit), func(b *testing.B) {
+			var cpu float64
+			for range b.N {
+				b.StopTimer()
+				cluster := kafkatest.Start(b, 3, "in", "out", "dead")
+				cluster.ProduceBulk(b, "in", values...)
+				src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Brokers: cluster.Brokers, Topic: "in", GroupID: "bench"}, ingest.Options{BatchSize: 1024})
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, err := sink.NewKafka(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "out"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "dead"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead,
+					Refit: RefitPolicy{Rows: refit, MinRows: 1000}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				cpu0 := cpuSeconds(b)
+				b.StartTimer()
+				go func() { done <- svc.Run(ctx) }()
+				for svc.Stats().Batches == 0 || svc.Stats().Scored+svc.Stats().DeadLettered < rows {
+					time.Sleep(time.Millisecond)
+				}
+				b.StopTimer()
+				cpu += cpuSeconds(b) - cpu0
+				cancel()
+				if err := <-done; err != nil {
+					b.Fatal(err)
+				}
+				st := svc.Stats()
+				if st.Scored != rows || (refit > 0 && st.Refits+st.RefitFailures == 0) {
+					b.Fatalf("stats %+v", st)
+				}
+				for _, c := range []interface{ Close() error }{src, out, dead} {
+					if err := c.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(cpu/b.Elapsed().Seconds(), "cpus")
+		})
+	}
+}
+
+// cpuSeconds is the CPU time (user and system) the process has used: the
+// service's and the in-process broker's.
+func cpuSeconds(b *testing.B) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
