@@ -41,7 +41,8 @@ type KafkaWriterConfig struct {
 	// Topic is the topic to write; it must exist. Required.
 	Topic string
 	// BatchSize is the most messages sent to one partition in one produce
-	// request. Default (0) DefaultKafkaBatchSize, 100.
+	// request. Default (0) DefaultKafkaBatchSize, 1000: a Write is one batch
+	// of scores, so it should leave in few requests.
 	BatchSize int
 	// BatchBytes is the most bytes of one produce request; a message
 	// larger than that cannot be written. Default (0) 1 MiB, the broker's
