@@ -16,16 +16,33 @@ import (
 	"github.com/mvml/mvml/schemas"
 )
 
+// SourceFunc opens a Source over a fixed set of rows. Every call must
+// yield the same rows: a streamed training reads them twice.
+type SourceFunc func(ctx context.Context, opts ingest.Options) (ingest.Source, error)
+
+// FileSource is the SourceFunc of files or glob patterns read with spec.
+func FileSource(spec *schemas.ViewSpec, patterns []string) SourceFunc {
+	return func(ctx context.Context, opts ingest.Options) (ingest.Source, error) {
+		return ingest.Open(ctx, spec, patterns, opts)
+	}
+}
+
 // LoadLabelled reads every row of inputs (files or glob patterns) into
 // memory for training or evaluation: views[l] is n×d_l in input order and
 // labels holds the n labels. Training needs clean data, so a row that does
 // not decode, a NaN or ±Inf feature and a missing or non-finite label are
 // errors naming the file, row and column.
 func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, opts Options) ([]*mat.Dense, []float64, error) {
+	return LoadLabelledFrom(ctx, spec, FileSource(spec, inputs), opts)
+}
+
+// LoadLabelledFrom is LoadLabelled for the rows of any source, such as a
+// time range of a Kafka topic.
+func LoadLabelledFrom(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, error) {
 	opts = opts.withDefaults()
 	values := make([][]float64, len(spec.Views))
 	var labels []float64
-	err := eachLabelled(ctx, spec, inputs, opts, func(rec arrow.Record) error {
+	err := eachLabelled(ctx, spec, open, opts, func(rec arrow.Record) error {
 		labels = append(labels, schemas.Labels(rec).Float64Values()...)
 		for l := range values {
 			v, _ := schemas.ViewValues(rec, l)
@@ -38,7 +55,7 @@ func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, 
 	}
 	n := len(labels)
 	if n == 0 {
-		return nil, nil, fmt.Errorf("load labelled rows from %v: the inputs hold no rows", inputs)
+		return nil, nil, errNoRows
 	}
 	views := make([]*mat.Dense, len(values))
 	for l, v := range values {
@@ -47,6 +64,9 @@ func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, 
 	opts.Logger.Info("loaded labelled rows", "rows", n, "views", len(views))
 	return views, labels, nil
 }
+
+// errNoRows is the error of inputs without a single row.
+var errNoRows = errors.New("the inputs hold no rows")
 
 // PredictLabelled scores the labelled rows of inputs with m, batch by
 // batch, and returns their true labels and the model's predictions in input
@@ -58,7 +78,7 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 	scorer := m.NewScorer()
 	var dec mat.Dense
 	nViews := len(m.Spec.Views)
-	err = eachLabelled(ctx, m.Spec, inputs, opts, func(rec arrow.Record) error {
+	err = eachLabelled(ctx, m.Spec, FileSource(m.Spec, inputs), opts, func(rec arrow.Record) error {
 		n := int(rec.NumRows())
 		if n == 0 {
 			return nil
@@ -82,8 +102,8 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 // eachLabelled hands fn every batch of inputs in order, after making sure
 // that all its rows decoded and are finite and labelled; the first bad row
 // ends the read with an error that locates it.
-func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, opts Options, fn func(rec arrow.Record) error) (err error) {
-	src, err := ingest.Open(ctx, spec, inputs, opts.ingestOptions(true))
+func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, fn func(rec arrow.Record) error) (err error) {
+	src, err := open(ctx, opts.ingestOptions(true))
 	if err != nil {
 		return err
 	}

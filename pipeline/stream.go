@@ -30,11 +30,11 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 		size = DefaultSampleRows
 	}
 	scan := newSampleScan(job.Spec, size, job.Config.Seed)
-	if err := eachLabelled(ctx, job.Spec, job.Inputs, job.Options, scan.add); err != nil {
+	if err := eachLabelled(ctx, job.Spec, job.Source, job.Options, scan.add); err != nil {
 		return nil, fmt.Errorf("train: first pass: %w", err)
 	}
 	if scan.n == 0 {
-		return nil, fmt.Errorf("train: the inputs %v hold no rows", job.Inputs)
+		return nil, fmt.Errorf("train: %w", errNoRows)
 	}
 	if job.OnLoaded != nil {
 		job.OnLoaded(int(scan.n))
@@ -59,7 +59,7 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	}
 	acc := untrained.NewAccumulator()
 	nViews := len(job.Spec.Views)
-	err = eachLabelled(ctx, job.Spec, job.Inputs, job.Options, func(rec arrow.Record) error {
+	err = eachLabelled(ctx, job.Spec, job.Source, job.Options, func(rec arrow.Record) error {
 		if rec.NumRows() == 0 {
 			return nil
 		}

@@ -19,6 +19,9 @@ type TrainJob struct {
 	Spec *schemas.ViewSpec
 	// Inputs are files or glob patterns of labelled rows.
 	Inputs []string
+	// Source, when set, opens the labelled rows instead of Inputs, for
+	// instance a time range of a Kafka topic (ingest.NewKafkaRange).
+	Source SourceFunc
 	Config model.TrainConfig
 	// Grid, when not empty, lists candidate values of hyper-parameters
 	// (lambda, eta, mu, landmarks, sigma_scale); the job picks the best by
@@ -48,6 +51,9 @@ type TrainJob struct {
 // through the statistics.
 func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	job.Options = job.Options.withDefaults()
+	if job.Source == nil {
+		job.Source = FileSource(job.Spec, job.Inputs)
+	}
 	var m *model.Model
 	var err error
 	start := time.Now()
@@ -78,7 +84,7 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 }
 
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
-	views, labels, err := LoadLabelled(ctx, job.Spec, job.Inputs, job.Options)
+	views, labels, err := LoadLabelledFrom(ctx, job.Spec, job.Source, job.Options)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
