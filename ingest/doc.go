@@ -58,5 +58,20 @@
 // Ack is called, so a message whose batch was not acked is read again by
 // the group after a restart: delivery is at least once.
 //
+// NewKafkaRange reads a bounded range of a topic, in the same message
+// format, for jobs that must end, such as a scheduled retraining on the
+// records produced between two times: the messages with a timestamp in
+// [KafkaRangeConfig.From, KafkaRangeConfig.To), a zero bound being none.
+// When it is opened it looks up, for every partition, the first offset
+// whose timestamp is at or after From and the end offset (the high
+// watermark then), so messages produced later are never read and Next
+// returns io.EOF once every partition was read to its end offset. As
+// Kafka timestamps need not grow with offsets, a message out of [From,
+// To) met before a partition's end is skipped, not taken as the end.
+// Partitions are read one after the other, in partition order and offset
+// order; rejects are as for NewKafka. It uses no consumer group and
+// commits nothing (Batch.Ack is nil); KafkaRangeSource.Reopen reads the
+// same offsets again.
+//
 // ingest knows formats and schemas, never the math.
 package ingest

@@ -212,15 +212,25 @@ func (s *KafkaSource) fetchError(err error) error {
 	return fmt.Errorf("ingest: kafka %s: %w", s.cfg.Topic, err)
 }
 
-// decode turns messages into a batch.
+// decode turns messages into a batch acknowledged by committing them.
 func (s *KafkaSource) decode(msgs []kafka.Message) Batch {
-	b := Batch{Source: s.cfg.Topic}
-	s.rb.Reserve(len(msgs))
+	b := decodeKafkaBatch(s.dec, s.rb, s.cfg.Topic, msgs)
+	b.Ack = s.acker(msgs)
+	return b
+}
+
+// decodeKafkaBatch decodes msgs of topic into one batch: the records in
+// one Arrow record built by rb, with their offsets as Rows, and every
+// message that does not decode as a reject located by partition and
+// offset, carrying its value.
+func decodeKafkaBatch(dec *kafkaDecoder, rb *schemas.RecordBuilder, topic string, msgs []kafka.Message) Batch {
+	b := Batch{Source: topic}
+	rb.Reserve(len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		if bad := s.dec.decode(m.Value); bad != nil {
+		if bad := dec.decode(m.Value); bad != nil {
 			b.Rejects = append(b.Rejects, schemas.RowError{
-				Source:  m.Topic + "/" + strconv.Itoa(m.Partition),
+				Source:  topic + "/" + strconv.Itoa(m.Partition),
 				Row:     m.Offset,
 				Column:  bad.column,
 				Reason:  bad.reason,
@@ -228,11 +238,10 @@ func (s *KafkaSource) decode(msgs []kafka.Message) Batch {
 			})
 			continue
 		}
-		s.rb.Append(s.dec.id, s.dec.label, s.dec.hasLabel, s.dec.vals)
+		rb.Append(dec.id, dec.label, dec.hasLabel, dec.vals)
 		b.Rows = append(b.Rows, m.Offset)
 	}
-	b.Record = s.rb.NewRecord()
-	b.Ack = s.acker(msgs)
+	b.Record = rb.NewRecord()
 	return b
 }
 

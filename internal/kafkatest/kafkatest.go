@@ -64,6 +64,9 @@ type Message struct {
 	Key       []byte
 	Value     []byte
 	Headers   []kafka.Header
+	// Time is the message's timestamp (kept by the broker, millisecond
+	// precision); zero means the time it is produced.
+	Time time.Time
 }
 
 // Produce writes msgs to topic synchronously (every message acknowledged by
@@ -110,7 +113,7 @@ func (c *Cluster) produce(topic string, msgs []Message) error {
 	}
 	km := make([]kafka.Message, len(msgs))
 	for i, m := range msgs {
-		km[i] = kafka.Message{Partition: m.Partition, Key: m.Key, Value: m.Value, Headers: m.Headers}
+		km[i] = kafka.Message{Partition: m.Partition, Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()

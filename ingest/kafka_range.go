@@ -1,0 +1,473 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mvml/mvml/schemas"
+)
+
+// KafkaRangeConfig says which records a KafkaRangeSource reads: those of
+// Topic with a timestamp in [From, To), up to the end of every partition
+// as it is when the source is opened.
+type KafkaRangeConfig struct {
+	// Brokers are the bootstrap addresses (host:port). Required.
+	Brokers []string
+	// Topic is the topic to read. Required; it must exist.
+	Topic string
+	// From is the earliest timestamp read: the first record read in every
+	// partition is the first whose timestamp is ≥ From, and a later record
+	// with a timestamp before From is skipped too. Default (zero) the
+	// oldest record kept.
+	From time.Time
+	// To is the end of the range: records with a timestamp ≥ To are not
+	// read. Default (zero) no bound but the end of every partition as it
+	// is when the source is opened: records produced later are not read,
+	// so a job always ends.
+	To time.Time
+	// MaxWait is the longest a fetch waits at the broker for MinBytes of
+	// data. Default (0) DefaultKafkaMaxWait, 250ms.
+	MaxWait time.Duration
+	// MinBytes is the least data a fetch asks the broker for before it
+	// answers (within MaxWait). Default (0) 1 byte.
+	MinBytes int
+	// MaxBytes is the most data one fetch returns. Default (0) 10 MiB.
+	MaxBytes int
+	// Dialer opens the connections (TLS, SASL, timeouts). Default (nil)
+	// kafka-go's default dialer: plain TCP.
+	Dialer *kafka.Dialer
+}
+
+func (c KafkaRangeConfig) resolve() (KafkaRangeConfig, error) {
+	switch {
+	case len(c.Brokers) == 0:
+		return c, errors.New("ingest: kafka: no brokers")
+	case c.Topic == "":
+		return c, errors.New("ingest: kafka: no topic")
+	case c.MaxWait < 0:
+		return c, fmt.Errorf("ingest: kafka: MaxWait %v must not be negative", c.MaxWait)
+	case c.MinBytes < 0 || c.MaxBytes < 0:
+		return c, fmt.Errorf("ingest: kafka: MinBytes %d and MaxBytes %d must not be negative", c.MinBytes, c.MaxBytes)
+	case !c.From.IsZero() && !c.To.IsZero() && c.To.Before(c.From):
+		return c, fmt.Errorf("ingest: kafka %s: range ends (To %v) before it starts (From %v)", c.Topic, c.To, c.From)
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultKafkaMaxWait
+	}
+	if c.MinBytes == 0 {
+		c.MinBytes = DefaultKafkaMinBytes
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultKafkaMaxBytes
+	}
+	if c.MinBytes > c.MaxBytes {
+		return c, fmt.Errorf("ingest: kafka: MinBytes %d exceeds MaxBytes %d", c.MinBytes, c.MaxBytes)
+	}
+	return c, nil
+}
+
+// inRange says whether a record with timestamp t is in [From, To).
+func (c *KafkaRangeConfig) inRange(t time.Time) bool {
+	return (c.From.IsZero() || !t.Before(c.From)) && (c.To.IsZero() || t.Before(c.To))
+}
+
+// kafkaPartitionRange is the offsets [start, end) of one partition that a
+// KafkaRangeSource reads.
+type kafkaPartitionRange struct {
+	partition  int
+	start, end int64
+}
+
+// KafkaRangeSource reads a bounded range of a Kafka topic, for jobs that
+// must end: the JSON messages (see the package documentation for the
+// format) produced between two times, up to the end of every partition as
+// it was when the source was opened. It reads without a consumer group and
+// commits nothing: Batch.Ack is nil.
+//
+// The offsets are fixed when the source is opened, the records are not:
+// records deleted by retention since are skipped (kafka-go's reader moves
+// on to the oldest record kept). On a compacted topic, kafka-go's reader
+// may never deliver the last offsets of a partition if they were
+// compacted away; Next then waits for a message past the partition's end
+// offset, or for ctx to end.
+//
+// Next and Close must not be called concurrently; to stop a Next that
+// waits, cancel its context.
+type KafkaRangeSource struct {
+	cfg  KafkaRangeConfig
+	opts Options
+	// parts are the partitions with offsets to read, in partition order;
+	// cur indexes the one being read, and reader reads it (nil before its
+	// first message is fetched).
+	parts  []kafkaPartitionRange
+	cur    int
+	reader *kafka.Reader
+	dec    *kafkaDecoder
+	rb     *schemas.RecordBuilder
+	msgs   []kafka.Message // the messages of the batch being filled
+	// pending is a fetch error met after a batch had messages; the next
+	// Next returns it.
+	pending error
+	closed  bool
+
+	// closing counts the readers of finished partitions being closed in
+	// the background; closeErr gathers their errors.
+	closing  sync.WaitGroup
+	closeMu  sync.Mutex
+	closeErr error
+}
+
+var _ Source = (*KafkaRangeSource)(nil)
+
+// NewKafkaRange returns a Source reading the messages of cfg.Topic with a
+// timestamp in [cfg.From, cfg.To). Options.BatchSize caps the messages of
+// a batch, Options.Allocator allocates the records, Options.RequireLabel
+// rejects messages without a label, and Options.Logger receives a line
+// with the range and kafka-go's error reports.
+//
+// It asks the brokers, within ctx, for the topic's partitions and, for
+// every partition, the start offset (the first record whose timestamp is
+// ≥ From) and the end offset (the high watermark, one past the last
+// record, now), so the set of records is fixed when it returns. A topic
+// that does not exist is an error (and is not created).
+func NewKafkaRange(ctx context.Context, spec *schemas.ViewSpec, cfg KafkaRangeConfig, opts Options) (*KafkaRangeSource, error) {
+	if spec == nil {
+		return nil, errors.New("ingest: nil view spec")
+	}
+	opts, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if cfg, err = cfg.resolve(); err != nil {
+		return nil, err
+	}
+	// A reader's configuration is checked now rather than by the panic of
+	// kafka.NewReader in Next.
+	rc := rangeReaderConfig(cfg, opts, 0)
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("ingest: kafka: %w", err)
+	}
+	parts, err := resolveKafkaRange(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var messages int64
+	for _, p := range parts {
+		messages += p.end - p.start
+	}
+	opts.Logger.Info("ingest: reading kafka range", "topic", cfg.Topic, "from", cfg.From, "to", cfg.To,
+		"partitions", len(parts), "offsets", messages)
+	return newKafkaRangeSource(spec, cfg, opts, parts), nil
+}
+
+func newKafkaRangeSource(spec *schemas.ViewSpec, cfg KafkaRangeConfig, opts Options, parts []kafkaPartitionRange) *KafkaRangeSource {
+	return &KafkaRangeSource{
+		cfg:   cfg,
+		opts:  opts,
+		parts: parts,
+		dec:   newKafkaDecoder(spec, opts.RequireLabel),
+		rb:    schemas.NewRecordBuilder(opts.Allocator, spec),
+	}
+}
+
+// Reopen returns a new source over the same records as s: the offsets s
+// found when it was opened, read from the start, so that a job reading its
+// input twice reads the same records twice even when To is zero or in the
+// future and messages were produced since. It does not contact the
+// brokers; s may be closed.
+func (s *KafkaRangeSource) Reopen() *KafkaRangeSource {
+	return newKafkaRangeSource(s.dec.spec, s.cfg, s.opts, s.parts)
+}
+
+// resolveKafkaRange returns, in partition order, the offsets to read of
+// every partition of cfg.Topic that has some.
+func resolveKafkaRange(ctx context.Context, cfg KafkaRangeConfig) ([]kafkaPartitionRange, error) {
+	transport := dialerTransport(cfg.Dialer)
+	defer transport.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: transport}
+
+	// Client.Metadata does not ask the broker to create a missing topic.
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: kafka %s: reading metadata: %w", cfg.Topic, err)
+	}
+	i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == cfg.Topic })
+	switch {
+	case i < 0:
+		return nil, fmt.Errorf("ingest: kafka %s: %w", cfg.Topic, kafka.UnknownTopicOrPartition)
+	case md.Topics[i].Error != nil:
+		return nil, fmt.Errorf("ingest: kafka %s: %w", cfg.Topic, md.Topics[i].Error)
+	case len(md.Topics[i].Partitions) == 0:
+		return nil, fmt.Errorf("ingest: kafka %s: topic has no partitions", cfg.Topic)
+	}
+	ids := make([]int, len(md.Topics[i].Partitions))
+	for j, p := range md.Topics[i].Partitions {
+		ids[j] = p.ID
+	}
+	slices.Sort(ids)
+
+	// Kafka timestamps are milliseconds: the first record at or after From
+	// is the first at or after From rounded up to a millisecond. The
+	// request is built by hand because TimeOffsetOf truncates, and a
+	// negative time would read as kafka.FirstOffset or LastOffset.
+	fromMs := int64(-1)
+	if !cfg.From.IsZero() {
+		fromMs = ceilMillis(cfg.From)
+		if !cfg.To.IsZero() && ceilMillis(cfg.To) <= fromMs {
+			return nil, nil // no millisecond in [From, To)
+		}
+	}
+	reqs := make([]kafka.OffsetRequest, 0, 2*len(ids))
+	for _, p := range ids {
+		start := kafka.FirstOffsetOf(p)
+		if fromMs >= 0 {
+			start = kafka.OffsetRequest{Partition: p, Timestamp: fromMs}
+		}
+		// kafka-go sends every request on its own, so a partition may be
+		// asked for twice.
+		reqs = append(reqs, start, kafka.LastOffsetOf(p))
+	}
+	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{cfg.Topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: kafka %s: listing offsets: %w", cfg.Topic, err)
+	}
+	found := make(map[int]kafka.PartitionOffsets, len(ids))
+	for _, po := range res.Topics[cfg.Topic] {
+		found[po.Partition] = po
+	}
+	var parts []kafkaPartitionRange
+	for _, p := range ids {
+		po, ok := found[p]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("ingest: kafka %s/%d: no offsets listed", cfg.Topic, p)
+		case po.Error != nil:
+			return nil, fmt.Errorf("ingest: kafka %s/%d: listing offsets: %w", cfg.Topic, p, po.Error)
+		}
+		end, start := po.LastOffset, po.FirstOffset
+		if fromMs >= 0 {
+			// One offset: that of the first record at or after From, or -1
+			// when there is none.
+			start = -1
+			for off := range po.Offsets {
+				start = off
+			}
+			if start < 0 {
+				start = end
+			}
+		}
+		if end < 0 || start < 0 {
+			return nil, fmt.Errorf("ingest: kafka %s/%d: broker listed offsets %d..%d", cfg.Topic, p, start, end)
+		}
+		// A record produced between the two look-ups may put start past end.
+		if start < end {
+			parts = append(parts, kafkaPartitionRange{partition: p, start: start, end: end})
+		}
+	}
+	return parts, nil
+}
+
+// ceilMillis is t in milliseconds since the epoch, rounded up.
+func ceilMillis(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
+// dialerTransport returns a transport that connects as d does (nil:
+// kafka.DefaultDialer): its dial function or settings, resolver, timeout,
+// client id, TLS and SASL.
+func dialerTransport(d *kafka.Dialer) *kafka.Transport {
+	if d == nil {
+		d = kafka.DefaultDialer
+	}
+	dial := d.DialFunc
+	if dial == nil {
+		dial = (&net.Dialer{LocalAddr: d.LocalAddr, FallbackDelay: d.FallbackDelay, KeepAlive: d.KeepAlive}).DialContext
+	}
+	resolver := d.Resolver
+	return &kafka.Transport{
+		Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+			if resolver != nil {
+				// As kafka.Dialer does: the first address found, with the
+				// given port unless there is none.
+				host, port, err := net.SplitHostPort(address)
+				if err != nil {
+					host, port = address, ""
+				}
+				addrs, err := resolver.LookupHost(ctx, host)
+				if err != nil {
+					return nil, fmt.Errorf("resolving %s: %w", host, err)
+				}
+				if len(addrs) > 0 {
+					rhost, rport, err := net.SplitHostPort(addrs[0])
+					if err != nil {
+						rhost, rport = addrs[0], ""
+					}
+					if port == "" {
+						port = rport
+					}
+					address = net.JoinHostPort(rhost, port)
+				}
+			}
+			return dial(ctx, network, address)
+		},
+		DialTimeout: d.Timeout,
+		ClientID:    d.ClientID,
+		TLS:         d.TLS,
+		SASL:        d.SASLMechanism,
+	}
+}
+
+// rangeReaderConfig is the configuration of the reader of one partition.
+func rangeReaderConfig(cfg KafkaRangeConfig, opts Options, partition int) kafka.ReaderConfig {
+	logger := opts.Logger
+	return kafka.ReaderConfig{
+		Brokers:   cfg.Brokers,
+		Topic:     cfg.Topic,
+		Partition: partition,
+		Dialer:    cfg.Dialer,
+		MinBytes:  cfg.MinBytes,
+		MaxBytes:  cfg.MaxBytes,
+		MaxWait:   cfg.MaxWait,
+		// No lag polling: nothing reads it.
+		ReadLagInterval: -1,
+		// The queue of fetched messages need not outgrow a batch.
+		QueueCapacity: min(opts.BatchSize, 1024),
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			logger.Warn("ingest: kafka: "+fmt.Sprintf(msg, args...), "topic", cfg.Topic, "partition", partition)
+		}),
+	}
+}
+
+// Next returns the next batch of at most Options.BatchSize messages, or
+// io.EOF once every partition was read up to its end offset; an empty
+// range gives io.EOF at once.
+//
+// Partitions are read one after the other in partition order, each in
+// offset order from its start offset to its end offset, and a batch may
+// hold the end of one partition and the start of the next: every batch
+// but the last holds exactly Options.BatchSize messages (records plus
+// rejects), unless ctx ends or a fetch fails while it is filled. Since
+// Kafka timestamps need not grow with offsets, a message whose timestamp
+// is not in [From, To) is skipped wherever it is met, and reading a
+// partition stops only at its end offset.
+//
+// Batch.Source is the topic, Batch.Rows holds each record row's offset
+// (within its message's partition), and every message that cannot be
+// decoded is a reject with Source "topic/partition", Row its offset and
+// Payload its value. Batch.Ack is nil: nothing is committed.
+//
+// When ctx is done before a message is fetched, Next returns ctx's error
+// (wrapped); when it is done while a batch is being filled, the messages
+// taken so far are returned first, and a later Next goes on from there.
+func (s *KafkaRangeSource) Next(ctx context.Context) (Batch, error) {
+	if s.closed {
+		return Batch{}, io.EOF
+	}
+	if err := s.pending; err != nil {
+		s.pending = nil
+		return Batch{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Batch{}, fmt.Errorf("ingest: kafka %s: %w", s.cfg.Topic, err)
+	}
+	msgs := s.msgs[:0]
+	for len(msgs) < s.opts.BatchSize && s.cur < len(s.parts) {
+		m, err := s.fetch(ctx)
+		if err != nil {
+			if len(msgs) == 0 {
+				return Batch{}, err
+			}
+			if ctx.Err() == nil {
+				s.pending = err
+			}
+			break
+		}
+		if m.Offset < s.parts[s.cur].end && s.cfg.inRange(m.Time) {
+			msgs = append(msgs, m)
+		}
+		if m.Offset >= s.parts[s.cur].end-1 {
+			s.nextPartition()
+		}
+	}
+	if len(msgs) == 0 {
+		return Batch{}, io.EOF
+	}
+	b := decodeKafkaBatch(s.dec, s.rb, s.cfg.Topic, msgs)
+	// Forget the values: the rejects keep theirs.
+	clear(msgs)
+	s.msgs = msgs[:0]
+	return b, nil
+}
+
+// fetch returns the next message of the partition being read, opening its
+// reader at the partition's start offset first if need be.
+func (s *KafkaRangeSource) fetch(ctx context.Context) (kafka.Message, error) {
+	p := &s.parts[s.cur]
+	if s.reader == nil {
+		r := kafka.NewReader(rangeReaderConfig(s.cfg, s.opts, p.partition))
+		if err := r.SetOffset(p.start); err != nil {
+			r.Close()
+			return kafka.Message{}, fmt.Errorf("ingest: kafka %s/%d: seeking offset %d: %w", s.cfg.Topic, p.partition, p.start, err)
+		}
+		s.reader = r
+	}
+	m, err := s.reader.FetchMessage(ctx)
+	if err != nil {
+		return kafka.Message{}, fmt.Errorf("ingest: kafka %s/%d: %w", s.cfg.Topic, p.partition, err)
+	}
+	return m, nil
+}
+
+// nextPartition moves on from the partition read up to its end. Its
+// reader is closed in the background: closing waits for the fetch under
+// way, which the broker holds up to MaxWait for data past the end.
+func (s *KafkaRangeSource) nextPartition() {
+	r, p := s.reader, s.parts[s.cur].partition
+	s.reader = nil
+	s.cur++
+	s.closing.Go(func() {
+		if err := s.closeReader(r, p); err != nil {
+			s.closeMu.Lock()
+			s.closeErr = errors.Join(s.closeErr, err)
+			s.closeMu.Unlock()
+		}
+	})
+}
+
+func (s *KafkaRangeSource) closeReader(r *kafka.Reader, partition int) error {
+	if err := r.Close(); err != nil {
+		return fmt.Errorf("ingest: kafka %s/%d: closing: %w", s.cfg.Topic, partition, err)
+	}
+	return nil
+}
+
+// Close closes the connections, waiting for the fetches under way (up to
+// MaxWait), and frees the builder; Next then returns io.EOF. Closing twice
+// is a no-op.
+func (s *KafkaRangeSource) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.rb.Release()
+	s.msgs = nil
+	var err error
+	if s.reader != nil {
+		err = s.closeReader(s.reader, s.parts[s.cur].partition)
+		s.reader = nil
+	}
+	s.closing.Wait()
+	return errors.Join(s.closeErr, err)
+}
