@@ -45,8 +45,8 @@ func commands() []command {
 	return []command{
 		{"demo", "mvml demo [--rows N] [--classes C] [--data-seed S] [--keep DIR] [fit flags]",
 			"train and score on a generated multi-view data set (no files, no network)", runDemo},
-		{"train", "mvml train --input FILE... --views SPEC --model OUT.mvml [fit flags]",
-			"train a model on labelled files and write it atomically", runTrain},
+		{"train", "mvml train --input FILE... | --brokers HOST:PORT --topic T [--from TIME] [--to TIME] --views SPEC --model OUT.mvml [fit flags]",
+			"train a model on labelled files or a time range of a Kafka topic, and write it atomically", runTrain},
 		{"score", "mvml score --input FILE... --model M.mvml --output OUT.parquet|OUT.jsonl|- [--on-error fail|skip] [--rejects F] [--contributions]",
 			"score files into Parquet or JSON Lines, in input order", runScore},
 		{"eval", "mvml eval --input FILE... --model M.mvml [--json]",

@@ -275,3 +275,56 @@ func TestServeKafkaWithKcat(t *testing.T) {
 		t.Errorf("kcat read dead letters %q: want the bad record with an mvml-reason header", dead)
 	}
 }
+
+// A retraining job on a time range of a topic: the records produced in the
+// window train the same model as the same rows from a file, in memory and
+// streamed.
+func TestTrainFromKafkaRange(t *testing.T) {
+	dir := t.TempDir()
+	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
+	_, otherCSV := fixture(t, dir, "other.csv", classSpec, 40, 9, nil)
+	cluster := kafkatest.Start(t, 1, "records")
+	window := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var msgs []kafkatest.Message
+	for _, v := range csvMessages(t, otherCSV, true)[:20] { // before the window
+		msgs = append(msgs, kafkatest.Message{Value: v, Time: window.Add(-time.Hour)})
+	}
+	for i, v := range csvMessages(t, trainCSV, true) {
+		msgs = append(msgs, kafkatest.Message{Value: v, Time: window.Add(time.Duration(i) * time.Second)})
+	}
+	for _, v := range csvMessages(t, otherCSV, true)[20:] { // after it
+		msgs = append(msgs, kafkatest.Message{Value: v, Time: window.Add(24 * time.Hour)})
+	}
+	cluster.Produce(t, "records", msgs...)
+
+	fromFile, _ := mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", filepath.Join(dir, "file.mvml"), "--landmarks", "30")
+	kafkaArgs := []string{"train", "--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--views", specPath,
+		"--from", window.Format(time.RFC3339), "--to", window.Add(time.Hour).Format(time.RFC3339), "--landmarks", "30"}
+	fromKafka, _ := mustRun(t, append(kafkaArgs, "--model", filepath.Join(dir, "kafka.mvml"))...)
+	version := func(out string) string { return strings.Fields(out)[1] }
+	if version(fromKafka) != version(fromFile) || !strings.Contains(fromKafka, "150 rows") {
+		t.Errorf("from Kafka: %q\nfrom the file: %q\nwant the same model on the same 150 rows", fromKafka, fromFile)
+	}
+	streamed, _ := mustRun(t, append(kafkaArgs, "--model", filepath.Join(dir, "streamed.mvml"), "--stream")...)
+	if !strings.Contains(streamed, "150 rows") {
+		t.Errorf("streamed from Kafka: %q, want 150 rows", streamed)
+	}
+	all, _ := mustRun(t, "train", "--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--views", specPath,
+		"--model", filepath.Join(dir, "all.mvml"), "--landmarks", "30")
+	if !strings.Contains(all, "190 rows") {
+		t.Errorf("whole topic: %q, want 190 rows", all)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--input", trainCSV, "--topic", "records", "--brokers", "b:1", "--views", specPath, "--model", "m"}, "not both"},
+		{[]string{"train", "--input", trainCSV, "--from", "24h", "--views", specPath, "--model", "m"}, "--from and --to select records"},
+		{[]string{"train", "--topic", "records", "--views", specPath, "--model", "m"}, "--brokers is required"},
+		{append(kafkaArgs[:len(kafkaArgs):len(kafkaArgs)], "--from", "yesterday", "--model", "m"), `--from "yesterday"`},
+	} {
+		if code, _, stderr := mvml(t, tc.args...); code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("mvml %v: exit %d, stderr %q, want usage error %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

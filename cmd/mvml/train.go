@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/mvml/mvml/eval"
+	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
 )
@@ -21,16 +24,47 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	gridFolds := fs.Int("grid-folds", eval.DefaultInnerFolds, "number of folds choosing the --grid values")
 	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics")
 	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
+	brokers := fs.String("brokers", "", "train on the labelled records of a Kafka topic instead of files: bootstrap `HOST:PORT` list, comma-separated")
+	topic := fs.String("topic", "", "Kafka `TOPIC` of JSON records to train on (with --brokers)")
+	from := fs.String("from", "", "with --topic, the `TIME` of the first record: RFC 3339, or a duration before now such as 24h (default: the oldest kept)")
+	to := fs.String("to", "", "with --topic, records from this `TIME` on are left out: RFC 3339 or a duration before now (default: the end of the topic when the job starts)")
 	read := registerRead(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := required("input", inputs.String(), "views", *specPath, "model", *out); err != nil {
+	fromKafka := *brokers != "" || *topic != ""
+	switch {
+	case fromKafka && len(inputs) > 0:
+		return usagef("give either --input files or --brokers and --topic, not both")
+	case fromKafka:
+		if err := required("brokers", *brokers, "topic", *topic); err != nil {
+			return err
+		}
+	case *from != "" || *to != "":
+		return usagef("--from and --to select records of a Kafka --topic")
+	default:
+		if err := required("input", inputs.String()); err != nil {
+			return err
+		}
+	}
+	if err := required("views", *specPath, "model", *out); err != nil {
 		return err
 	}
 	spec, err := schemas.LoadViewSpec(*specPath)
 	if err != nil {
 		return err
+	}
+	var source pipeline.SourceFunc
+	if fromKafka {
+		rng := ingest.KafkaRangeConfig{Brokers: strings.Split(*brokers, ","), Topic: *topic}
+		now := time.Now()
+		if rng.From, err = parseTime("from", *from, now); err != nil {
+			return err
+		}
+		if rng.To, err = parseTime("to", *to, now); err != nil {
+			return err
+		}
+		source = kafkaRange(spec, rng)
 	}
 	cfg, err := fit.config(len(spec.Views))
 	if err != nil {
@@ -43,7 +77,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	bar := a.progress("train: reading", "rows", estimateTotal(a, inputs))
 	defer bar.finish()
 	opts.Progress = bar.rowsFunc()
-	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Config: cfg, Grid: grid, GridFolds: *gridFolds,
+	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
 		Stream: *stream, SampleRows: *sampleRows, Output: *out, Options: opts,
 		OnLoaded: func(rows int) {
 			bar.finish()
@@ -57,6 +91,40 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",
 		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, *out)
 	return nil
+}
+
+// kafkaRange opens the records of a time range of a topic; a second
+// opening (the second pass of --stream) reads exactly the offsets the
+// first one resolved, whatever arrived since.
+func kafkaRange(spec *schemas.ViewSpec, cfg ingest.KafkaRangeConfig) pipeline.SourceFunc {
+	var first *ingest.KafkaRangeSource
+	return func(ctx context.Context, opts ingest.Options) (ingest.Source, error) {
+		if first != nil {
+			return first.Reopen(), nil
+		}
+		src, err := ingest.NewKafkaRange(ctx, spec, cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		first = src
+		return src, nil
+	}
+}
+
+// parseTime reads --from or --to: empty (the zero time), an RFC 3339
+// time, or a duration meaning that long before now.
+func parseTime(name, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, usagef("--%s %q: want an RFC 3339 time (2026-11-25T00:00:00Z) or a duration before now (24h)", name, s)
+	}
+	return now.Add(-d), nil
 }
 
 // estimateTotal is the row count a progress bar shows, when one is shown.
