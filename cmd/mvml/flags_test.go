@@ -129,3 +129,26 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTime(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"", time.Time{}, true},
+		{"2026-11-25T08:30:00Z", time.Date(2026, 11, 25, 8, 30, 0, 0, time.UTC), true},
+		{"2026-11-25T08:30:00+01:00", time.Date(2026, 11, 25, 7, 30, 0, 0, time.UTC), true},
+		{"24h", now.Add(-24 * time.Hour), true},
+		{"90m", now.Add(-90 * time.Minute), true},
+		{"-1h", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"2026-11-25", time.Time{}, false},
+	} {
+		got, err := parseTime("from", tc.in, now)
+		if (err == nil) != tc.ok || !got.Equal(tc.want) {
+			t.Errorf("parseTime(%q) = %v, %v; want %v (ok %t)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
