@@ -170,10 +170,10 @@ type refitResult struct {
 }
 
 // Run serves until ctx is cancelled (it then returns nil, after finishing
-// the batch in hand within the shutdown grace), the source ends (nil,
-// once a refit in flight has finished and been put in service) or fails,
-// or a sink fails (an error; the batch in hand is not acknowledged). A failed refit is logged and counted, and the old model
-// stays in service.
+// the batch in hand within the shutdown grace), the source ends (nil, once
+// a refit in flight has finished and been put in service) or fails, or a
+// sink fails (an error; the batch in hand is not acknowledged). A failed
+// refit is logged and counted, and the old model stays in service.
 func (s *Service) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("serve: already running")
