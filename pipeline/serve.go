@@ -209,18 +209,24 @@ func (s *Service) Run(ctx context.Context) error {
 	defer stopFetching()
 	scorer := newBatchScorer(s.Model(), s.schema, s.cfg.Allocator)
 	for {
-		select {
-		case r := <-refitDone:
-			busy = false
-			s.adopt(r)
-		default:
+		// A refit that ends while the source is idle goes into service
+		// at once, not with the next batch.
+		var f fetchResult
+		var ok bool
+		for waiting := true; waiting; {
+			select {
+			case r := <-refitDone:
+				busy = false
+				s.adopt(r)
+			case f, ok = <-fetched:
+				waiting = false
+			}
+		}
+		if !ok { // the fetcher saw ctx done
+			return finish(nil, false)
 		}
 		if m := s.Model(); m != scorer.model {
 			scorer = newBatchScorer(m, s.schema, s.cfg.Allocator)
-		}
-		f, ok := <-fetched
-		if !ok { // the fetcher saw ctx done
-			return finish(nil, false)
 		}
 		b, err := f.batch, f.err
 		switch {

@@ -142,6 +142,7 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	classes := fs.Int("classes", 3, "number of classes, 2 to 4")
 	dataSeed := fs.Uint64("data-seed", 1, "seed of the generated data")
 	keep := fs.String("keep", "", "write the files into `DIR` and keep them (default: a temporary directory, removed at the end)")
+	withKafka := fs.Bool("kafka", true, "then serve the test rows through Kafka on an in-process broker, as `mvml serve` does")
 	fit := registerFit(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -218,7 +219,13 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	return printDemo(a.stdout, m, mvml, single, counts, scoresPath)
+	if err := printDemo(a.stdout, m, mvml, single, counts, scoresPath); err != nil {
+		return err
+	}
+	if !*withKafka {
+		return nil
+	}
+	return demoKafka(ctx, a.stdout, m, data.slice(split, *rows))
 }
 
 func demoAccuracy(ctx context.Context, m *model.Model, path string, opts pipeline.Options) (float64, error) {

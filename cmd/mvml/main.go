@@ -43,8 +43,8 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"demo", "mvml demo [--rows N] [--classes C] [--data-seed S] [--keep DIR] [fit flags]",
-			"train and score on a generated multi-view data set (no files, no network)", runDemo},
+		{"demo", "mvml demo [--rows N] [--classes C] [--data-seed S] [--keep DIR] [--kafka=false] [fit flags]",
+			"train and score on a generated multi-view data set, then serve it through Kafka on an in-process broker (no files, no network)", runDemo},
 		{"train", "mvml train --input FILE... | --brokers HOST:PORT --topic T [--from TIME] [--to TIME] --views SPEC --model OUT.mvml [fit flags]",
 			"train a model on labelled files or a time range of a Kafka topic, and write it atomically", runTrain},
 		{"score", "mvml score --input FILE... --model M.mvml --output OUT.parquet|OUT.jsonl|- [--on-error fail|skip] [--rejects F] [--contributions]",

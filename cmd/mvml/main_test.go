@@ -382,7 +382,8 @@ func TestDemoShort(t *testing.T) {
 	// A kernel flag also reaches the single-view models, which have one
 	// view where the demo's spec has three.
 	stdout, _ := mustRun(t, "demo", "--rows", "150", "--keep", dir, "--sigma", "median")
-	for _, want := range []string{"MVML, all views", "view plain alone", "view warped alone", "view importance", "scores.parquet"} {
+	for _, want := range []string{"MVML, all views", "view plain alone", "view warped alone", "view importance", "scores.parquet",
+		`= 50 scored into "scores" + 2 dead-lettered`, `dead letter: view "sheared" has 1 values, want 2`, "refits while serving: 1,"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)
 		}
