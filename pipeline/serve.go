@@ -109,6 +109,11 @@ type Service struct {
 	schema  *arrow.Schema
 	current atomic.Pointer[model.Model]
 	running atomic.Bool
+	// swaps hands models given to Swap to the serving loop; stopped is
+	// closed when Run returns.
+	swaps   chan swapRequest
+	stopped chan struct{}
+	started atomic.Bool
 
 	in, scored, deadLettered, labelled, batches, refits, refitFailures atomic.Int64
 }
@@ -146,7 +151,8 @@ func NewService(cfg ServeConfig) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, schema: schemas.OutputSchema(cfg.Model.Outputs(), len(cfg.Model.Spec.Views), cfg.Contributions)}
+	s := &Service{cfg: cfg, schema: schemas.OutputSchema(cfg.Model.Outputs(), len(cfg.Model.Spec.Views), cfg.Contributions),
+		swaps: make(chan swapRequest), stopped: make(chan struct{})}
 	s.current.Store(cfg.Model)
 	return s, nil
 }
@@ -167,19 +173,68 @@ func (s *Service) Stats() ServeStats {
 type refitResult struct {
 	model *model.Model
 	err   error
+	// base is the model whose features the refit's statistics were
+	// gathered on: a refit of a model since swapped out is dropped.
+	base *model.Model
+}
+
+// swapRequest is a model given to Swap, and where its verdict goes.
+type swapRequest struct {
+	model *model.Model
+	done  chan error
+}
+
+// Swap puts m in service in place of the current model, between two
+// batches, for instance the model a scheduled retraining job has just
+// published. m must read the same views (the same view spec fingerprint)
+// and give as many outputs. The refit statistics gathered so far belong to
+// the old model's features, so they start again, empty, on m's; a refit
+// under way is dropped. Swap returns once m is in service, or with an
+// error when m does not fit, Run is not running, or ctx ends first.
+func (s *Service) Swap(ctx context.Context, m *model.Model) error {
+	cur := s.Model()
+	switch {
+	case m == nil:
+		return errors.New("serve: swap: no model")
+	case m.Spec.Fingerprint() != cur.Spec.Fingerprint():
+		return fmt.Errorf("serve: swap: model %s reads other views than model %s in service", m.Version, cur.Version)
+	case m.Outputs() != cur.Outputs():
+		return fmt.Errorf("serve: swap: model %s gives %d outputs, the one in service %d", m.Version, m.Outputs(), cur.Outputs())
+	case !s.running.Load():
+		return errors.New("serve: swap: the service is not running")
+	}
+	req := swapRequest{model: m, done: make(chan error, 1)}
+	select {
+	case s.swaps <- req:
+	case <-s.stopped:
+		return errors.New("serve: swap: the service has stopped")
+	case <-ctx.Done():
+		return fmt.Errorf("serve: swap: %w", ctx.Err())
+	}
+	return <-req.done
 }
 
 // Run serves until ctx is cancelled (it then returns nil, after finishing
 // the batch in hand within the shutdown grace), the source ends (nil, once
 // a refit in flight has finished and been put in service) or fails, or a
 // sink fails (an error; the batch in hand is not acknowledged). A failed
-// refit is logged and counted, and the old model stays in service.
+// refit is logged and counted, and the old model stays in service. A
+// Service runs once.
 func (s *Service) Run(ctx context.Context) error {
-	if !s.running.CompareAndSwap(false, true) {
-		return errors.New("serve: already running")
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("serve: Run was called before")
 	}
-	defer s.running.Store(false)
+	s.running.Store(true)
+	defer func() {
+		s.running.Store(false)
+		close(s.stopped)
+	}()
 
+	busy := false
+	base := s.cfg.Model // the model whose features acc gathers on
+	acc := base.NewAccumulator()
+	sinceRefit := 0
+	lastRefit := time.Now()
 	var refitting sync.WaitGroup
 	refitCtx, stopRefits := context.WithCancel(ctx)
 	refitDone := make(chan refitResult, 1)
@@ -193,17 +248,13 @@ func (s *Service) Run(ctx context.Context) error {
 		stopRefits()
 		select {
 		case r := <-refitDone:
-			if !errors.Is(r.err, context.Canceled) {
+			if r.base == base && !errors.Is(r.err, context.Canceled) {
 				s.adopt(r)
 			}
 		default:
 		}
 		return err
 	}
-	busy := false
-	acc := s.cfg.Model.NewAccumulator()
-	sinceRefit := 0
-	lastRefit := time.Now()
 
 	fetched, stopFetching := s.prefetch(ctx)
 	defer stopFetching()
@@ -217,7 +268,14 @@ func (s *Service) Run(ctx context.Context) error {
 			select {
 			case r := <-refitDone:
 				busy = false
-				s.adopt(r)
+				if r.base == base {
+					s.adopt(r)
+				}
+			case req := <-s.swaps:
+				s.current.Store(req.model)
+				base, acc, sinceRefit = req.model, req.model.NewAccumulator(), 0
+				s.cfg.Logger.Info("model swapped in", "version", req.model.Version)
+				req.done <- nil
 			case f, ok = <-fetched:
 				waiting = false
 			}
@@ -248,13 +306,13 @@ func (s *Service) Run(ctx context.Context) error {
 		due := s.cfg.Refit.Rows > 0 && sinceRefit >= s.cfg.Refit.Rows ||
 			s.cfg.Refit.Interval > 0 && sinceRefit > 0 && time.Since(lastRefit) >= s.cfg.Refit.Interval
 		if s.cfg.Refit.enabled() && due && !busy && acc.Rows() >= s.cfg.Refit.MinRows {
-			snapshot := s.cfg.Model.NewAccumulator()
+			snapshot := base.NewAccumulator()
 			if err := snapshot.Merge(acc); err != nil {
 				return finish(fmt.Errorf("serve: %w", err), false)
 			}
 			acc.Decay(s.cfg.Refit.Decay)
 			busy, sinceRefit, lastRefit = true, 0, time.Now()
-			refitting.Go(func() { refitDone <- s.refit(refitCtx, snapshot) })
+			refitting.Go(func() { refitDone <- s.refit(refitCtx, base, snapshot) })
 		}
 	}
 }
@@ -381,8 +439,9 @@ func labelledRows(rec arrow.Record, spec *schemas.ViewSpec, skip []bool) ([]*mat
 	return views, labels
 }
 
-// refit fits a model on snapshot and hands it to OnRefit.
-func (s *Service) refit(ctx context.Context, snapshot *model.Accumulator) refitResult {
+// refit fits a model on snapshot, gathered on base's features, and hands
+// it to OnRefit.
+func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.Accumulator) refitResult {
 	fit := s.Model().Config.Fit
 	if s.cfg.Refit.Fit != nil {
 		fit = *s.cfg.Refit.Fit
@@ -395,10 +454,10 @@ func (s *Service) refit(ctx context.Context, snapshot *model.Accumulator) refitR
 		}
 	}
 	if err != nil {
-		return refitResult{err: err}
+		return refitResult{err: err, base: base}
 	}
 	s.cfg.Logger.Info("refitted", "rows", snapshot.Rows(), "seconds", time.Since(start).Seconds(), "version", m.Version)
-	return refitResult{model: m}
+	return refitResult{model: m, base: base}
 }
 
 // adopt puts a refitted model in service, or counts the failure.

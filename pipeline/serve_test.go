@@ -266,3 +266,87 @@ func TestNewServiceErrors(t *testing.T) {
 		t.Errorf("valid config: %v", err)
 	}
 }
+
+// chanSource yields the batches sent on it, like a topic fed by a test.
+type chanSource chan ingest.Batch
+
+func (c chanSource) Next(ctx context.Context) (ingest.Batch, error) {
+	select {
+	case b, ok := <-c:
+		if !ok {
+			return ingest.Batch{}, io.EOF
+		}
+		return b, nil
+	case <-ctx.Done():
+		return ingest.Batch{}, ctx.Err()
+	}
+}
+
+func (c chanSource) Close() error { return nil }
+
+// A model published by a retraining job replaces the one in service
+// between two batches; refits then gather on its features.
+func TestServeSwap(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	spec := testSpec(t)
+	d := makeData(spec, 400, 5)
+	m1 := trainTestModel(t, spec, makeData(spec, 150, 1))
+	m2 := trainTestModel(t, spec, makeData(spec, 150, 2))
+	src := make(chanSource)
+	var out bytes.Buffer
+	var refitted []*model.Model
+	svc, err := NewService(ServeConfig{Model: m1, Source: src, Output: sink.NewJSONL(&out), DeadLetters: sink.NewRejects(io.Discard),
+		Refit:     RefitPolicy{Rows: 100},
+		OnRefit:   func(_ context.Context, m *model.Model) error { refitted = append(refitted, m); return nil },
+		Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := svc.Swap(ctx, m2); err == nil {
+		t.Error("Swap before Run: no error")
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	send := func(lo, hi int) {
+		rows := make([]int64, hi-lo)
+		src <- ingest.Batch{Record: inputRecord(mem, spec, d, lo, hi), Source: "test", Rows: rows}
+	}
+	send(0, 50)
+	other, err := schemas.ParseViewSpec([]byte(`{"task": "classification", "views": [{"name": "a", "prefix": "a_", "dim": 2}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alien := trainTestModel(t, other, &dataset{ids: d.ids[:60], labels: d.labels[:60], views: [][]float64{d.views[0][:120]}, dims: []int{2}})
+	if err := svc.Swap(ctx, alien); err == nil || !strings.Contains(err.Error(), "other views") {
+		t.Errorf("Swap of a model of other views: %v", err)
+	}
+	if err := svc.Swap(ctx, m2); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Model() != m2 {
+		t.Fatal("the swapped model is not in service")
+	}
+	send(50, 160) // 110 labelled rows on m2's features: a refit
+	close(src)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Swap(ctx, m1); err == nil {
+		t.Error("Swap after Run: no error")
+	}
+	versions := map[string]int{}
+	for _, l := range decodeLines[serveLine](t, out.Bytes()) {
+		versions[l.Version]++
+	}
+	if versions[m1.Version] != 50 || versions[m2.Version] != 110 {
+		t.Errorf("rows per model version %v: want 50 by %s and 110 by %s", versions, m1.Version, m2.Version)
+	}
+	if len(refitted) != 1 || svc.Model() != refitted[0] || refitted[0].Features != m2.Features {
+		t.Errorf("%d refits; want one on the swapped model's features, in service", len(refitted))
+	}
+	if st := svc.Stats(); st.In != 160 || st.Scored != 160 || st.Labelled != 160 {
+		t.Errorf("stats %+v", st)
+	}
+}
