@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -35,6 +36,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
 	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz and /metrics; empty means no HTTP server")
+	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	read := registerRead(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -85,6 +87,15 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return errors.Join(err, src.Close(), out.Close(), dead.Close())
 	}
+	if *reload > 0 {
+		watchCtx, stopWatching := context.WithCancel(ctx)
+		watching := make(chan struct{})
+		go func() {
+			defer close(watching)
+			watchModel(watchCtx, a, svc, *modelPath, *reload)
+		}()
+		defer func() { stopWatching(); <-watching }()
+	}
 	err = serveWithHTTP(ctx, a, svc, *httpAddr)
 	st := svc.Stats()
 	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d; %d labelled, %d refits (%d failed), model %s\n",
@@ -114,6 +125,39 @@ func serveWithHTTP(ctx context.Context, a *app, svc *pipeline.Service, addr stri
 		err = errors.Join(err, serveErr)
 	}
 	return errors.Join(runErr, err)
+}
+
+// watchModel checks path every interval and swaps in the model found there
+// when the file changed and holds another version than the one in service.
+// A file that cannot be read or does not fit is logged, and the service
+// keeps its model.
+func watchModel(ctx context.Context, a *app, svc *pipeline.Service, path string, interval time.Duration) {
+	last, _ := os.Stat(path)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		info, err := os.Stat(path)
+		if err != nil || last != nil && info.ModTime().Equal(last.ModTime()) && info.Size() == last.Size() {
+			continue
+		}
+		last = info
+		m, err := pipeline.LoadModel(path)
+		if err != nil {
+			a.log.Error("model file changed but cannot be served", "err", err)
+			continue
+		}
+		if m.Version == svc.Model().Version {
+			continue
+		}
+		if err := svc.Swap(ctx, m); err != nil {
+			a.log.Error("model file changed but cannot be served", "path", path, "err", err)
+		}
+	}
 }
 
 // saveToStore writes m as DIR/VERSION.mvml and then replaces

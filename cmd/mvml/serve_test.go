@@ -328,3 +328,42 @@ func TestTrainFromKafkaRange(t *testing.T) {
 		}
 	}
 }
+
+// A retraining job writes a new model over the served file; `serve
+// --reload-interval` puts it in service without a restart.
+func TestServeReloadsModel(t *testing.T) {
+	dir := t.TempDir()
+	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
+	_, newCSV := fixture(t, dir, "new.csv", classSpec, 150, 5, nil)
+	_, streamCSV := fixture(t, dir, "stream.csv", classSpec, 40, 2, nil)
+	modelPath := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	old, err := pipeline.LoadModel(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := kafkatest.Start(t, 1, "records", "scores", "dead")
+	msgs := csvMessages(t, streamCSV, false)
+	cluster.ProduceValues(t, "records", msgs[:20]...)
+	srv := startServe("--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--output-topic", "scores",
+		"--dead-letter-topic", "dead", "--model", modelPath, "--max-wait", "20ms", "--http", "", "--reload-interval", "20ms")
+	srv.waitFor(t, "the first records", func() bool { return len(cluster.ConsumeAll(t, "scores")) == 20 })
+	mustRun(t, "train", "--input", newCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	srv.waitFor(t, "the new model in service", func() bool { return strings.Contains(srv.stderr.String(), "model swapped in") })
+	cluster.ProduceValues(t, "records", msgs[20:]...)
+	srv.waitFor(t, "the later records", func() bool { return len(cluster.ConsumeAll(t, "scores")) == 40 })
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("exit %d: %s", code, srv.stderr)
+	}
+	versions := map[string]int{}
+	for _, msg := range cluster.ConsumeAll(t, "scores") {
+		var s scoreMessage
+		if err := json.Unmarshal(msg.Value, &s); err != nil {
+			t.Fatal(err)
+		}
+		versions[s.Version]++
+	}
+	if versions[old.Version] != 20 || len(versions) != 2 {
+		t.Errorf("scores per model version %v: want 20 by the old model %s and 20 by the new one", versions, old.Version)
+	}
+}
