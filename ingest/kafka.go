@@ -51,29 +51,11 @@ type KafkaConfig struct {
 }
 
 func (c KafkaConfig) resolve() (KafkaConfig, error) {
-	switch {
-	case len(c.Brokers) == 0:
-		return c, errors.New("ingest: kafka: no brokers")
-	case c.Topic == "":
-		return c, errors.New("ingest: kafka: no topic")
-	case c.GroupID == "":
+	if c.GroupID == "" {
 		return c, errors.New("ingest: kafka: no consumer group (GroupID)")
-	case c.MaxWait < 0:
-		return c, fmt.Errorf("ingest: kafka: MaxWait %v must not be negative", c.MaxWait)
-	case c.MinBytes < 0 || c.MaxBytes < 0:
-		return c, fmt.Errorf("ingest: kafka: MinBytes %d and MaxBytes %d must not be negative", c.MinBytes, c.MaxBytes)
 	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultKafkaMaxWait
-	}
-	if c.MinBytes == 0 {
-		c.MinBytes = DefaultKafkaMinBytes
-	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultKafkaMaxBytes
-	}
-	if c.MinBytes > c.MaxBytes {
-		return c, fmt.Errorf("ingest: kafka: MinBytes %d exceeds MaxBytes %d", c.MinBytes, c.MaxBytes)
+	if err := resolveFetch(c.Brokers, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
+		return c, err
 	}
 	switch c.StartOffset {
 	case 0:
@@ -83,6 +65,34 @@ func (c KafkaConfig) resolve() (KafkaConfig, error) {
 		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want kafka.FirstOffset or kafka.LastOffset", c.StartOffset)
 	}
 	return c, nil
+}
+
+// resolveFetch checks the settings both Kafka sources share and fills in
+// their defaults.
+func resolveFetch(brokers []string, topic string, maxWait *time.Duration, minBytes, maxBytes *int) error {
+	switch {
+	case len(brokers) == 0:
+		return errors.New("ingest: kafka: no brokers")
+	case topic == "":
+		return errors.New("ingest: kafka: no topic")
+	case *maxWait < 0:
+		return fmt.Errorf("ingest: kafka: MaxWait %v must not be negative", *maxWait)
+	case *minBytes < 0 || *maxBytes < 0:
+		return fmt.Errorf("ingest: kafka: MinBytes %d and MaxBytes %d must not be negative", *minBytes, *maxBytes)
+	}
+	if *maxWait == 0 {
+		*maxWait = DefaultKafkaMaxWait
+	}
+	if *minBytes == 0 {
+		*minBytes = DefaultKafkaMinBytes
+	}
+	if *maxBytes == 0 {
+		*maxBytes = DefaultKafkaMaxBytes
+	}
+	if *minBytes > *maxBytes {
+		return fmt.Errorf("ingest: kafka: MinBytes %d exceeds MaxBytes %d", *minBytes, *maxBytes)
+	}
+	return nil
 }
 
 // KafkaSource reads JSON messages from a Kafka topic as a member of a

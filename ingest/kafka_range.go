@@ -47,29 +47,11 @@ type KafkaRangeConfig struct {
 }
 
 func (c KafkaRangeConfig) resolve() (KafkaRangeConfig, error) {
-	switch {
-	case len(c.Brokers) == 0:
-		return c, errors.New("ingest: kafka: no brokers")
-	case c.Topic == "":
-		return c, errors.New("ingest: kafka: no topic")
-	case c.MaxWait < 0:
-		return c, fmt.Errorf("ingest: kafka: MaxWait %v must not be negative", c.MaxWait)
-	case c.MinBytes < 0 || c.MaxBytes < 0:
-		return c, fmt.Errorf("ingest: kafka: MinBytes %d and MaxBytes %d must not be negative", c.MinBytes, c.MaxBytes)
-	case !c.From.IsZero() && !c.To.IsZero() && c.To.Before(c.From):
+	if err := resolveFetch(c.Brokers, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
+		return c, err
+	}
+	if !c.From.IsZero() && !c.To.IsZero() && c.To.Before(c.From) {
 		return c, fmt.Errorf("ingest: kafka %s: range ends (To %v) before it starts (From %v)", c.Topic, c.To, c.From)
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultKafkaMaxWait
-	}
-	if c.MinBytes == 0 {
-		c.MinBytes = DefaultKafkaMinBytes
-	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultKafkaMaxBytes
-	}
-	if c.MinBytes > c.MaxBytes {
-		return c, fmt.Errorf("ingest: kafka: MinBytes %d exceeds MaxBytes %d", c.MinBytes, c.MaxBytes)
 	}
 	return c, nil
 }
