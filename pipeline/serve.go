@@ -21,6 +21,10 @@ import (
 	"github.com/mvml/mvml/sink"
 )
 
+// commitCheckInterval is how often a Service asks an output that commits
+// (sink.Committer) whether it is due, while the source is idle.
+const commitCheckInterval = 100 * time.Millisecond
+
 // DefaultShutdownGrace is how long a cancelled Service may still take to
 // finish the batch in hand when ServeConfig.ShutdownGrace is 0.
 const DefaultShutdownGrace = 10 * time.Second
@@ -235,12 +239,26 @@ func (s *Service) Run(ctx context.Context) error {
 	acc := base.NewAccumulator()
 	sinceRefit := 0
 	lastRefit := time.Now()
+	// Batches are acknowledged once their outputs are durable: at once,
+	// or, for an output that commits (a directory of files), when it
+	// commits.
+	committer, _ := s.cfg.Output.(sink.Committer)
+	var pending []func(context.Context) error // the Acks of the batches written since (nil for sources without)
+	var commitCheck <-chan time.Time
+	if committer != nil {
+		t := time.NewTicker(commitCheckInterval)
+		defer t.Stop()
+		commitCheck = t.C
+	}
 	var refitting sync.WaitGroup
 	refitCtx, stopRefits := context.WithCancel(ctx)
 	refitDone := make(chan refitResult, 1)
 	// On the way out a refit in flight is cancelled, except at the end of
 	// a finite source, where its model is still worth having.
 	finish := func(err error, waitRefit bool) error {
+		if err == nil {
+			err = s.acknowledge(ctx, committer, &pending)
+		}
 		if !waitRefit {
 			stopRefits()
 		}
@@ -276,6 +294,12 @@ func (s *Service) Run(ctx context.Context) error {
 				base, acc, sinceRefit = req.model, req.model.NewAccumulator(), 0
 				s.cfg.Logger.Info("model swapped in", "version", req.model.Version)
 				req.done <- nil
+			case <-commitCheck:
+				if committer.Due() {
+					if err := s.acknowledge(ctx, committer, &pending); err != nil {
+						return finish(err, false)
+					}
+				}
 			case f, ok = <-fetched:
 				waiting = false
 			}
@@ -301,6 +325,12 @@ func (s *Service) Run(ctx context.Context) error {
 		n, err := s.handle(ctx, scorer, acc, b)
 		if err != nil {
 			return finish(err, false)
+		}
+		pending = append(pending, b.Ack)
+		if committer == nil || committer.Due() {
+			if err := s.acknowledge(ctx, committer, &pending); err != nil {
+				return finish(err, false)
+			}
 		}
 		sinceRefit += n
 		due := s.cfg.Refit.Rows > 0 && sinceRefit >= s.cfg.Refit.Rows ||
@@ -360,9 +390,9 @@ func (s *Service) prefetch(ctx context.Context) (results <-chan fetchResult, sto
 	}
 }
 
-// handle scores one batch, writes its outputs and dead letters, adds its
-// labelled rows to acc and acknowledges it. It returns the number of
-// labelled rows added. Once the batch is taken, cancellation of ctx gives
+// handle scores one batch, writes its outputs and dead letters and adds
+// its labelled rows to acc; the caller acknowledges it. It returns the
+// number of labelled rows added. Once the batch is taken, cancellation of ctx gives
 // it the shutdown grace to finish.
 func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (int, error) {
 	defer b.Record.Release()
@@ -400,16 +430,33 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 			}
 		}
 	}
-	if b.Ack != nil {
-		if err := b.Ack(ctx); err != nil {
-			return 0, fmt.Errorf("serve: acknowledge: %w", err)
-		}
-	}
 	s.scored.Add(scored)
 	s.deadLettered.Add(int64(len(bad)))
 	s.labelled.Add(int64(labelled))
-	s.batches.Add(1)
 	return labelled, nil
+}
+
+// acknowledge commits the output when it is a sink.Committer, then
+// acknowledges the batches written since the last time, in order. Like a
+// batch in hand, it gets the shutdown grace after cancellation.
+func (s *Service) acknowledge(ctx context.Context, committer sink.Committer, pending *[]func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
+	defer cancel()
+	if committer != nil {
+		if err := committer.Commit(ctx); err != nil {
+			return fmt.Errorf("serve: output: commit: %w", err)
+		}
+	}
+	for _, ack := range *pending {
+		if ack != nil {
+			if err := ack(ctx); err != nil {
+				return fmt.Errorf("serve: acknowledge: %w", err)
+			}
+		}
+		s.batches.Add(1)
+	}
+	*pending = (*pending)[:0]
+	return nil
 }
 
 // labelledRows gathers the rows of rec that have a label and are not

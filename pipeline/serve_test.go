@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -349,4 +350,52 @@ func TestServeSwap(t *testing.T) {
 	if st := svc.Stats(); st.In != 160 || st.Scored != 160 || st.Labelled != 160 {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+// With an output that commits (a directory of Parquet files), a batch is
+// acknowledged only once the file holding its scores is committed.
+func TestServeAcksAfterCommit(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 120, 1))
+	path := tempPath(t, "stream.csv")
+	writeCSV(t, path, spec, makeData(spec, 95, 3), nil)
+	inner, err := ingest.Open(context.Background(), spec, []string{path}, ingest.Options{BatchSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	src := &ackSource{Source: inner}
+	dir := t.TempDir()
+	out, err := sink.NewRollingParquet(dir, "scores", schemas.OutputSchema(m.Outputs(), len(spec.Views), false), sink.ParquetOptions{},
+		sink.RollingPolicy{Rows: 25, Every: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	committing := &commitSpy{RollingParquet: out, acked: &src.acked}
+	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: committing, DeadLetters: sink.NewRejects(io.Discard)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Files roll at 30, 60 and 90 rows; the last 5 rows are committed at
+	// the end of the input.
+	if want := [][]int{nil, {0, 1, 2}, {0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8}}; !slices.EqualFunc(committing.ackedAtCommit, want, slices.Equal) {
+		t.Errorf("batches acked when each file was committed: %v, want %v", committing.ackedAtCommit, want)
+	}
+	if len(src.acked) != 10 || len(out.Files()) != 4 || svc.Stats().Batches != 10 {
+		t.Errorf("%d batches acked, %d files, stats %+v: want 10, 4", len(src.acked), len(out.Files()), svc.Stats())
+	}
+}
+
+type commitSpy struct {
+	*sink.RollingParquet
+	acked         *[]int
+	ackedAtCommit [][]int
+}
+
+func (c *commitSpy) Commit(ctx context.Context) error {
+	c.ackedAtCommit = append(c.ackedAtCommit, slices.Clone(*c.acked))
+	return c.RollingParquet.Commit(ctx)
 }

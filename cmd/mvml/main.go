@@ -53,7 +53,7 @@ func commands() []command {
 			"score labelled files and print the metrics", runEval},
 		{"cv", "mvml cv --input FILE... --views SPEC --folds K --seed S [fit flags] [--grid NAME=V1,V2...] [--json]",
 			"estimate performance by (nested) cross-validation", runCV},
-		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT --dead-letter-topic DLQ --model M.mvml [--refit-rows N] [--model-dir DIR]",
+		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT|--output-dir DIR --dead-letter-topic DLQ --model M.mvml [--refit-rows N] [--model-dir DIR]",
 			"score a Kafka topic as a consumer group, refit on labelled records and swap the model", runServe},
 		{"inspect", "mvml inspect --model M.mvml [--plot OUT.png]",
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},

@@ -315,6 +315,7 @@ func TestUsageErrors(t *testing.T) {
 		{"few folds", []string{"cv", "--input", data, "--views", spec, "--folds", "1"}, exitUsage, "at least 2"},
 		{"serve without brokers", []string{"serve", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq", "--model", "m"}, exitUsage, "--brokers is required"},
 		{"serve without dead letters", []string{"serve", "--brokers", "localhost:9092", "--topic", "in", "--output-topic", "out", "--model", "m"}, exitUsage, "--dead-letter-topic is required"},
+		{"serve two outputs", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--output-dir", "d", "--dead-letter-topic", "dlq", "--model", "m"}, exitUsage, "one of --output-topic and --output-dir"},
 		{"serve bad decay", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq", "--model", "m", "--decay", "0"}, exitUsage, "--decay 0"},
 		{"serve missing model", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq", "--model", filepath.Join(dir, "none.mvml")}, exitError, "none.mvml"},
 		{"missing spec file", []string{"cv", "--input", data, "--views", filepath.Join(dir, "none.json")}, exitError, "none.json"},

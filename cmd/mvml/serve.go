@@ -16,6 +16,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -24,7 +25,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	brokers := fs.String("brokers", "", "Kafka bootstrap `HOST:PORT` list, comma-separated (required)")
 	topic := fs.String("topic", "", "input `TOPIC` of JSON records (required)")
 	group := fs.String("group", "mvml", "consumer `GROUP`; its committed offsets say where a restart resumes")
-	outTopic := fs.String("output-topic", "", "`TOPIC` receiving one JSON score per record, keyed by id (required)")
+	outTopic := fs.String("output-topic", "", "`TOPIC` receiving one JSON score per record, keyed by id (this or --output-dir is required)")
+	outDir := fs.String("output-dir", "", "`DIR` receiving the scores as Parquet files instead of a topic; records are committed once their file is")
+	rollRows := fs.Int64("roll-rows", sink.DefaultRollRows, "with --output-dir, the most rows of one file")
+	rollEvery := fs.Duration("roll-interval", sink.DefaultRollEvery, "with --output-dir, the longest a file stays open (how long a score waits to be committed)")
 	deadTopic := fs.String("dead-letter-topic", "", "`TOPIC` receiving the records that cannot be scored, with the reason in headers (required)")
 	modelPath := fs.String("model", "", "model `FILE` served until the first refit (required)")
 	modelDir := fs.String("model-dir", "", "`DIR` where every refitted model is saved as VERSION.mvml and current.mvml (default: not saved)")
@@ -41,9 +45,11 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := required("brokers", *brokers, "topic", *topic, "output-topic", *outTopic,
-		"dead-letter-topic", *deadTopic, "model", *modelPath); err != nil {
+	if err := required("brokers", *brokers, "topic", *topic, "dead-letter-topic", *deadTopic, "model", *modelPath); err != nil {
 		return err
+	}
+	if (*outTopic == "") == (*outDir == "") {
+		return usagef("give one of --output-topic and --output-dir")
 	}
 	if *decay <= 0 || *decay > 1 {
 		return usagef("--decay %g must be in (0, 1]", *decay)
@@ -67,7 +73,13 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	out, err := sink.NewKafka(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *outTopic})
+	var out sink.Sink
+	if *outDir != "" {
+		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), *contributions)
+		out, err = sink.NewRollingParquet(*outDir, "scores", schema, sink.ParquetOptions{}, sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery})
+	} else {
+		out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *outTopic})
+	}
 	if err != nil {
 		return errors.Join(err, src.Close())
 	}

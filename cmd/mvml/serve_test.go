@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/parquet/file"
+
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/pipeline"
 )
@@ -366,4 +368,71 @@ func TestServeReloadsModel(t *testing.T) {
 	if versions[old.Version] != 20 || len(versions) != 2 {
 		t.Errorf("scores per model version %v: want 20 by the old model %s and 20 by the new one", versions, old.Version)
 	}
+}
+
+// Scores into a directory of Parquet files: records are committed to the
+// group only once the file holding their scores is; the last file is
+// committed at shutdown.
+func TestServeToParquetDir(t *testing.T) {
+	dir := t.TempDir()
+	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
+	_, streamCSV := fixture(t, dir, "stream.csv", classSpec, 45, 2, nil)
+	modelPath := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	cluster := kafkatest.Start(t, 1, "records", "dead")
+	out := filepath.Join(dir, "scores")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	msgs := csvMessages(t, streamCSV, false)
+	srv := startServe("--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--output-dir", out, "--roll-rows", "25",
+		"--dead-letter-topic", "dead", "--model", modelPath, "--max-wait", "20ms", "--batch-size", "10", "--http", "")
+	committed := func() int64 { return cluster.CommittedOffsets(t, "mvml", "records")[0] }
+	cluster.ProduceValues(t, "records", msgs[:30]...)
+	srv.waitFor(t, "the first file", func() bool { return committed() == 30 })
+	// 15 more records and a malformed one, whose dead letter (written at
+	// once) tells that the service has handled them.
+	cluster.ProduceValues(t, "records", append(slices.Clone(msgs[30:]), []byte(`{"id": 1}`))...)
+	srv.waitFor(t, "the dead letter", func() bool { return len(cluster.ConsumeAll(t, "dead")) == 1 })
+	if c := committed(); c != 30 {
+		t.Errorf("committed offset %d before shutdown, want 30: the last records wait for their file", c)
+	}
+	if files := len(parquetFiles(t, out)); files != 1 {
+		t.Errorf("%d files before shutdown, want 1", files)
+	}
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("exit %d: %s", code, srv.stderr)
+	}
+	if c := committed(); c != 46 {
+		t.Errorf("committed offset %d after shutdown, want 46", c)
+	}
+	var rows []int64
+	for _, name := range parquetFiles(t, out) {
+		f, err := file.OpenParquetFile(filepath.Join(out, name), false)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rows = append(rows, f.NumRows())
+		f.Close()
+	}
+	if !slices.Equal(rows, []int64{30, 15}) {
+		t.Errorf("rows per file %v, want [30 15]", rows)
+	}
+}
+
+// parquetFiles lists the committed Parquet files of dir (not the
+// temporary file being written).
+func parquetFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".parquet") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
