@@ -274,26 +274,33 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 
+	onRefit := func(r refitResult) {
+		busy = false
+		if r.base == base {
+			s.adopt(r)
+		}
+	}
+	onSwap := func(req swapRequest) {
+		s.current.Store(req.model)
+		base, acc, sinceRefit = req.model, req.model.NewAccumulator(), 0
+		s.cfg.Logger.Info("model swapped in", "version", req.model.Version)
+		req.done <- nil
+	}
 	fetched, stopFetching := s.prefetch(ctx)
 	defer stopFetching()
 	scorer := newBatchScorer(s.Model(), s.schema, s.cfg.Allocator)
 	for {
 		// A refit that ends while the source is idle goes into service
-		// at once, not with the next batch.
+		// at once, not with the next batch; and a batch is scored by the
+		// newest model ready when it is taken.
 		var f fetchResult
 		var ok bool
 		for waiting := true; waiting; {
 			select {
 			case r := <-refitDone:
-				busy = false
-				if r.base == base {
-					s.adopt(r)
-				}
+				onRefit(r)
 			case req := <-s.swaps:
-				s.current.Store(req.model)
-				base, acc, sinceRefit = req.model, req.model.NewAccumulator(), 0
-				s.cfg.Logger.Info("model swapped in", "version", req.model.Version)
-				req.done <- nil
+				onSwap(req)
 			case <-commitCheck:
 				if committer.Due() {
 					if err := s.acknowledge(ctx, committer, &pending); err != nil {
@@ -302,6 +309,16 @@ func (s *Service) Run(ctx context.Context) error {
 				}
 			case f, ok = <-fetched:
 				waiting = false
+			}
+		}
+		for ready := true; ready; {
+			select {
+			case r := <-refitDone:
+				onRefit(r)
+			case req := <-s.swaps:
+				onSwap(req)
+			default:
+				ready = false
 			}
 		}
 		if !ok { // the fetcher saw ctx done
