@@ -143,15 +143,15 @@ func TestReproduceSARCOS(t *testing.T) {
 }
 
 // TestReproduceUWaveSplits measures how much of the fold spread is the
-// split's: the learned and identity modes at 12% under the paper's σ, over
-// the scikit-learn-compatible splits of seeds 0–4.
+// split's: the learned, cov and identity modes at 12% under the paper's σ,
+// over the scikit-learn-compatible splits of seeds 0–4.
 func TestReproduceUWaveSplits(t *testing.T) {
 	reproducing(t)
 	spec, views, labels := sharedData(t, "uwave_ucr", "train.csv.gz")
 	fmt.Printf("\nuWaveGesture, 12%%, paper grid, 4-fold CV over five splits\n| mode | seed | accuracy | std | per fold |\n|---|---|---|---|---|\n")
-	for _, mode := range []model.Mode{model.ModeLearned, model.ModeIdentity} {
+	for _, mode := range []model.Mode{model.ModeLearned, model.ModeCov, model.ModeIdentity} {
 		grid := map[string][]float64{"lambda": {1e-4, 1e-3, 1e-2, 1e-1}, "eta": {0.1, 1, 10}}
-		if mode == model.ModeIdentity {
+		if mode == model.ModeCov || mode == model.ModeIdentity {
 			grid = map[string][]float64{"lambda": {1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1}}
 		}
 		var means []float64
