@@ -6,6 +6,18 @@
 // release of every Arrow record, and outputs that appear under their final
 // name only when a job succeeds.
 //
+// Service is the long-running job behind `mvml serve`: it scores an
+// unending source (a Kafka consumer group) into a sink, sends the records it
+// cannot score to a dead-letter destination with the reason, and
+// acknowledges a batch (commits its offsets) only once its outputs are
+// durable — at once for a sink that writes synchronously, when the file
+// holding them is committed for a sink.Committer — so every record is
+// scored, dead-lettered or delivered again. Labelled records feed a
+// model.Accumulator; refits run in the background and the new model (or one
+// handed to Swap by a retraining job) goes into service between two
+// batches. A training run reads its rows through a SourceFunc, so it can
+// read a time range of a topic as well as files.
+//
 // pipeline does no math (model and transform do) and parses no flags
 // (cmd/mvml does); it decides what happens to bad rows and in which order
 // rows leave a job.

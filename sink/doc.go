@@ -22,4 +22,9 @@
 // in-sync replica (RequiredAcks all): when a write returns nil the broker
 // has the messages, so a job may then commit its input offsets, which
 // gives at-least-once delivery.
+//
+// RollingParquet writes an unending stream into a directory of Parquet
+// files, each committed atomically when it reaches RollingPolicy.Rows rows
+// or RollingPolicy.Every of age. It is a Committer: rows become durable at
+// Commit, not at Write, and a job acknowledges its inputs accordingly.
 package sink
