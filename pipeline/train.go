@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mvml/mvml/eval"
@@ -106,6 +107,22 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 		return nil, fmt.Errorf("train on %d rows: %w", len(labels), err)
 	}
 	return m, nil
+}
+
+// CurrentModel is the file of a model store (a directory) that holds the
+// newest model; PublishModel replaces it.
+const CurrentModel = "current.mvml"
+
+// PublishModel adds m to the model store dir: it writes DIR/VERSION.mvml,
+// then replaces DIR/current.mvml, each atomically, so that a service
+// watching current.mvml (`mvml serve --model DIR/current.mvml
+// --reload-interval D`) and a restart both find the newest complete model,
+// and earlier versions stay for a rollback.
+func PublishModel(dir string, m *model.Model) error {
+	if err := SaveModel(filepath.Join(dir, m.Version+".mvml"), m); err != nil {
+		return err
+	}
+	return SaveModel(filepath.Join(dir, CurrentModel), m)
 }
 
 // SaveModel writes m to path through a temporary file in the same

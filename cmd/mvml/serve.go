@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -93,7 +92,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		Logger: a.log,
 	}
 	if *modelDir != "" {
-		cfg.OnRefit = func(_ context.Context, m *model.Model) error { return saveToStore(*modelDir, m) }
+		cfg.OnRefit = func(_ context.Context, m *model.Model) error { return pipeline.PublishModel(*modelDir, m) }
 	}
 	svc, err := pipeline.NewService(cfg)
 	if err != nil {
@@ -170,14 +169,4 @@ func watchModel(ctx context.Context, a *app, svc *pipeline.Service, path string,
 			a.log.Error("model file changed but cannot be served", "path", path, "err", err)
 		}
 	}
-}
-
-// saveToStore writes m as DIR/VERSION.mvml and then replaces
-// DIR/current.mvml, each atomically, so a restart with --model
-// DIR/current.mvml serves the newest model.
-func saveToStore(dir string, m *model.Model) error {
-	if err := pipeline.SaveModel(filepath.Join(dir, m.Version+".mvml"), m); err != nil {
-		return err
-	}
-	return pipeline.SaveModel(filepath.Join(dir, "current.mvml"), m)
 }

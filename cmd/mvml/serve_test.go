@@ -331,15 +331,20 @@ func TestTrainFromKafkaRange(t *testing.T) {
 	}
 }
 
-// A retraining job writes a new model over the served file; `serve
-// --reload-interval` puts it in service without a restart.
+// A scheduled retraining job publishes a new model to the model store;
+// `serve --reload-interval`, watching the store's current.mvml, puts it in
+// service without a restart.
 func TestServeReloadsModel(t *testing.T) {
 	dir := t.TempDir()
 	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
 	_, newCSV := fixture(t, dir, "new.csv", classSpec, 150, 5, nil)
 	_, streamCSV := fixture(t, dir, "stream.csv", classSpec, 40, 2, nil)
-	modelPath := filepath.Join(dir, "m.mvml")
-	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	store := filepath.Join(dir, "store")
+	if err := os.Mkdir(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	modelPath := filepath.Join(store, pipeline.CurrentModel)
+	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model-dir", store, "--landmarks", "30")
 	old, err := pipeline.LoadModel(modelPath)
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +355,7 @@ func TestServeReloadsModel(t *testing.T) {
 	srv := startServe("--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--output-topic", "scores",
 		"--dead-letter-topic", "dead", "--model", modelPath, "--max-wait", "20ms", "--http", "", "--reload-interval", "20ms")
 	srv.waitFor(t, "the first records", func() bool { return len(cluster.ConsumeAll(t, "scores")) == 20 })
-	mustRun(t, "train", "--input", newCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	mustRun(t, "train", "--input", newCSV, "--views", specPath, "--model-dir", store, "--landmarks", "30")
 	srv.waitFor(t, "the new model in service", func() bool { return strings.Contains(srv.stderr.String(), "model swapped in") })
 	cluster.ProduceValues(t, "records", msgs[20:]...)
 	srv.waitFor(t, "the later records", func() bool { return len(cluster.ConsumeAll(t, "scores")) == 40 })
@@ -367,6 +372,15 @@ func TestServeReloadsModel(t *testing.T) {
 	}
 	if versions[old.Version] != 20 || len(versions) != 2 {
 		t.Errorf("scores per model version %v: want 20 by the old model %s and 20 by the new one", versions, old.Version)
+	}
+	var stored []string
+	for v := range versions {
+		stored = append(stored, v+".mvml")
+	}
+	stored = append(stored, pipeline.CurrentModel)
+	slices.Sort(stored)
+	if got := dirNames(t, store); !slices.Equal(got, stored) {
+		t.Errorf("model store holds %v, want %v", got, stored)
 	}
 }
 
@@ -419,9 +433,8 @@ func TestServeToParquetDir(t *testing.T) {
 	}
 }
 
-// parquetFiles lists the committed Parquet files of dir (not the
-// temporary file being written).
-func parquetFiles(t *testing.T, dir string) []string {
+// dirNames lists the names in dir, sorted.
+func dirNames(t *testing.T, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -429,8 +442,19 @@ func parquetFiles(t *testing.T, dir string) []string {
 	}
 	var names []string
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".parquet") {
-			names = append(names, e.Name())
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// parquetFiles lists the committed Parquet files of dir (not the
+// temporary file being written).
+func parquetFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	for _, name := range dirNames(t, dir) {
+		if strings.HasSuffix(name, ".parquet") {
+			names = append(names, name)
 		}
 	}
 	return names

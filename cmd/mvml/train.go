@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +18,8 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
 	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) saying which columns form which view (required)")
-	out := fs.String("model", "", "model `FILE` to write (required)")
+	out := fs.String("model", "", "model `FILE` to write (this or --model-dir is required)")
+	store := fs.String("model-dir", "", "publish the model to the model store `DIR` instead: DIR/VERSION.mvml, then DIR/current.mvml, which `mvml serve --reload-interval` can watch")
 	fit := registerFit(fs)
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks or sigma_scale (repeatable)")
@@ -47,8 +49,11 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	if err := required("views", *specPath, "model", *out); err != nil {
+	if err := required("views", *specPath); err != nil {
 		return err
+	}
+	if (*out == "") == (*store == "") {
+		return usagef("give one of --model and --model-dir")
 	}
 	spec, err := schemas.LoadViewSpec(*specPath)
 	if err != nil {
@@ -88,8 +93,15 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	dest := *out
+	if *store != "" {
+		if err := pipeline.PublishModel(*store, m); err != nil {
+			return err
+		}
+		dest = filepath.Join(*store, m.Version+".mvml") + " and " + pipeline.CurrentModel
+	}
 	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",
-		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, *out)
+		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, dest)
 	return nil
 }
 
