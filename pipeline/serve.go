@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -96,15 +97,23 @@ func (p RefitPolicy) enabled() bool { return p.Rows > 0 || p.Interval > 0 }
 // DeadLettered + the rows of the batch in hand, which is not yet
 // acknowledged.
 type ServeStats struct {
-	In            int64  `json:"in"`
-	Scored        int64  `json:"scored"`
-	DeadLettered  int64  `json:"dead_lettered"`
-	Labelled      int64  `json:"labelled"`
-	Batches       int64  `json:"batches"`
-	Refits        int64  `json:"refits"`
-	RefitFailures int64  `json:"refit_failures"`
-	ModelVersion  string `json:"model_version"`
-	Running       bool   `json:"running"`
+	In            int64 `json:"in"`
+	Scored        int64 `json:"scored"`
+	DeadLettered  int64 `json:"dead_lettered"`
+	Labelled      int64 `json:"labelled"`
+	Batches       int64 `json:"batches"`
+	Refits        int64 `json:"refits"`
+	RefitFailures int64 `json:"refit_failures"`
+	// Pending counts the batches written but not yet acknowledged, waiting
+	// for their output to commit.
+	Pending int64 `json:"pending"`
+	// Accumulated is the (decayed) number of labelled rows in the refit
+	// statistics.
+	Accumulated float64 `json:"accumulated"`
+	// LastRefitSeconds is how long the last successful refit took.
+	LastRefitSeconds float64 `json:"last_refit_seconds"`
+	ModelVersion     string  `json:"model_version"`
+	Running          bool    `json:"running"`
 }
 
 // Service is a running (or ready to run) scoring service.
@@ -119,7 +128,9 @@ type Service struct {
 	stopped chan struct{}
 	started atomic.Bool
 
-	in, scored, deadLettered, labelled, batches, refits, refitFailures atomic.Int64
+	in, scored, deadLettered, labelled, batches, refits, refitFailures, pending atomic.Int64
+	// accumulated and lastRefit hold float64 bits.
+	accumulated, lastRefit atomic.Uint64
 }
 
 // NewService checks cfg and returns a Service ready to Run.
@@ -169,14 +180,18 @@ func (s *Service) Stats() ServeStats {
 	return ServeStats{
 		In: s.in.Load(), Scored: s.scored.Load(), DeadLettered: s.deadLettered.Load(),
 		Labelled: s.labelled.Load(), Batches: s.batches.Load(), Refits: s.refits.Load(),
-		RefitFailures: s.refitFailures.Load(), ModelVersion: s.Model().Version, Running: s.running.Load(),
+		RefitFailures: s.refitFailures.Load(), Pending: s.pending.Load(),
+		Accumulated:      math.Float64frombits(s.accumulated.Load()),
+		LastRefitSeconds: math.Float64frombits(s.lastRefit.Load()),
+		ModelVersion:     s.Model().Version, Running: s.running.Load(),
 	}
 }
 
 // refitResult is the outcome of a background refit.
 type refitResult struct {
-	model *model.Model
-	err   error
+	model   *model.Model
+	err     error
+	seconds float64
 	// base is the model whose features the refit's statistics were
 	// gathered on: a refit of a model since swapped out is dropped.
 	base *model.Model
@@ -283,6 +298,7 @@ func (s *Service) Run(ctx context.Context) error {
 	onSwap := func(req swapRequest) {
 		s.current.Store(req.model)
 		base, acc, sinceRefit = req.model, req.model.NewAccumulator(), 0
+		s.accumulated.Store(0)
 		s.cfg.Logger.Info("model swapped in", "version", req.model.Version)
 		req.done <- nil
 	}
@@ -344,6 +360,8 @@ func (s *Service) Run(ctx context.Context) error {
 			return finish(err, false)
 		}
 		pending = append(pending, b.Ack)
+		s.pending.Store(int64(len(pending)))
+		s.accumulated.Store(math.Float64bits(acc.Rows()))
 		if committer == nil || committer.Due() {
 			if err := s.acknowledge(ctx, committer, &pending); err != nil {
 				return finish(err, false)
@@ -358,6 +376,7 @@ func (s *Service) Run(ctx context.Context) error {
 				return finish(fmt.Errorf("serve: %w", err), false)
 			}
 			acc.Decay(s.cfg.Refit.Decay)
+			s.accumulated.Store(math.Float64bits(acc.Rows()))
 			busy, sinceRefit, lastRefit = true, 0, time.Now()
 			refitting.Go(func() { refitDone <- s.refit(refitCtx, base, snapshot) })
 		}
@@ -473,6 +492,7 @@ func (s *Service) acknowledge(ctx context.Context, committer sink.Committer, pen
 		s.batches.Add(1)
 	}
 	*pending = (*pending)[:0]
+	s.pending.Store(0)
 	return nil
 }
 
@@ -521,7 +541,7 @@ func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.
 		return refitResult{err: err, base: base}
 	}
 	s.cfg.Logger.Info("refitted", "rows", snapshot.Rows(), "seconds", time.Since(start).Seconds(), "version", m.Version)
-	return refitResult{model: m, base: base}
+	return refitResult{model: m, base: base, seconds: time.Since(start).Seconds()}
 }
 
 // adopt puts a refitted model in service, or counts the failure.
@@ -533,6 +553,7 @@ func (s *Service) adopt(r refitResult) {
 	}
 	s.current.Store(r.model)
 	s.refits.Add(1)
+	s.lastRefit.Store(math.Float64bits(r.seconds))
 }
 
 // ServeHTTP answers /healthz (200 while Run is serving, 503 otherwise) and
@@ -561,6 +582,16 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			{"mvml_refit_failures_total", "Refits that failed; the old model stayed in service.", st.RefitFailures},
 		} {
 			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.value)
+		}
+		for _, g := range []struct {
+			name, help string
+			value      float64
+		}{
+			{"mvml_batches_pending", "Batches written and waiting for their output to commit before they are acknowledged.", float64(st.Pending)},
+			{"mvml_refit_rows", "Labelled rows (decayed) in the statistics of the next refit.", st.Accumulated},
+			{"mvml_last_refit_seconds", "Duration of the last refit put in service.", st.LastRefitSeconds},
+		} {
+			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", g.name, g.help, g.name, g.name, g.value)
 		}
 		fmt.Fprintf(w, "# HELP mvml_model_info The model in service.\n# TYPE mvml_model_info gauge\nmvml_model_info{version=%q} 1\n", st.ModelVersion)
 	default:

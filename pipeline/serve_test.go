@@ -79,7 +79,7 @@ func TestServeFileSourceRefits(t *testing.T) {
 	if st.In != 300 || st.Scored != 298 || st.DeadLettered != 2 || st.In != st.Scored+st.DeadLettered {
 		t.Errorf("stats %+v: want in 300 = scored 298 + dead-lettered 2", st)
 	}
-	if st.Labelled != 298 || st.Refits < 1 || st.RefitFailures != 0 || len(saved) != int(st.Refits) {
+	if st.Labelled != 298 || st.Refits < 1 || st.RefitFailures != 0 || len(saved) != int(st.Refits) || st.Accumulated != 298 || st.LastRefitSeconds <= 0 || st.Pending != 0 {
 		t.Errorf("stats %+v, %d models saved: want 298 labelled rows and at least one refit, each saved", st, len(saved))
 	}
 	if st.ModelVersion == m.Version || svc.Model() != saved[len(saved)-1] {
@@ -226,7 +226,8 @@ func TestServeHealthAndMetrics(t *testing.T) {
 		t.Errorf("healthz while running: %d %q", code, body)
 	}
 	code, body := get("/metrics")
-	for _, want := range []string{"mvml_records_in_total 0", "# TYPE mvml_refits_total counter", `mvml_model_info{version="` + m.Version + `"} 1`} {
+	for _, want := range []string{"mvml_records_in_total 0", "# TYPE mvml_refits_total counter", "# TYPE mvml_batches_pending gauge",
+		"mvml_refit_rows 0", `mvml_model_info{version="` + m.Version + `"} 1`} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("metrics (%d) lack %q:\n%s", code, want, body)
 		}
