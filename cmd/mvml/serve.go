@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -21,7 +20,7 @@ import (
 
 func runServe(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, "serve")
-	brokers := fs.String("brokers", "", "Kafka bootstrap `HOST:PORT` list, comma-separated (required)")
+	kf := registerKafka(fs, "Kafka bootstrap `HOST:PORT` list, comma-separated (required)")
 	topic := fs.String("topic", "", "input `TOPIC` of JSON records (required)")
 	group := fs.String("group", "mvml", "consumer `GROUP`; its committed offsets say where a restart resumes")
 	outTopic := fs.String("output-topic", "", "`TOPIC` receiving one JSON score per record, keyed by id (this or --output-dir is required)")
@@ -44,7 +43,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := required("brokers", *brokers, "topic", *topic, "dead-letter-topic", *deadTopic, "model", *modelPath); err != nil {
+	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic, "model", *modelPath); err != nil {
 		return err
 	}
 	if (*outTopic == "") == (*outDir == "") {
@@ -61,13 +60,17 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	brokerList := strings.Split(*brokers, ",")
+	brokerList := kf.list()
+	dialer, transport, err := kf.connection()
+	if err != nil {
+		return err
+	}
 	start := kafka.FirstOffset
 	if *fromLatest {
 		start = kafka.LastOffset
 	}
 	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{
-		Brokers: brokerList, Topic: *topic, GroupID: *group, MaxWait: *maxWait, StartOffset: start,
+		Brokers: brokerList, Topic: *topic, GroupID: *group, MaxWait: *maxWait, StartOffset: start, Dialer: dialer,
 	}, ingest.Options{BatchSize: opts.BatchSize, Logger: a.log})
 	if err != nil {
 		return err
@@ -77,12 +80,12 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), *contributions)
 		out, err = sink.NewRollingParquet(*outDir, "scores", schema, sink.ParquetOptions{}, sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery})
 	} else {
-		out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *outTopic})
+		out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *outTopic, Transport: transport})
 	}
 	if err != nil {
 		return errors.Join(err, src.Close())
 	}
-	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *deadTopic})
+	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *deadTopic, Transport: transport})
 	if err != nil {
 		return errors.Join(err, src.Close(), out.Close())
 	}

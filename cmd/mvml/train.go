@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/mvml/mvml/eval"
@@ -26,7 +25,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	gridFolds := fs.Int("grid-folds", eval.DefaultInnerFolds, "number of folds choosing the --grid values")
 	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics")
 	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
-	brokers := fs.String("brokers", "", "train on the labelled records of a Kafka topic instead of files: bootstrap `HOST:PORT` list, comma-separated")
+	kf := registerKafka(fs, "train on the labelled records of a Kafka topic instead of files: bootstrap `HOST:PORT` list, comma-separated")
 	topic := fs.String("topic", "", "Kafka `TOPIC` of JSON records to train on (with --brokers)")
 	from := fs.String("from", "", "with --topic, the `TIME` of the first record: RFC 3339, or a duration before now such as 24h (default: the oldest kept)")
 	to := fs.String("to", "", "with --topic, records from this `TIME` on are left out: RFC 3339 or a duration before now (default: the end of the topic when the job starts)")
@@ -34,12 +33,12 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	fromKafka := *brokers != "" || *topic != ""
+	fromKafka := kf.brokers != "" || *topic != ""
 	switch {
 	case fromKafka && len(inputs) > 0:
 		return usagef("give either --input files or --brokers and --topic, not both")
 	case fromKafka:
-		if err := required("brokers", *brokers, "topic", *topic); err != nil {
+		if err := required("brokers", kf.brokers, "topic", *topic); err != nil {
 			return err
 		}
 	case *from != "" || *to != "":
@@ -61,7 +60,11 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	}
 	var source pipeline.SourceFunc
 	if fromKafka {
-		rng := ingest.KafkaRangeConfig{Brokers: strings.Split(*brokers, ","), Topic: *topic}
+		dialer, _, err := kf.connection()
+		if err != nil {
+			return err
+		}
+		rng := ingest.KafkaRangeConfig{Brokers: kf.list(), Topic: *topic, Dialer: dialer}
 		now := time.Now()
 		if rng.From, err = parseTime("from", *from, now); err != nil {
 			return err
