@@ -97,16 +97,24 @@ func (a *Accumulator) Merge(o *Accumulator) error {
 func (a *Accumulator) Rows() float64 { return a.stats.N }
 
 // Refit fits a new model on the accumulated rows, with the same feature
-// maps and target encoding as the accumulator's model, warm-started from
-// it (its Ã and w), with the hyper-parameters fit.
-func (a *Accumulator) Refit(ctx context.Context, fit Config) (*Model, error) {
+// maps and target encoding as the accumulator's model and the
+// hyper-parameters fit, warm-started from warm's Ã and w: typically the
+// latest refit, which shares those feature maps. A nil warm means the
+// accumulator's model; a warm model with other feature maps is an error.
+func (a *Accumulator) Refit(ctx context.Context, fit Config, warm *Model) (*Model, error) {
 	if a.stats.N <= 0 {
 		return nil, errors.New("refit: no rows accumulated")
+	}
+	if warm == nil {
+		warm = a.m
+	}
+	if warm.Features != a.m.Features {
+		return nil, fmt.Errorf("refit: warm start from model %s, whose feature maps are not the accumulator's", warm.Version)
 	}
 	m := *a.m
 	m.Config.Fit = fit
 	m.Meta = Meta{Rows: int(a.stats.N)}
-	if err := m.FitHeads(ctx, a.stats, a.m); err != nil {
+	if err := m.FitHeads(ctx, a.stats, warm); err != nil {
 		return nil, fmt.Errorf("refit: %w", err)
 	}
 	return &m, nil

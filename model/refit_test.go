@@ -61,7 +61,7 @@ func TestAccumulateAndRefit(t *testing.T) {
 		t.Errorf("accumulated C differs from the training pass by %g", d)
 	}
 
-	refit, err := acc.Refit(context.Background(), cfg.Fit)
+	refit, err := acc.Refit(context.Background(), cfg.Fit, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,24 @@ func TestAccumulateAndRefit(t *testing.T) {
 		if refit.Heads[h].Trace.Objective[0] > m.Heads[h].Trace.Objective[len(m.Heads[h].Trace.Objective)-1]*(1+1e-8) {
 			t.Errorf("head %d: the warm-started refit begins above where the model ended", h)
 		}
+	}
+	// A second refit may start from the first, which shares the feature
+	// maps, and begins where it ended; a model of other features is refused.
+	again, err := acc.Refit(context.Background(), cfg.Fit, refit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h := range again.Heads {
+		if first, last := again.Heads[h].Trace.Objective[0], refit.Heads[h].Trace.Objective; first > last[len(last)-1]*(1+1e-8) {
+			t.Errorf("head %d: the refit warm-started from the last one begins at %g, above its end %g", h, first, last[len(last)-1])
+		}
+	}
+	stranger, err := Train(context.Background(), m.Spec, views, labels, TrainConfig{Landmarks: 30, Seed: 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acc.Refit(context.Background(), cfg.Fit, stranger); err == nil {
+		t.Error("warm start from a model of other feature maps: no error")
 	}
 	var after mat.Dense
 	m.NewScorer().Score(&after, nil, views)
@@ -122,7 +140,7 @@ func TestUntrainedAccumulateEqualsTrain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := acc.Refit(context.Background(), cfg.Fit)
+	got, err := acc.Refit(context.Background(), cfg.Fit, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

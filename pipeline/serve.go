@@ -526,12 +526,18 @@ func labelledRows(rec arrow.Record, spec *schemas.ViewSpec, skip []bool) ([]*mat
 // refit fits a model on snapshot, gathered on base's features, and hands
 // it to OnRefit.
 func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.Accumulator) refitResult {
-	fit := s.Model().Config.Fit
+	current := s.Model()
+	fit := current.Config.Fit
 	if s.cfg.Refit.Fit != nil {
 		fit = *s.cfg.Refit.Fit
 	}
+	// The latest refit shares base's features and is the closer start.
+	warm := base
+	if current.Features == base.Features {
+		warm = current
+	}
 	start := time.Now()
-	m, err := snapshot.Refit(ctx, fit)
+	m, err := snapshot.Refit(ctx, fit, warm)
 	if err == nil && s.cfg.OnRefit != nil {
 		if err = s.cfg.OnRefit(ctx, m); err != nil {
 			err = fmt.Errorf("on refit: %w", err)

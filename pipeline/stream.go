@@ -72,7 +72,7 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 		return nil, fmt.Errorf("train: the inputs changed between the passes (%d rows, then %v)", scan.n, acc.Rows())
 	}
 	job.Logger.Info("streamed labelled rows", "rows", scan.n, "sample", kept, "landmarks", p)
-	m, err := acc.Refit(ctx, cfg.Fit)
+	m, err := acc.Refit(ctx, cfg.Fit, nil)
 	if err != nil {
 		return nil, fmt.Errorf("train on %d rows: %w", scan.n, err)
 	}
