@@ -355,6 +355,15 @@ func TestServeReloadsModel(t *testing.T) {
 	srv := startServe("--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--output-topic", "scores",
 		"--dead-letter-topic", "dead", "--model", modelPath, "--max-wait", "20ms", "--http", "", "--reload-interval", "20ms")
 	srv.waitFor(t, "the first records", func() bool { return len(cluster.ConsumeAll(t, "scores")) == 20 })
+	// A damaged file is reported and the service keeps its model.
+	good, err := os.ReadFile(modelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(modelPath, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv.waitFor(t, "the damaged model reported", func() bool { return strings.Contains(srv.stderr.String(), "cannot be served") })
 	mustRun(t, "train", "--input", newCSV, "--views", specPath, "--model-dir", store, "--landmarks", "30")
 	srv.waitFor(t, "the new model in service", func() bool { return strings.Contains(srv.stderr.String(), "model swapped in") })
 	cluster.ProduceValues(t, "records", msgs[20:]...)
