@@ -11,6 +11,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -19,6 +20,8 @@ import (
 // numbers) taken from a topic by a consumer group, decoded, scored (p=128),
 // written to an output topic with broker acks and committed. The broker is
 // the in-process kfake, so its own work shares the CPU with the service's.
+// With output=parquet-dir the scores go to a rolling directory of Parquet
+// files (a file per 5k rows) instead of a topic.
 // The records are labelled: with a refit every 5k of them, each labelled
 // row also goes through the sufficient statistics (O((vp)²) a row, the
 // dominant cost) and refits run alongside.
@@ -47,8 +50,16 @@ func BenchmarkServeKafka(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for _, refit := range []int{0, 5_000} {
-		b.Run(fmt.Sprintf("refit-rows=%d", refit), func(b *testing.B) {
+	for _, c := range []struct {
+		refit      int
+		parquetDir bool
+	}{{0, false}, {5_000, false}, {0, true}} {
+		refit := c.refit
+		name := fmt.Sprintf("refit-rows=%d", refit)
+		if c.parquetDir {
+			name += "/output=parquet-dir"
+		}
+		b.Run(name, func(b *testing.B) {
 			var cpu float64
 			for range b.N {
 				b.StopTimer()
@@ -58,7 +69,13 @@ func BenchmarkServeKafka(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				out, err := sink.NewKafka(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "out"})
+				var out sink.Sink
+				if c.parquetDir {
+					out, err = sink.NewRollingParquet(b.TempDir(), "scores", schemas.OutputSchema(m.Outputs(), len(spec.Views), false),
+						sink.ParquetOptions{}, sink.RollingPolicy{Rows: 5000})
+				} else {
+					out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "out"})
+				}
 				if err != nil {
 					b.Fatal(err)
 				}
