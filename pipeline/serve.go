@@ -38,12 +38,13 @@ type ServeConfig struct {
 	// Model is the model served until the first refit. Required.
 	Model *model.Model
 	// Source yields the records, for instance an ingest.KafkaSource. A
-	// batch is acknowledged (Batch.Ack) only after its scores and dead
-	// letters were written, so delivery is at-least-once. The Service
+	// batch is acknowledged (Batch.Ack) only once its scores and dead
+	// letters are durable, so delivery is at-least-once. The Service
 	// neither opens nor closes the source and sinks.
 	Source ingest.Source
-	// Output receives the scored rows (schemas.OutputSchema); a Write must
-	// be durable when it returns. Required.
+	// Output receives the scored rows (schemas.OutputSchema). A Write must
+	// be durable when it returns, unless Output is a sink.Committer, whose
+	// rows are durable once it commits. Required.
 	Output sink.Sink
 	// DeadLetters receives every record that cannot be scored, with the
 	// reason and, for a message that did not decode, its bytes. Required.
