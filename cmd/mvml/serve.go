@@ -115,10 +115,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d; %d labelled, %d refits (%d failed), model %s\n",
 		st.In, st.Scored, st.DeadLettered, st.Labelled, st.Refits, st.RefitFailures, st.ModelVersion)
 	closeOut := out.Close
-	if a, ok := out.(sink.Aborter); ok && err != nil {
+	if aborter, ok := out.(sink.Aborter); ok && err != nil {
 		// The records of an uncommitted file were not acknowledged and
 		// will be scored again: committing it would only duplicate them.
-		closeOut = a.Abort
+		closeOut = aborter.Abort
 	}
 	return errors.Join(err, src.Close(), closeOut(), dead.Close())
 }
