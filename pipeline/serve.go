@@ -498,7 +498,9 @@ func (s *Service) acknowledge(ctx context.Context, committer sink.Committer, pen
 }
 
 // labelledRows gathers the rows of rec that have a label and are not
-// skipped, as one matrix per view plus their labels.
+// skipped, as one matrix per view plus their labels. When every row
+// qualifies (a labelled stream) the matrices alias the record's buffers
+// instead of copying them, so rec must outlive their use.
 func labelledRows(rec arrow.Record, spec *schemas.ViewSpec, skip []bool) ([]*mat.Dense, []float64) {
 	lab := schemas.Labels(rec)
 	var rows []int
@@ -509,8 +511,11 @@ func labelledRows(rec arrow.Record, spec *schemas.ViewSpec, skip []bool) ([]*mat
 			labels = append(labels, lab.Value(i))
 		}
 	}
-	if len(rows) == 0 {
+	switch len(rows) {
+	case 0:
 		return nil, nil
+	case int(rec.NumRows()):
+		return model.ViewsOf(rec, len(spec.Views)), labels
 	}
 	views := make([]*mat.Dense, len(spec.Views))
 	for l := range spec.Views {
