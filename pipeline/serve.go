@@ -122,12 +122,11 @@ type Service struct {
 	cfg     ServeConfig
 	schema  *arrow.Schema
 	current atomic.Pointer[model.Model]
-	running atomic.Bool
 	// swaps hands models given to Swap to the serving loop; stopped is
 	// closed when Run returns.
 	swaps   chan swapRequest
-	stopped chan struct{}
 	started atomic.Bool
+	stopped chan struct{}
 
 	in, scored, deadLettered, labelled, batches, refits, refitFailures, pending atomic.Int64
 	// accumulated and lastRefit hold float64 bits.
@@ -173,6 +172,16 @@ func NewService(cfg ServeConfig) (*Service, error) {
 	return s, nil
 }
 
+// running reports whether Run has started and not returned.
+func (s *Service) running() bool {
+	select {
+	case <-s.stopped:
+		return false
+	default:
+		return s.started.Load()
+	}
+}
+
 // Model is the model in service.
 func (s *Service) Model() *model.Model { return s.current.Load() }
 
@@ -184,7 +193,7 @@ func (s *Service) Stats() ServeStats {
 		RefitFailures: s.refitFailures.Load(), Pending: s.pending.Load(),
 		Accumulated:      math.Float64frombits(s.accumulated.Load()),
 		LastRefitSeconds: math.Float64frombits(s.lastRefit.Load()),
-		ModelVersion:     s.Model().Version, Running: s.running.Load(),
+		ModelVersion:     s.Model().Version, Running: s.running(),
 	}
 }
 
@@ -220,7 +229,7 @@ func (s *Service) Swap(ctx context.Context, m *model.Model) error {
 		return fmt.Errorf("serve: swap: model %s reads other views than model %s in service", m.Version, cur.Version)
 	case m.Outputs() != cur.Outputs():
 		return fmt.Errorf("serve: swap: model %s gives %d outputs, the one in service %d", m.Version, m.Outputs(), cur.Outputs())
-	case !s.running.Load():
+	case !s.running():
 		return errors.New("serve: swap: the service is not running")
 	}
 	req := swapRequest{model: m, done: make(chan error, 1)}
@@ -244,11 +253,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("serve: Run was called before")
 	}
-	s.running.Store(true)
-	defer func() {
-		s.running.Store(false)
-		close(s.stopped)
-	}()
+	defer close(s.stopped)
 
 	busy := false
 	base := s.cfg.Model // the model whose features acc gathers on
