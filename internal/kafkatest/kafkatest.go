@@ -97,55 +97,50 @@ func (c *Cluster) Send(topic string, msgs ...Message) error {
 	return nil
 }
 
-func (c *Cluster) produce(topic string, msgs []Message) error {
+// write sends msgs to topic with a synchronous writer that waits for the
+// broker's acknowledgement; oneByOne keeps the order within a partition
+// whatever the writer's batching does, at one round trip per message.
+func (c *Cluster) write(topic string, balancer kafka.Balancer, msgs []kafka.Message, oneByOne bool) error {
 	transport := &kafka.Transport{}
 	defer transport.CloseIdleConnections()
 	w := &kafka.Writer{
-		Addr:         kafka.TCP(c.Brokers...),
-		Topic:        topic,
-		Transport:    transport,
-		RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond,
-		// Partition is carried in the message for the balancer below.
-		Balancer: kafka.BalancerFunc(func(m kafka.Message, partitions ...int) int {
-			return m.Partition
-		}),
+		Addr: kafka.TCP(c.Brokers...), Topic: topic, Transport: transport, Balancer: balancer,
+		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000,
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var err error
+	if oneByOne {
+		for i := range msgs {
+			if err = w.WriteMessages(ctx, msgs[i]); err != nil {
+				break
+			}
+		}
+	} else {
+		err = w.WriteMessages(ctx, msgs...)
+	}
+	return errors.Join(err, w.Close())
+}
+
+func (c *Cluster) produce(topic string, msgs []Message) error {
 	km := make([]kafka.Message, len(msgs))
 	for i, m := range msgs {
 		km[i] = kafka.Message{Partition: m.Partition, Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	// One call per message keeps the order within a partition whatever the
-	// writer's batching does.
-	var err error
-	for i := range km {
-		if err = w.WriteMessages(ctx, km[i]); err != nil {
-			break
-		}
-	}
-	return errors.Join(err, w.Close())
+	// Partition is carried in the message for this balancer.
+	byPartition := kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })
+	return c.write(topic, byPartition, km, true)
 }
 
 // ProduceBulk writes values to topic in one batch call, spread over its
 // partitions, without a guaranteed order: quick for load tests.
 func (c *Cluster) ProduceBulk(tb testing.TB, topic string, values ...[]byte) {
 	tb.Helper()
-	transport := &kafka.Transport{}
-	defer transport.CloseIdleConnections()
-	w := &kafka.Writer{
-		Addr: kafka.TCP(c.Brokers...), Topic: topic, Transport: transport,
-		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000,
-		Balancer: &kafka.RoundRobin{},
-	}
 	km := make([]kafka.Message, len(values))
 	for i, v := range values {
 		km[i] = kafka.Message{Value: v}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if err := errors.Join(w.WriteMessages(ctx, km...), w.Close()); err != nil {
+	if err := c.write(topic, &kafka.RoundRobin{}, km, false); err != nil {
 		tb.Fatalf("kafkatest: producing to %s: %v", topic, err)
 	}
 }
