@@ -27,7 +27,7 @@ import (
 // and refits on the labels as they arrive.
 func demoKafka(ctx context.Context, w io.Writer, m *model.Model, rows *demoRows) error {
 	const in, out, dead = "records", "scores", "dead-letters"
-	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, in, out, dead),
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, in, out), kfake.SeedTopics(1, dead),
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, "127.0.0.1:0") }))
 	if err != nil {
 		return fmt.Errorf("starting the in-process broker: %w", err)
@@ -83,11 +83,11 @@ func demoKafka(ctx context.Context, w io.Writer, m *model.Model, rows *demoRows)
 	if err := <-done; err != nil {
 		return err
 	}
-	reasons, err := deadLetterReasons(ctx, brokers, dead)
+	st := svc.Stats()
+	reasons, err := deadLetterReasons(ctx, brokers, dead, int(st.DeadLettered))
 	if err != nil {
 		return err
 	}
-	st := svc.Stats()
 	fmt.Fprintf(w, "\nKafka deployment (`mvml serve`) on an in-process broker at %s:\n", strings.Join(brokers, ","))
 	fmt.Fprintf(w, "  %d records from topic %q = %d scored into %q + %d dead-lettered into %q\n",
 		st.In, in, st.Scored, out, st.DeadLettered, dead)
@@ -134,39 +134,25 @@ func produce(ctx context.Context, brokers []string, topic string, values [][]byt
 	return nil
 }
 
-// deadLetterReasons reads the dead-letter topic from the start, without
-// a consumer group, and returns each message's reason header.
-func deadLetterReasons(ctx context.Context, brokers []string, topic string) ([]string, error) {
+// deadLetterReasons reads the n messages of the one-partition dead-letter
+// topic, without a consumer group, and returns each one's reason header.
+func deadLetterReasons(ctx context.Context, brokers []string, topic string, n int) ([]string, error) {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MaxWait: 50 * time.Millisecond})
 	var reasons []string
-	for partition := range 2 {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: partition, MaxWait: 50 * time.Millisecond})
-		end, err := lastOffset(ctx, brokers, topic, partition)
-		for err == nil && end > 0 {
-			var msg kafka.Message
-			if msg, err = r.ReadMessage(ctx); err != nil {
-				break
-			}
-			for _, h := range msg.Headers {
-				if h.Key == sink.HeaderReason {
-					reasons = append(reasons, string(h.Value))
-				}
-			}
-			if msg.Offset+1 >= end {
-				break
+	var err error
+	for range n {
+		var msg kafka.Message
+		if msg, err = r.ReadMessage(ctx); err != nil {
+			break
+		}
+		for _, h := range msg.Headers {
+			if h.Key == sink.HeaderReason {
+				reasons = append(reasons, string(h.Value))
 			}
 		}
-		if err = errors.Join(err, r.Close()); err != nil {
-			return nil, fmt.Errorf("reading the dead letters: %w", err)
-		}
+	}
+	if err = errors.Join(err, r.Close()); err != nil {
+		return nil, fmt.Errorf("reading the dead letters: %w", err)
 	}
 	return reasons, nil
-}
-
-func lastOffset(ctx context.Context, brokers []string, topic string, partition int) (int64, error) {
-	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, partition)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	return conn.ReadLastOffset()
 }
