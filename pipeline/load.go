@@ -33,7 +33,11 @@ func FileSource(spec *schemas.ViewSpec, patterns []string) SourceFunc {
 // not decode, a NaN or ±Inf feature and a missing or non-finite label are
 // errors naming the file, row and column.
 func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, opts Options) ([]*mat.Dense, []float64, error) {
-	return LoadLabelledFrom(ctx, spec, FileSource(spec, inputs), opts)
+	views, labels, err := LoadLabelledFrom(ctx, spec, FileSource(spec, inputs), opts)
+	if errors.Is(err, errNoRows) {
+		err = fmt.Errorf("load labelled rows from %v: %w", inputs, err)
+	}
+	return views, labels, err
 }
 
 // LoadLabelledFrom is LoadLabelled for the rows of any source, such as a
@@ -94,7 +98,7 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 		return nil, nil, fmt.Errorf("predict labelled rows: %w", err)
 	}
 	if len(truth) == 0 {
-		return nil, nil, fmt.Errorf("predict labelled rows from %v: the inputs hold no rows", inputs)
+		return nil, nil, fmt.Errorf("predict labelled rows from %v: %w", inputs, errNoRows)
 	}
 	return truth, pred, nil
 }

@@ -63,6 +63,9 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	} else {
 		m, err = trainInMemory(ctx, job)
 	}
+	if errors.Is(err, errNoRows) && len(job.Inputs) > 0 {
+		err = fmt.Errorf("%w: %v", err, job.Inputs)
+	}
 	if err != nil {
 		return nil, err
 	}
