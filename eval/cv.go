@@ -17,7 +17,7 @@ import (
 
 // GridKeys are the hyper-parameters a grid may vary, in the order
 // combinations are enumerated.
-var gridKeys = []string{"lambda", "eta", "mu", "landmarks", "sigma_scale"}
+var gridKeys = []string{"lambda", "eta", "mu", "landmarks", "sigma_scale", "learn_w"}
 
 // DefaultInnerFolds is the number of folds that choose the grid values,
 // as in scikit-learn's GridSearchCV. With 3, the inner models see only
@@ -37,12 +37,20 @@ type CVConfig struct {
 	// Default 0.
 	Seed uint64
 	// Grid lists candidate values per hyper-parameter (lambda, eta, mu,
-	// landmarks, sigma_scale — the last multiplies every RBF view's
-	// data-derived σ). Empty: no search, Base is used as is.
+	// landmarks, sigma_scale — which multiplies every RBF view's
+	// data-derived σ —, and learn_w, 0 for uniform view weights and 1 to
+	// learn them). Empty: no search, Base is used as is.
 	Grid map[string][]float64
 	// InnerFolds is the number of folds of the inner search; 0 means
 	// DefaultInnerFolds.
 	InnerFolds int
+	// Draws is the number of Nyström approximations evaluated in every
+	// outer fold: landmark and σ samples drawn with seeds Base.Seed,
+	// Base.Seed+1, …, each with its own inner search. A fold's metrics are
+	// their mean, as the paper averages its results over four
+	// approximations, so that one lucky or unlucky landmark draw does not
+	// decide a comparison. 0 means 1.
+	Draws int
 	// Progress, if set, is called after every fit with the fits done and
 	// the total.
 	Progress func(done, total int)
@@ -50,12 +58,26 @@ type CVConfig struct {
 
 // FoldResult is the outcome of one outer fold.
 type FoldResult struct {
-	Fold    int                `json:"fold"`
-	Metrics Metrics            `json:"metrics"`
-	Chosen  map[string]float64 `json:"chosen,omitempty"`
+	Fold int `json:"fold"`
+	// Metrics are the fold's test metrics, the mean over the draws when
+	// there are several.
+	Metrics Metrics `json:"metrics"`
+	// Chosen are the grid values of a single draw; with several, each
+	// draw's are in Draws.
+	Chosen map[string]float64 `json:"chosen,omitempty"`
 	// FitSeconds is the time of the fold's final training (features and
-	// fit), without the inner search.
+	// fit), without the inner search; the mean over the draws.
 	FitSeconds float64 `json:"fit_seconds"`
+	// Draws holds every draw's outcome when CVConfig.Draws > 1.
+	Draws []DrawResult `json:"draws,omitempty"`
+}
+
+// DrawResult is the outcome of one Nyström approximation in an outer fold.
+type DrawResult struct {
+	Seed       uint64             `json:"seed"`
+	Metrics    Metrics            `json:"metrics"`
+	Chosen     map[string]float64 `json:"chosen,omitempty"`
+	FitSeconds float64            `json:"fit_seconds"`
 }
 
 // CVResult is the outcome of a cross-validation.
@@ -124,10 +146,17 @@ func (r *CVResult) MarshalJSON() ([]byte, error) {
 func combos(grid map[string][]float64) ([]map[string]float64, error) {
 	for k, vals := range grid {
 		if !slices.Contains(gridKeys, k) {
-			return nil, fmt.Errorf("grid: unknown hyper-parameter %q (want lambda, eta, mu, landmarks or sigma_scale)", k)
+			return nil, fmt.Errorf("grid: unknown hyper-parameter %q (want lambda, eta, mu, landmarks, sigma_scale or learn_w)", k)
 		}
 		if len(vals) == 0 {
 			return nil, fmt.Errorf("grid: %s has no values", k)
+		}
+		if k == "learn_w" {
+			for _, v := range vals {
+				if v != 0 && v != 1 {
+					return nil, fmt.Errorf("grid: learn_w is 0 (uniform w) or 1 (learned w), not %v", v)
+				}
+			}
 		}
 	}
 	out := []map[string]float64{{}}
@@ -163,6 +192,8 @@ func apply(spec *schemas.ViewSpec, base model.TrainConfig, c map[string]float64)
 			base.Fit.Mu = v
 		case "landmarks":
 			base.Landmarks = v
+		case "learn_w":
+			base.Fit.LearnW = v == 1
 		case "sigma_scale":
 			kernels := make([]*schemas.KernelSpec, len(spec.Views))
 			for l := range kernels {
@@ -208,9 +239,10 @@ func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Den
 	if err != nil {
 		return nil, err
 	}
-	total := cfg.Folds
+	draws := max(cfg.Draws, 1)
+	total := cfg.Folds * draws
 	if len(grid) > 1 {
-		total += cfg.Folds * cfg.InnerFolds * len(grid)
+		total += cfg.Folds * draws * cfg.InnerFolds * len(grid)
 	}
 	done := 0
 	tick := func() {
@@ -223,27 +255,69 @@ func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Den
 	for f, test := range outer {
 		train := complement(len(labels), test)
 		trViews, trLabels := Subset(views, labels, train)
-		chosen := grid[0]
-		if len(grid) > 1 {
-			chosen, err = search(ctx, spec, trViews, trLabels, cfg, grid, stratify, tick)
-			if err != nil {
-				return nil, fmt.Errorf("fold %d: %w", f+1, err)
-			}
-		}
-		start := time.Now()
-		m, err := model.Train(ctx, spec, trViews, trLabels, apply(spec, cfg.Base, chosen))
-		if err != nil {
-			return nil, fmt.Errorf("fold %d: %w", f+1, err)
-		}
-		secs := time.Since(start).Seconds()
-		tick()
 		teViews, teLabels := Subset(views, labels, test)
-		res.Folds = append(res.Folds, FoldResult{
-			Fold: f + 1, Metrics: Compute(spec.Task, teLabels, Predict(m, teViews)),
-			Chosen: chosen, FitSeconds: secs,
-		})
+		fold := FoldResult{Fold: f + 1}
+		for d := range draws {
+			dcfg := cfg
+			dcfg.Base.Seed = cfg.Base.Seed + uint64(d)
+			r, err := evaluateDraw(ctx, spec, trViews, trLabels, teViews, teLabels, dcfg, grid, stratify, tick)
+			if err != nil {
+				return nil, fmt.Errorf("fold %d, draw seed %d: %w", f+1, dcfg.Base.Seed, err)
+			}
+			fold.Draws = append(fold.Draws, r)
+		}
+		if draws == 1 {
+			fold.Metrics, fold.Chosen, fold.FitSeconds = fold.Draws[0].Metrics, fold.Draws[0].Chosen, fold.Draws[0].FitSeconds
+			fold.Draws = nil
+		} else {
+			fold.Metrics, fold.FitSeconds = meanOfDraws(fold.Draws)
+		}
+		res.Folds = append(res.Folds, fold)
 	}
 	return res, nil
+}
+
+// evaluateDraw chooses the grid values on the training rows (one Nyström
+// approximation, cfg.Base.Seed), trains on them and scores the test rows.
+func evaluateDraw(ctx context.Context, spec *schemas.ViewSpec, trViews []*mat.Dense, trLabels []float64,
+	teViews []*mat.Dense, teLabels []float64, cfg CVConfig, grid []map[string]float64, stratify bool, tick func()) (DrawResult, error) {
+	chosen := grid[0]
+	if len(grid) > 1 {
+		var err error
+		if chosen, err = search(ctx, spec, trViews, trLabels, cfg, grid, stratify, tick); err != nil {
+			return DrawResult{}, err
+		}
+	}
+	start := time.Now()
+	m, err := model.Train(ctx, spec, trViews, trLabels, apply(spec, cfg.Base, chosen))
+	if err != nil {
+		return DrawResult{}, err
+	}
+	secs := time.Since(start).Seconds()
+	tick()
+	return DrawResult{Seed: cfg.Base.Seed, Metrics: Compute(spec.Task, teLabels, Predict(m, teViews)), Chosen: chosen, FitSeconds: secs}, nil
+}
+
+// meanOfDraws averages the draws' metrics (per-class accuracies included)
+// and fit times.
+func meanOfDraws(draws []DrawResult) (Metrics, float64) {
+	k := float64(len(draws))
+	mean := Metrics{Task: draws[0].Metrics.Task, N: draws[0].Metrics.N}
+	var secs float64
+	for _, d := range draws {
+		mean.Accuracy += d.Metrics.Accuracy / k
+		mean.NMSE += d.Metrics.NMSE / k
+		mean.R2 += d.Metrics.R2 / k
+		mean.RMSE += d.Metrics.RMSE / k
+		for class, acc := range d.Metrics.PerClass {
+			if mean.PerClass == nil {
+				mean.PerClass = map[string]float64{}
+			}
+			mean.PerClass[class] += acc / k
+		}
+		secs += d.FitSeconds / k
+	}
+	return mean, secs
 }
 
 // Select chooses the grid combination of cfg.Grid with the best mean score

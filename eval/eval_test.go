@@ -150,8 +150,27 @@ func TestCrossValidateNested(t *testing.T) {
 			t.Errorf("cv JSON lacks %s: %s", key, js)
 		}
 	}
-	if _, err := CrossValidate(context.Background(), spec, views, labels, CVConfig{Grid: map[string][]float64{"alpha": {1}}}); err == nil {
-		t.Error("unknown grid key: no error")
+	for name, grid := range map[string]map[string][]float64{
+		"unknown key":        {"alpha": {1}},
+		"learn_w not 0 or 1": {"learn_w": {0.5}},
+		"no values":          {"lambda": {}},
+	} {
+		if _, err := CrossValidate(context.Background(), spec, views, labels, CVConfig{Grid: grid}); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestApplyLearnW(t *testing.T) {
+	spec, _, _ := twoViews(4)
+	for _, tc := range []struct {
+		value float64
+		want  bool
+	}{{0, false}, {1, true}} {
+		got := apply(spec, model.TrainConfig{Fit: model.Config{LearnW: !tc.want}}, map[string]float64{"learn_w": tc.value})
+		if got.Fit.LearnW != tc.want {
+			t.Errorf("learn_w=%v gave LearnW %t", tc.value, got.Fit.LearnW)
+		}
 	}
 }
 
@@ -167,5 +186,46 @@ func TestApplySigmaScale(t *testing.T) {
 	}
 	if spec.Views[1].Kernel.SigmaScale != 0 {
 		t.Error("apply modified the spec")
+	}
+}
+
+func TestCrossValidateDrawsAverageApproximations(t *testing.T) {
+	spec, views, labels := twoViews(120)
+	base := model.TrainConfig{Landmarks: 12, Seed: 7, Fit: model.Config{Lambda: 0.01}}
+	res, err := CrossValidate(context.Background(), spec, views, labels, CVConfig{Folds: 3, Seed: 1, Draws: 3, Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Folds {
+		if len(f.Draws) != 3 || f.Chosen != nil {
+			t.Fatalf("fold %d: %d draws, chosen %v", f.Fold, len(f.Draws), f.Chosen)
+		}
+		var mean float64
+		for i, d := range f.Draws {
+			if d.Seed != base.Seed+uint64(i) {
+				t.Errorf("fold %d draw %d has seed %d", f.Fold, i, d.Seed)
+			}
+			mean += d.Metrics.Accuracy / 3
+		}
+		if math.Abs(f.Metrics.Accuracy-mean) > 1e-15 {
+			t.Errorf("fold %d accuracy %v, mean of draws %v", f.Fold, f.Metrics.Accuracy, mean)
+		}
+	}
+	// Every draw is the single-draw cross-validation with its seed.
+	for i := range 3 {
+		single := base
+		single.Seed = base.Seed + uint64(i)
+		one, err := CrossValidate(context.Background(), spec, views, labels, CVConfig{Folds: 3, Seed: 1, Base: single})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f := range one.Folds {
+			if got, want := res.Folds[f].Draws[i].Metrics.Accuracy, one.Folds[f].Metrics.Accuracy; got != want {
+				t.Errorf("fold %d draw %d: %v, alone %v", f+1, i, got, want)
+			}
+			if one.Folds[f].Draws != nil {
+				t.Errorf("single draw lists draws")
+			}
+		}
 	}
 }

@@ -25,7 +25,7 @@ type TrainJob struct {
 	Source SourceFunc
 	Config model.TrainConfig
 	// Grid, when not empty, lists candidate values of hyper-parameters
-	// (lambda, eta, mu, landmarks, sigma_scale); the job picks the best by
+	// (lambda, eta, mu, landmarks, sigma_scale, learn_w); the job picks the best by
 	// cross-validation on the rows (GridFolds folds, default eval.DefaultInnerFolds) before the
 	// final fit, so that every scheduled retraining re-tunes them.
 	Grid      map[string][]float64

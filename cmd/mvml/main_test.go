@@ -207,6 +207,10 @@ func TestCVGridJSON(t *testing.T) {
 	if !strings.Contains(stdout, "accuracy") || !strings.Contains(stdout, "±") {
 		t.Fatalf("cv table: %q", stdout)
 	}
+	stdout, _ = mustRun(t, "cv", "--input", data, "--views", spec, "--folds", "3", "--landmarks", "20", "--seed", "4", "--draws", "2")
+	if !strings.Contains(stdout, "seed 4: ") || !strings.Contains(stdout, "seed 5: ") {
+		t.Fatalf("cv --draws 2 table names no draw seeds: %q", stdout)
+	}
 }
 
 func TestTrainGrid(t *testing.T) {
@@ -313,6 +317,7 @@ func TestUsageErrors(t *testing.T) {
 		{"rejects without skip", []string{"score", "--input", data, "--model", "m", "--output", "o.jsonl", "--rejects", "r.jsonl"}, exitUsage, "only used with --on-error skip"},
 		{"skip to stdout", []string{"score", "--input", data, "--model", "m", "--output", "-", "--on-error", "skip"}, exitUsage, "needs --rejects"},
 		{"few folds", []string{"cv", "--input", data, "--views", spec, "--folds", "1"}, exitUsage, "at least 2"},
+		{"no draws", []string{"cv", "--input", data, "--views", spec, "--draws", "0"}, exitUsage, "--draws must be at least 1"},
 		{"serve without brokers", []string{"serve", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq", "--model", "m"}, exitUsage, "--brokers is required"},
 		{"serve without dead letters", []string{"serve", "--brokers", "localhost:9092", "--topic", "in", "--output-topic", "out", "--model", "m"}, exitUsage, "--dead-letter-topic is required"},
 		{"serve two outputs", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--output-dir", "d", "--dead-letter-topic", "dlq", "--model", "m"}, exitUsage, "one of --output-topic and --output-dir"},

@@ -21,7 +21,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	store := fs.String("model-dir", "", "publish the model to the model store `DIR` instead: DIR/VERSION.mvml, then DIR/current.mvml, which `mvml serve --reload-interval` can watch")
 	fit := registerFit(fs)
 	grid := gridFlag{}
-	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks or sigma_scale (repeatable)")
+	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks, sigma_scale or learn_w (repeatable)")
 	gridFolds := fs.Int("grid-folds", eval.DefaultInnerFolds, "number of folds choosing the --grid values")
 	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics")
 	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
