@@ -127,8 +127,10 @@ func perFold(res *eval.CVResult) string {
 // TestReproduceSARCOS follows the paper's SARCOS setup on the available
 // test file: a seeded shuffle, the first 2000 rows to train and the rest to
 // test, first torque, γ = 1/number of features of a view, standardised
-// target; λ and η chosen by 5-fold CV inside the training rows; the test
-// nMSE averaged over four Nyström approximations, as in the paper.
+// target; λ and η chosen by 5-fold CV inside the training rows. The whole
+// range of p on one Nyström approximation, and the target level, 8%, averaged
+// over four, as the paper reports (the sparse mode at 16% takes minutes per
+// draw, which is why the whole range is not repeated).
 func TestReproduceSARCOS(t *testing.T) {
 	reproducing(t)
 	spec, views, labels := sharedData(t, "sarcos", "test.csv.gz")
@@ -137,40 +139,43 @@ func TestReproduceSARCOS(t *testing.T) {
 	teV, teL := eval.Subset(views, labels, perm[2000:])
 	gamma := 1.0 / 7
 	kernels := []*schemas.KernelSpec{{Gamma: gamma}, {Gamma: gamma}, {Gamma: gamma}}
-	const draws = 4
-	for _, standardize := range []bool{false, true} {
-		fmt.Printf("\nSARCOS (2000 train / 2449 test), standardized features: %t\n| mode | p | nMSE, mean of %d | per draw | chosen per draw | fit+search s |\n|---|---|---|---|---|---|\n", standardize, draws)
-		for _, p := range []float64{0.01, 0.02, 0.04, 0.08, 0.16} {
-			for _, mode := range []model.Mode{model.ModeLearned, model.ModeSparse, model.ModeIdentity} {
-				grid := map[string][]float64{"lambda": {1e-8, 1e-6, 1e-4, 1e-2}, "eta": {0.1, 1, 10}}
-				if mode == model.ModeIdentity {
-					grid = map[string][]float64{"lambda": {1e-8, 1e-6, 1e-4, 1e-2, 1}}
-				}
-				start := time.Now()
-				var nmse []float64
-				var per, chosen []string
-				for seed := range uint64(draws) {
-					cfg, c, err := eval.Select(context.Background(), spec, trV, trL, eval.CVConfig{
-						Grid: grid,
-						Base: model.TrainConfig{Landmarks: p, Seed: seed, Kernels: kernels, Standardize: standardize, Fit: model.Config{Mode: mode}},
-					})
-					if err != nil {
-						t.Fatal(err)
+	table := func(t *testing.T, ps []float64, draws int) {
+		for _, standardize := range []bool{false, true} {
+			fmt.Printf("\nSARCOS (2000 train / 2449 test), standardized features: %t, %d draw(s)\n| mode | p | nMSE (mean) | per draw | chosen per draw | fit+search s |\n|---|---|---|---|---|---|\n", standardize, draws)
+			for _, p := range ps {
+				for _, mode := range []model.Mode{model.ModeLearned, model.ModeSparse, model.ModeIdentity} {
+					grid := map[string][]float64{"lambda": {1e-8, 1e-6, 1e-4, 1e-2}, "eta": {0.1, 1, 10}}
+					if mode == model.ModeIdentity {
+						grid = map[string][]float64{"lambda": {1e-8, 1e-6, 1e-4, 1e-2, 1}}
 					}
-					m, err := model.Train(context.Background(), spec, trV, trL, cfg)
-					if err != nil {
-						t.Fatal(err)
+					start := time.Now()
+					var nmse []float64
+					var per, chosen []string
+					for seed := range uint64(draws) {
+						cfg, c, err := eval.Select(context.Background(), spec, trV, trL, eval.CVConfig{
+							Grid: grid,
+							Base: model.TrainConfig{Landmarks: p, Seed: seed, Kernels: kernels, Standardize: standardize, Fit: model.Config{Mode: mode}},
+						})
+						if err != nil {
+							t.Fatal(err)
+						}
+						m, err := model.Train(context.Background(), spec, trV, trL, cfg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						met := eval.Compute(spec.Task, teL, eval.Predict(m, teV))
+						nmse = append(nmse, met.NMSE)
+						per = append(per, fmt.Sprintf("%.4f", met.NMSE))
+						chosen = append(chosen, fmt.Sprint(c))
 					}
-					met := eval.Compute(spec.Task, teL, eval.Predict(m, teV))
-					nmse = append(nmse, met.NMSE)
-					per = append(per, fmt.Sprintf("%.4f", met.NMSE))
-					chosen = append(chosen, fmt.Sprint(c))
+					fmt.Printf("| %s | %.0f%% | %.4f | %s | %s | %.1f |\n", mode, 100*p, stat.Mean(nmse, nil),
+						strings.Join(per, " "), strings.Join(chosen, " "), time.Since(start).Seconds())
 				}
-				fmt.Printf("| %s | %.0f%% | %.4f | %s | %s | %.1f |\n", mode, 100*p, stat.Mean(nmse, nil),
-					strings.Join(per, " "), strings.Join(chosen, " "), time.Since(start).Seconds())
 			}
 		}
 	}
+	t.Run("one draw", func(t *testing.T) { table(t, []float64{0.01, 0.02, 0.04, 0.08, 0.16}, 1) })
+	t.Run("four draws", func(t *testing.T) { table(t, []float64{0.08}, 4) })
 }
 
 // TestReproduceUWaveSplits measures how much of the fold spread is the
