@@ -79,14 +79,18 @@ func BenchmarkStatsAdd(b *testing.B) {
 	b.ReportMetric(1e6/(rows/time.Since(start).Seconds()), "s/1M-rows")
 }
 
-// BenchmarkFitIteration times outer iterations of mode learned at
-// vp = 768 (3 views × 256 features), one target column.
+// BenchmarkFitIteration times outer iterations of modes learned and
+// sparse up to vp = 768 (3 views × 256 features), one target column.
 func BenchmarkFitIteration(b *testing.B) {
-	for _, r := range []int{108, 256} {
-		b.Run(fmt.Sprintf("vp=%d", 3*r), func(b *testing.B) {
+	for _, tc := range []struct {
+		mode Mode
+		r    int
+	}{{ModeLearned, 108}, {ModeLearned, 256}, {ModeSparse, 108}, {ModeSparse, 256}} {
+		b.Run(fmt.Sprintf("%s/vp=%d", tc.mode, 3*tc.r), func(b *testing.B) {
+			r := tc.r
 			p := newProblem(2, 2*3*r, []int{r, r, r}, 1)
 			st := p.stats(b)
-			cfg := Config{Lambda: 0.01, Eta: 1, MaxIter: 5, Tol: 1e-300}
+			cfg := Config{Mode: tc.mode, Lambda: 0.01, Eta: 1, MaxIter: 5, Tol: 1e-300}
 			b.ResetTimer()
 			var iters int
 			for i := 0; i < b.N; i++ {
