@@ -76,9 +76,9 @@ func TestReproduceUWave(t *testing.T) {
 		return out
 	}
 	protocols := []struct {
-		name          string
-		learned, fixd map[string][]float64
-		draws         int
+		name           string
+		learned, fixed map[string][]float64
+		draws          int
 	}{
 		{"paper grid (σ = mean distance), one Nyström approximation", learnedGrid, fixedGrid, 1},
 		{"paper grid (σ = mean distance), mean over four Nyström approximations", learnedGrid, fixedGrid, 4},
@@ -100,7 +100,7 @@ func TestReproduceUWave(t *testing.T) {
 		for _, r := range runs {
 			grid := proto.learned
 			if r.mode == model.ModeCov || r.mode == model.ModeIdentity {
-				grid = proto.fixd
+				grid = proto.fixed
 			}
 			res, err := eval.CrossValidate(context.Background(), spec, views, labels, eval.CVConfig{
 				Folds: 4, Seed: 0, Grid: grid, Draws: proto.draws,
