@@ -161,8 +161,8 @@ type solver struct {
 	m     blas64.Symmetric // P + λI, factorised in place (upper Cholesky factor)
 
 	cond0 float64 // condition number estimate of the initial metric
-	// sparseMu is the step the last sparse step accepted (0 before the
-	// first): the next backtracking starts from twice it, not from Config.Mu.
+	// sparseMu is where the next sparse step search starts: Config.Mu, or
+	// twice the last accepted step when that step needed backtracking.
 	sparseMu float64
 	trace    Trace
 }
@@ -634,8 +634,10 @@ func (s *solver) tooIllConditioned(trial *mat.Cholesky) bool {
 //
 // Every trial costs a Cholesky factorisation, and on ill-conditioned
 // metrics the accepted μ sits many halvings below Config.Mu, step after
-// step (28–33 trials per step on SARCOS at 8%), so the search starts from
-// twice the last accepted μ: μ may still double from one step to the next.
+// step (28–33 trials per step on SARCOS at 8%). So a step that needed
+// backtracking makes the next search start from twice its μ, and a step
+// accepted at its first trial sends the next search back to Config.Mu, so
+// that a growing admissible step is followed at once.
 func (s *solver) sparseStep() (float64, error) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
 	var aat mat.Dense
@@ -646,11 +648,10 @@ func (s *solver) sparseStep() (float64, error) {
 	next := mat.NewSymDense(s.d, nil)
 	var trial mat.Cholesky
 	var sol, delta, dg mat.Dense
-	first := s.cfg.Mu
-	if s.sparseMu > 0 {
-		first = min(first, 2*s.sparseMu)
+	if s.sparseMu == 0 {
+		s.sparseMu = s.cfg.Mu
 	}
-	for mu, try := first, 0; try < 40; mu, try = mu/2, try+1 {
+	for mu, try := s.sparseMu, 0; try < 40; mu, try = mu/2, try+1 {
 		for i := 0; i < s.d; i++ {
 			for j := i; j < s.d; j++ {
 				next.SetSym(i, j, s.a.At(i, j)+mu*lam*0.5*(aat.At(i, j)+aat.At(j, i)))
@@ -705,7 +706,10 @@ func (s *solver) sparseStep() (float64, error) {
 		}
 		s.a.CopySym(next)
 		s.chol.Clone(&trial)
-		s.sparseMu = mu
+		s.sparseMu = min(s.cfg.Mu, 2*mu)
+		if try == 0 {
+			s.sparseMu = s.cfg.Mu
+		}
 		return mu, nil
 	}
 	return 0, nil

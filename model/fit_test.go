@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -351,16 +352,31 @@ func TestObjectiveNeverIncreases(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
+		// illScaled spreads every view's feature scales over decades, so
+		// that the sparse step search backtracks and restarts from the
+		// last step.
+		illScaled bool
 	}{
-		{"learned", Config{Mode: ModeLearned, Lambda: 0.01, Eta: 1, Mu: 0.45, MaxIter: 25, Tol: 1e-12}},
-		{"learned small eta", Config{Mode: ModeLearned, Lambda: 1, Eta: 1e-3, MaxIter: 25, Tol: 1e-12}},
-		{"learned with w", Config{Mode: ModeLearned, Lambda: 0.1, Eta: 0.5, LearnW: true, MaxIter: 25, Tol: 1e-12}},
-		{"sparse", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 5, Mu: 0.05, MaxIter: 25, Tol: 1e-12}},
-		{"sparse with w", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 1, LearnW: true, MaxIter: 25, Tol: 1e-12}},
-		{"cov with w", Config{Mode: ModeCov, Lambda: 0.1, LearnW: true, MaxIter: 25, Tol: 1e-12}},
+		{"learned", Config{Mode: ModeLearned, Lambda: 0.01, Eta: 1, Mu: 0.45, MaxIter: 25, Tol: 1e-12}, false},
+		{"learned small eta", Config{Mode: ModeLearned, Lambda: 1, Eta: 1e-3, MaxIter: 25, Tol: 1e-12}, false},
+		{"learned with w", Config{Mode: ModeLearned, Lambda: 0.1, Eta: 0.5, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
+		{"sparse", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 5, Mu: 0.05, MaxIter: 25, Tol: 1e-12}, false},
+		{"sparse with w", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 1, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
+		{"sparse backtracking", Config{Mode: ModeSparse, Lambda: 1e-4, Eta: 0.1, MaxIter: 25, Tol: 1e-12}, true},
+		{"cov with w", Config{Mode: ModeCov, Lambda: 0.1, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProblem(9, 120, []int{4, 3, 5}, 1)
+			if tc.illScaled {
+				for _, u := range p.u {
+					rows, cols := u.Dims()
+					for i := 0; i < rows; i++ {
+						for j := 0; j < cols; j++ {
+							u.Set(i, j, u.At(i, j)*math.Pow(10, -float64(j)/1.5))
+						}
+					}
+				}
+			}
 			st := p.stats(t)
 			sol, err := Fit(context.Background(), st, []int{0}, tc.cfg, nil)
 			if err != nil {
@@ -381,6 +397,9 @@ func TestObjectiveNeverIncreases(t *testing.T) {
 			}
 			if !isSPD(sol.A) {
 				t.Error("Ã is not symmetric positive definite")
+			}
+			if tc.illScaled && !slices.ContainsFunc(sol.Trace.Steps, func(mu float64) bool { return mu > 0 && mu < 0.45/tc.cfg.Eta }) {
+				t.Errorf("no sparse step backtracked (steps %v): the case does not exercise the search", sol.Trace.Steps)
 			}
 			cfg, _ := tc.cfg.withDefaults()
 			brute := bruteObjective(p, 0, sol, cfg, tc.cfg.Mode == ModeSparse)
