@@ -266,11 +266,9 @@ func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Den
 			}
 			fold.Draws = append(fold.Draws, r)
 		}
+		fold.Metrics, fold.FitSeconds = meanOfDraws(fold.Draws)
 		if draws == 1 {
-			fold.Metrics, fold.Chosen, fold.FitSeconds = fold.Draws[0].Metrics, fold.Draws[0].Chosen, fold.Draws[0].FitSeconds
-			fold.Draws = nil
-		} else {
-			fold.Metrics, fold.FitSeconds = meanOfDraws(fold.Draws)
+			fold.Chosen, fold.Draws = fold.Draws[0].Chosen, nil
 		}
 		res.Folds = append(res.Folds, fold)
 	}
@@ -299,10 +297,13 @@ func evaluateDraw(ctx context.Context, spec *schemas.ViewSpec, trViews []*mat.De
 }
 
 // meanOfDraws averages the draws' metrics (per-class accuracies included)
-// and fit times.
+// and fit times; the mean of one draw is that draw's, bit for bit.
 func meanOfDraws(draws []DrawResult) (Metrics, float64) {
 	k := float64(len(draws))
 	mean := Metrics{Task: draws[0].Metrics.Task, N: draws[0].Metrics.N}
+	if draws[0].Metrics.PerClass != nil {
+		mean.PerClass = map[string]float64{}
+	}
 	var secs float64
 	for _, d := range draws {
 		mean.Accuracy += d.Metrics.Accuracy / k
@@ -310,9 +311,6 @@ func meanOfDraws(draws []DrawResult) (Metrics, float64) {
 		mean.R2 += d.Metrics.R2 / k
 		mean.RMSE += d.Metrics.RMSE / k
 		for class, acc := range d.Metrics.PerClass {
-			if mean.PerClass == nil {
-				mean.PerClass = map[string]float64{}
-			}
 			mean.PerClass[class] += acc / k
 		}
 		secs += d.FitSeconds / k

@@ -174,7 +174,7 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 		bw: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
 		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
 		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
-		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)},
+		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.Mu,
 	}
 	for _, c := range cols {
 		s.yty += st.YtY[c]
@@ -648,9 +648,6 @@ func (s *solver) sparseStep() (float64, error) {
 	next := mat.NewSymDense(s.d, nil)
 	var trial mat.Cholesky
 	var sol, delta, dg mat.Dense
-	if s.sparseMu == 0 {
-		s.sparseMu = s.cfg.Mu
-	}
 	for mu, try := s.sparseMu, 0; try < 40; mu, try = mu/2, try+1 {
 		for i := 0; i < s.d; i++ {
 			for j := i; j < s.d; j++ {
@@ -706,9 +703,9 @@ func (s *solver) sparseStep() (float64, error) {
 		}
 		s.a.CopySym(next)
 		s.chol.Clone(&trial)
-		s.sparseMu = min(s.cfg.Mu, 2*mu)
-		if try == 0 {
-			s.sparseMu = s.cfg.Mu
+		s.sparseMu = s.cfg.Mu
+		if try > 0 {
+			s.sparseMu = min(s.cfg.Mu, 2*mu)
 		}
 		return mu, nil
 	}
