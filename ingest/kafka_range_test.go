@@ -457,14 +457,7 @@ func TestKafkaRangeContext(t *testing.T) {
 	if _, err := src.Next(ctx); !errors.Is(err, io.EOF) {
 		t.Errorf("Next after Close: %v, want io.EOF", err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if after := runtime.NumGoroutine(); after > before {
-		buf := make([]byte, 1<<20)
-		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
-	}
+	expectGoroutinesBack(t, before)
 }
 
 func TestKafkaRangeCloseWhileReading(t *testing.T) {

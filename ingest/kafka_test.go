@@ -562,16 +562,7 @@ func TestKafkaSourceCancelLeavesNoGoroutine(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("Close took %v", took)
 	}
-	// The reader's goroutines end with Close; the broker's end when it sees
-	// the connections close.
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if after := runtime.NumGoroutine(); after > before {
-		buf := make([]byte, 1<<20)
-		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
-	}
+	expectGoroutinesBack(t, before)
 }
 
 func TestNewKafkaChecksConfig(t *testing.T) {
@@ -689,5 +680,21 @@ func BenchmarkKafkaDecode(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*len(msgs))/b.Elapsed().Seconds(), "rows/s")
 		})
+	}
+}
+
+// expectGoroutinesBack waits up to 3 s for the number of goroutines to fall
+// back to before (a closed reader's goroutines end at once, the in-process
+// broker's when it sees the connections close) and reports the stacks if it
+// does not.
+func expectGoroutinesBack(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
 	}
 }
