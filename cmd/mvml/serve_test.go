@@ -129,10 +129,7 @@ type scoreMessage struct {
 // restart in the same group that resumes after the committed records.
 func TestServeKafka(t *testing.T) {
 	dir := t.TempDir()
-	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
-	_, streamCSV := fixture(t, dir, "stream.csv", classSpec, 240, 2, nil)
-	modelPath := filepath.Join(dir, "m.mvml")
-	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	streamCSV, modelPath := trainedForServe(t, dir, 240)
 	m, err := pipeline.LoadModel(modelPath)
 	if err != nil {
 		t.Fatal(err)
@@ -228,10 +225,7 @@ func TestServeKafkaWithKcat(t *testing.T) {
 		t.Skip("kcat is not installed (Debian package kcat; .ci/run installs it)")
 	}
 	dir := t.TempDir()
-	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
-	_, streamCSV := fixture(t, dir, "stream.csv", classSpec, 40, 2, nil)
-	modelPath := filepath.Join(dir, "m.mvml")
-	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	streamCSV, modelPath := trainedForServe(t, dir, 40)
 	cluster := kafkatest.Start(t, 1, "records", "scores", "dead")
 	brokers := strings.Join(cluster.Brokers, ",")
 
@@ -398,10 +392,7 @@ func TestServeReloadsModel(t *testing.T) {
 // committed at shutdown.
 func TestServeToParquetDir(t *testing.T) {
 	dir := t.TempDir()
-	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
-	_, streamCSV := fixture(t, dir, "stream.csv", classSpec, 45, 2, nil)
-	modelPath := filepath.Join(dir, "m.mvml")
-	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	streamCSV, modelPath := trainedForServe(t, dir, 45)
 	cluster := kafkatest.Start(t, 1, "records", "dead")
 	out := filepath.Join(dir, "scores")
 	if err := os.Mkdir(out, 0o755); err != nil {
@@ -467,4 +458,15 @@ func parquetFiles(t *testing.T, dir string) []string {
 		}
 	}
 	return names
+}
+
+// trainedForServe writes into dir a CSV of streamRows records to stream and
+// a model trained on 150 other rows: the starting point of a serve test.
+func trainedForServe(t *testing.T, dir string, streamRows int) (streamCSV, modelPath string) {
+	t.Helper()
+	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
+	_, streamCSV = fixture(t, dir, "stream.csv", classSpec, streamRows, 2, nil)
+	modelPath = filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
+	return streamCSV, modelPath
 }
