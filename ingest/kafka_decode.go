@@ -207,14 +207,13 @@ func (d *kafkaDecoder) decode(data []byte) *rowError {
 		if err := d.field(d.lookup(name)); err != nil {
 			return err
 		}
-		s.skipSpace()
-		if s.consume(',') {
-			continue
+		more, err := s.separator('}', "after a field")
+		if err != nil {
+			return err
 		}
-		if s.consume('}') {
+		if !more {
 			break
 		}
-		return s.syntaxError("want ',' or '}' after a field")
 	}
 	if err := s.end(); err != nil {
 		return err
@@ -332,14 +331,13 @@ func (d *kafkaDecoder) decodeArray(l int) *rowError {
 				return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d is %s, want a number", v.Name, n, describeKind(c))}
 			}
 			n++
-			s.skipSpace()
-			if s.consume(',') {
-				continue
+			more, err := s.separator(']', "in an array")
+			if err != nil {
+				return err
 			}
-			if s.consume(']') {
+			if !more {
 				break
 			}
-			return s.syntaxError("want ',' or ']' in an array")
 		}
 	}
 	if n != len(dst) {
@@ -476,6 +474,19 @@ func (s *jsonScanner) end() *rowError {
 		return s.syntaxError("data after the JSON value")
 	}
 	return nil
+}
+
+// separator reads what follows an item of an array or object (closer ']'
+// or '}'): a comma (more items follow) or the closer (none do).
+func (s *jsonScanner) separator(closer byte, where string) (more bool, err *rowError) {
+	s.skipSpace()
+	if s.consume(',') {
+		return true, nil
+	}
+	if s.consume(closer) {
+		return false, nil
+	}
+	return false, s.syntaxError("want ',' or '" + string(closer) + "' " + where)
 }
 
 func (s *jsonScanner) syntaxError(what string) *rowError {
@@ -704,14 +715,9 @@ func (s *jsonScanner) skipValue(depth int) *rowError {
 			if err := s.skipValue(depth + 1); err != nil {
 				return err
 			}
-			s.skipSpace()
-			if s.consume(',') {
-				continue
+			if more, err := s.separator(']', "in an array"); err != nil || !more {
+				return err
 			}
-			if s.consume(']') {
-				return nil
-			}
-			return s.syntaxError("want ',' or ']' in an array")
 		}
 	case c == '{':
 		s.pos++
@@ -735,14 +741,9 @@ func (s *jsonScanner) skipValue(depth int) *rowError {
 			if err := s.skipValue(depth + 1); err != nil {
 				return err
 			}
-			s.skipSpace()
-			if s.consume(',') {
-				continue
+			if more, err := s.separator('}', "after a field"); err != nil || !more {
+				return err
 			}
-			if s.consume('}') {
-				return nil
-			}
-			return s.syntaxError("want ',' or '}' after a field")
 		}
 	default:
 		return s.syntaxError("want a JSON value")
