@@ -239,12 +239,18 @@ func decodeKafkaBatch(dec *kafkaDecoder, rb *schemas.RecordBuilder, topic string
 	for i := range msgs {
 		m := &msgs[i]
 		if bad := dec.decode(m.Value); bad != nil {
+			payload := m.Value
+			if payload == nil {
+				// kafka-go reads an empty and a null message alike as nil;
+				// either is a payload, empty, and not the absence of one.
+				payload = []byte{}
+			}
 			b.Rejects = append(b.Rejects, schemas.RowError{
 				Source:  topic + "/" + strconv.Itoa(m.Partition),
 				Row:     m.Offset,
 				Column:  bad.column,
 				Reason:  bad.reason,
-				Payload: m.Value,
+				Payload: payload,
 			})
 			continue
 		}
