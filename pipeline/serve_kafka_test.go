@@ -155,8 +155,10 @@ func TestServeKafkaDeadLettersEveryMessage(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 150, 1))
 	records := jsonRecords(t, spec, makeData(spec, 20, 4))
-	cluster := kafkatest.Start(t, 1, "in", "out", "dead")                              // the broker's default limit, 1048588 bytes
-	huge := append([]byte(`{"id": 1, "a": [`), bytes.Repeat([]byte("1,"), 524_242)...) // 1,048,500 bytes
+	// The broker's default limit, 1048588 bytes, and a message of
+	// 1048500 bytes.
+	cluster := kafkatest.Start(t, 1, "in", "out", "dead")
+	huge := append([]byte(`{"id": 1, "a": [`), bytes.Repeat([]byte("1,"), 524_242)...)
 	var msgs []kafkatest.Message
 	for _, v := range records[:10] {
 		msgs = append(msgs, kafkatest.Message{Value: v})
