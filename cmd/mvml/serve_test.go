@@ -167,7 +167,7 @@ func TestServeKafka(t *testing.T) {
 	if code := srv.stop(t); code != exitOK {
 		t.Fatalf("exit %d: %s", code, srv.stderr)
 	}
-	if want := "in 183 = scored 180 + dead-lettered 3; 180 labelled"; !strings.Contains(srv.stderr.String(), want) {
+	if want := "in 183 = scored 180 + dead-lettered 3 + not committed 0; 180 labelled"; !strings.Contains(srv.stderr.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, srv.stderr)
 	}
 	scores := cluster.ConsumeAll(t, "scores")
@@ -212,7 +212,7 @@ func TestServeKafka(t *testing.T) {
 	if n := len(cluster.ConsumeAll(t, "scores")); n != 190 {
 		t.Errorf("%d scores after the restart, want 190", n)
 	}
-	if want := "in 10 = scored 10 + dead-lettered 0"; !strings.Contains(srv.stderr.String(), want) {
+	if want := "in 10 = scored 10 + dead-lettered 0 + not committed 0;"; !strings.Contains(srv.stderr.String(), want) {
 		t.Errorf("stderr after the restart lacks %q:\n%s", want, srv.stderr)
 	}
 }
