@@ -631,3 +631,37 @@ func TestServeWatchModel(t *testing.T) {
 		t.Errorf("the missing file logged %d times, want once:\n%s", n, log.String())
 	}
 }
+
+// A refit due by time starts when the interval has passed, also while no
+// record arrives.
+func TestServeRefitIntervalWhileIdle(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	src := make(chanSource)
+	refitted := make(chan *model.Model, 1)
+	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+		Refit:     RefitPolicy{Interval: 500 * time.Millisecond},
+		OnRefit:   func(_ context.Context, m *model.Model) error { refitted <- m; return nil },
+		Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	src <- labelledBatch(mem, spec, makeData(spec, 60, 8), 0, 60) // before the interval has passed
+	select {
+	case r := <-refitted:
+		if r.Meta.Rows != 60 {
+			t.Errorf("refit on %d rows, want 60", r.Meta.Rows)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no refit while the source was idle")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
