@@ -198,7 +198,8 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 // them into one batch: Batch.Source is the topic, Batch.Rows holds each
 // record row's offset (within its message's partition), and every message
 // that cannot be decoded is a reject with Source "topic/partition", Row its
-// offset and Payload its value. Batch.Ack commits the batch's offsets.
+// offset and Payload its value (empty, not nil, for an empty or null
+// message). Batch.Ack commits the batch's offsets.
 //
 // When ctx is done before a message arrives, Next returns ctx's error
 // (wrapped); when it is done while a batch is being filled, the messages
