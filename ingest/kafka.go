@@ -144,7 +144,8 @@ var errSourceClosed = errors.New("source is closed")
 // cfg.GroupID. Options.BatchSize caps the messages of a batch,
 // Options.Allocator allocates the records, Options.RequireLabel rejects
 // messages without a label, and Options.Logger receives kafka-go's error
-// reports. It does not contact the brokers: the first Next joins the group.
+// reports. kafka-go starts joining the group at once, in the background
+// (Ready tells when it has); the first Next waits for a message.
 func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSource, error) {
 	if spec == nil {
 		return nil, errors.New("ingest: nil view spec")
