@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -20,6 +21,11 @@ const (
 	DefaultKafkaMinBytes = 1
 	DefaultKafkaMaxBytes = 10 << 20
 )
+
+// transientRetryPause is how long Next waits after a transient error
+// before it asks kafka-go again, which paces its own retries: a floor, so
+// that an error returned at once again cannot spin.
+const transientRetryPause = 100 * time.Millisecond
 
 // KafkaConfig says where a KafkaSource reads.
 type KafkaConfig struct {
@@ -99,16 +105,22 @@ func resolveFetch(brokers []string, topic string, maxWait *time.Duration, minByt
 // consumer group (see the package documentation for the message format).
 // A topic has no end: Next waits for messages, and returns io.EOF only
 // after Close. Offsets are committed only by Batch.Ack, so every message
-// not acked is delivered again after a restart (at least once).
+// not acked is delivered again after a restart (at least once). While the
+// brokers cannot be reached or the group rebalances, Next keeps waiting
+// (kafka-go reconnects and rejoins by itself) and Ready says why it does
+// not consume; only errors that waiting cannot mend (a refused
+// authentication or authorisation, say) end it.
 //
 // Next and Close must not be called concurrently; to stop a Next that
-// waits, cancel its context. Batch.Ack may be called from any goroutine.
+// waits, cancel its context. Batch.Ack and Ready may be called from any
+// goroutine.
 type KafkaSource struct {
 	cfg    KafkaConfig
 	opts   Options
 	reader *kafka.Reader
 	dec    *kafkaDecoder
 	rb     *schemas.RecordBuilder
+	health *kafkaHealth
 	// pending is a fetch error met after a batch had messages; the next
 	// Next returns it.
 	pending error
@@ -132,7 +144,8 @@ var errSourceClosed = errors.New("source is closed")
 // cfg.GroupID. Options.BatchSize caps the messages of a batch,
 // Options.Allocator allocates the records, Options.RequireLabel rejects
 // messages without a label, and Options.Logger receives kafka-go's error
-// reports. It does not contact the brokers: the first Next joins the group.
+// reports. kafka-go starts joining the group at once, in the background
+// (Ready tells when it has); the first Next waits for a message.
 func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSource, error) {
 	if spec == nil {
 		return nil, errors.New("ingest: nil view spec")
@@ -145,6 +158,7 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		return nil, err
 	}
 	logger := opts.Logger
+	health := &kafkaHealth{group: cfg.GroupID}
 	rc := kafka.ReaderConfig{
 		Brokers:     cfg.Brokers,
 		GroupID:     cfg.GroupID,
@@ -161,7 +175,9 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		// The queue of fetched messages need not outgrow a batch.
 		QueueCapacity: min(opts.BatchSize, 1024),
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			logger.Warn("ingest: kafka: "+fmt.Sprintf(msg, args...), "topic", cfg.Topic, "group", cfg.GroupID)
+			text := fmt.Sprintf(msg, args...)
+			health.failed(time.Now(), text)
+			logger.Warn("ingest: kafka: "+text, "topic", cfg.Topic, "group", cfg.GroupID)
 		}),
 	}
 	if err := rc.Validate(); err != nil {
@@ -173,6 +189,7 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		reader:    kafka.NewReader(rc),
 		dec:       newKafkaDecoder(spec, opts.RequireLabel),
 		rb:        schemas.NewRecordBuilder(opts.Allocator, spec),
+		health:    health,
 		committed: map[int]int64{},
 	}, nil
 }
@@ -182,7 +199,8 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 // them into one batch: Batch.Source is the topic, Batch.Rows holds each
 // record row's offset (within its message's partition), and every message
 // that cannot be decoded is a reject with Source "topic/partition", Row its
-// offset and Payload its value. Batch.Ack commits the batch's offsets.
+// offset and Payload its value (empty, not nil, for an empty or null
+// message). Batch.Ack commits the batch's offsets.
 //
 // When ctx is done before a message arrives, Next returns ctx's error
 // (wrapped); when it is done while a batch is being filled, the messages
@@ -195,7 +213,7 @@ func (s *KafkaSource) Next(ctx context.Context) (Batch, error) {
 		s.pending = nil
 		return Batch{}, err
 	}
-	first, err := s.reader.FetchMessage(ctx)
+	first, err := s.fetch(ctx)
 	if err != nil {
 		return Batch{}, s.fetchError(err)
 	}
@@ -204,7 +222,7 @@ func (s *KafkaSource) Next(ctx context.Context) (Batch, error) {
 	if len(msgs) < s.opts.BatchSize {
 		fill, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
 		for len(msgs) < s.opts.BatchSize {
-			m, err := s.reader.FetchMessage(fill)
+			m, err := s.fetch(fill)
 			if err != nil {
 				if fill.Err() == nil {
 					s.pending = s.fetchError(err)
@@ -216,6 +234,92 @@ func (s *KafkaSource) Next(ctx context.Context) (Batch, error) {
 		cancel()
 	}
 	return s.decode(msgs), nil
+}
+
+// fetch returns the next message, waiting through transient errors.
+func (s *KafkaSource) fetch(ctx context.Context) (kafka.Message, error) {
+	for {
+		m, err := s.reader.FetchMessage(ctx)
+		if err == nil {
+			s.health.progressed(time.Now())
+			return m, nil
+		}
+		if ctx.Err() != nil || !transient(err) {
+			return m, err
+		}
+		s.health.failed(time.Now(), err.Error())
+		select {
+		case <-ctx.Done():
+			return m, ctx.Err()
+		case <-time.After(transientRetryPause):
+		}
+	}
+}
+
+// transient reports whether a fetch error is the brokers being out of
+// reach or the group changing, which kafka-go recovers from by itself,
+// rather than a refusal that waiting cannot mend.
+func transient(err error) bool {
+	var kerr kafka.Error
+	if errors.As(err, &kerr) {
+		switch kerr {
+		case kafka.RebalanceInProgress, kafka.UnknownMemberId, kafka.IllegalGeneration, kafka.BrokerNotAvailable:
+			return true
+		}
+		return kerr.Temporary()
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// Ready reports whether the source is consuming: nil once the reader has
+// joined its group or fetched from the brokers with no error reported
+// since, otherwise why not (still joining; the last error, and since
+// when). It reads kafka-go's statistics of the reader, which reset when
+// read, so it is their only reader.
+func (s *KafkaSource) Ready() error {
+	return s.health.ready(s.reader.Stats(), time.Now())
+}
+
+// kafkaHealth is what Ready judges by: when the reader last showed
+// progress and when kafka-go last reported an error.
+type kafkaHealth struct {
+	group    string
+	mu       sync.Mutex
+	progress time.Time
+	failure  time.Time
+	lastErr  string
+}
+
+func (h *kafkaHealth) failed(at time.Time, text string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failure, h.lastErr = at, text
+}
+
+func (h *kafkaHealth) progressed(at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.progress = at
+}
+
+// ready updates the progress from the reader's counters since the last
+// call, st, and judges at now. Activity without an error among it is
+// progress; with errors among it the order is unknown, and the errors
+// count until activity alone shows again.
+func (h *kafkaHealth) ready(st kafka.ReaderStats, now time.Time) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st.Errors == 0 && st.Rebalances+st.Fetches+st.Messages > 0 {
+		h.progress = now
+	}
+	switch {
+	case h.progress.IsZero() && h.failure.IsZero():
+		return fmt.Errorf("joining consumer group %s", h.group)
+	case !h.failure.Before(h.progress):
+		return fmt.Errorf("not consuming since %s: %s", h.failure.UTC().Format(time.RFC3339), h.lastErr)
+	}
+	return nil
 }
 
 func (s *KafkaSource) fetchError(err error) error {
@@ -239,12 +343,18 @@ func decodeKafkaBatch(dec *kafkaDecoder, rb *schemas.RecordBuilder, topic string
 	for i := range msgs {
 		m := &msgs[i]
 		if bad := dec.decode(m.Value); bad != nil {
+			payload := m.Value
+			if payload == nil {
+				// kafka-go reads an empty and a null message alike as nil;
+				// either is a payload, empty, and not the absence of one.
+				payload = []byte{}
+			}
 			b.Rejects = append(b.Rejects, schemas.RowError{
 				Source:  topic + "/" + strconv.Itoa(m.Partition),
 				Row:     m.Offset,
 				Column:  bad.column,
 				Reason:  bad.reason,
-				Payload: m.Value,
+				Payload: payload,
 			})
 			continue
 		}

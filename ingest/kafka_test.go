@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -439,8 +440,10 @@ func TestKafkaSourceRejects(t *testing.T) {
 		if r.Source != "bad/0" || r.Row != int64(2*i) || r.Column != tt.column || !strings.Contains(r.Reason, tt.reason) {
 			t.Errorf("%s: reject %+v, want bad/0 row %d column %q reason containing %q", tt.name, r, 2*i, tt.column, tt.reason)
 		}
-		if !bytes.Equal(r.Payload, []byte(tt.msg)) {
-			t.Errorf("%s: payload %q, want %q", tt.name, r.Payload, tt.msg)
+		// An empty message has an empty payload, not none: its dead
+		// letter is the message, not a reason record.
+		if !bytes.Equal(r.Payload, []byte(tt.msg)) || r.Payload == nil {
+			t.Errorf("%s: payload %q (nil: %t), want %q", tt.name, r.Payload, r.Payload == nil, tt.msg)
 		}
 	}
 	for i, row := range res.rows {
@@ -700,5 +703,104 @@ func expectGoroutinesBack(t *testing.T, before int) {
 	if after := runtime.NumGoroutine(); after > before {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// The brokers being out of reach or the group changing is waited
+// through; a refusal is not.
+func TestKafkaTransientErrors(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", fmt.Errorf("failed to dial: %w", fmt.Errorf("failed to open connection to 127.0.0.1:9: %w", refused)), true},
+		{"connection cut", io.ErrUnexpectedEOF, true},
+		{"rebalance", kafka.RebalanceInProgress, true},
+		{"coordinator moving", kafka.NotCoordinatorForGroup, true},
+		{"evicted member", kafka.UnknownMemberId, true},
+		{"leader election", kafka.LeaderNotAvailable, true},
+		{"wrong password", kafka.SASLAuthenticationFailed, false},
+		{"group not allowed", kafka.GroupAuthorizationFailed, false},
+		{"topic not allowed", kafka.TopicAuthorizationFailed, false},
+		{"end of the source", io.EOF, false},
+		{"anything else", errors.New("unknown codec"), false},
+	}
+	for _, tt := range tests {
+		if got := transient(tt.err); got != tt.want {
+			t.Errorf("%s: transient(%v) = %t, want %t", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+// Readiness follows the reader: joining, consuming, an error since, and
+// consuming again once activity shows without an error.
+func TestKafkaHealth(t *testing.T) {
+	h := &kafkaHealth{group: "g"}
+	now := time.Now()
+	steps := []struct {
+		failure string // reported before the step, "" for none
+		stats   kafka.ReaderStats
+		want    string // "" for ready
+	}{
+		{"", kafka.ReaderStats{}, "joining consumer group g"},
+		{"", kafka.ReaderStats{Rebalances: 1, Fetches: 2}, ""},
+		{"", kafka.ReaderStats{}, ""}, // idle, no partition to fetch: still a member
+		{"dial tcp: connection refused", kafka.ReaderStats{Fetches: 1, Errors: 2}, "not consuming since"},
+		{"", kafka.ReaderStats{}, "connection refused"},
+		{"", kafka.ReaderStats{Rebalances: 1, Fetches: 3}, ""},
+	}
+	for i, s := range steps {
+		now = now.Add(time.Second)
+		if s.failure != "" {
+			h.failed(now.Add(-time.Millisecond), s.failure)
+		}
+		err := h.ready(s.stats, now)
+		if s.want == "" && err != nil || s.want != "" && (err == nil || !strings.Contains(err.Error(), s.want)) {
+			t.Errorf("step %d: %v, want %q", i, err, s.want)
+		}
+	}
+}
+
+// A source reports readiness from the reader itself: ready once it
+// consumes, not ready once the broker is gone, while Next keeps waiting
+// instead of failing.
+func TestKafkaSourceReady(t *testing.T) {
+	mem := checkedAllocator(t)
+	c := kafkatest.Start(t, 1, "rows")
+	c.ProduceValues(t, "rows", kafkaMessage(1), kafkaMessage(2))
+	src := newTestKafka(t, c, "rows", "g", mem, 10, 20*time.Millisecond)
+	kafkaReadN(t, src, 2, true)
+	waitReady := func(what string, ok func(error) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for err := src.Ready(); !ok(err); err = src.Ready() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: Ready says %v", what, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitReady("consuming", func(err error) bool { return err == nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	next := make(chan error, 1)
+	go func() {
+		b, err := src.Next(ctx)
+		if err == nil {
+			b.Record.Release()
+		}
+		next <- err
+	}()
+	c.Fake().Close()
+	waitReady("the broker gone", func(err error) bool { return err != nil && strings.Contains(err.Error(), "not consuming since") })
+	select {
+	case err := <-next:
+		t.Errorf("Next returned %v with the broker gone, want it to wait", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if err := <-next; !errors.Is(err, context.Canceled) {
+		t.Errorf("Next after cancel: %v", err)
 	}
 }

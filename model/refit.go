@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -80,6 +82,27 @@ func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 	}
 	a.m.Features.Transform(a.u, views)
 	return a.stats.Add(a.u, y)
+}
+
+// CheckLabel says why a refit of m cannot learn from label y, or returns
+// nil: y must be a finite number, one of the classes of a classification
+// model, and, for regression, close enough to the training targets that
+// the square of its standardised value is finite, since one infinite term
+// would spoil all the statistics.
+func (m *Model) CheckLabel(y float64) error {
+	switch {
+	case math.IsNaN(y) || math.IsInf(y, 0):
+		return fmt.Errorf("label %v is not a finite number", y)
+	case m.Classes != nil:
+		if _, found := slices.BinarySearch(m.Classes, y); !found {
+			return fmt.Errorf("label %v is not one of the model's classes %v", y, m.Classes)
+		}
+	default:
+		if z := (y - m.TargetMean) / m.TargetScale; math.IsInf(z*z, 0) {
+			return fmt.Errorf("label %v is too far from the training targets (mean %v, scale %v)", y, m.TargetMean, m.TargetScale)
+		}
+	}
+	return nil
 }
 
 // Decay multiplies what was accumulated so far by f in [0, 1].

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -160,5 +161,36 @@ func TestUntrainedAccumulateEqualsTrain(t *testing.T) {
 	}
 	if _, err := Untrained(testSpec(schemas.Regression, 2, 3), views, cfg, Encoding{Mean: 1}); err == nil {
 		t.Error("regression without a scale: no error")
+	}
+}
+
+// A label a refit cannot learn from is named with the reason; the others
+// pass.
+func TestCheckLabel(t *testing.T) {
+	classes := &Model{Classes: []float64{1, 2, 3}}
+	regression := &Model{TargetMean: 10, TargetScale: 2}
+	tests := []struct {
+		name string
+		m    *Model
+		y    float64
+		want string // "" for a usable label
+	}{
+		{"a class", classes, 2, ""},
+		{"not a class", classes, 99, "not one of the model's classes [1 2 3]"},
+		{"between classes", classes, 1.5, "not one of the model's classes"},
+		{"NaN class", classes, math.NaN(), "not a finite number"},
+		{"a target", regression, -1e6, ""},
+		{"a far target", regression, 1e150, ""},
+		{"an infinite target", regression, math.Inf(-1), "not a finite number"},
+		{"NaN target", regression, math.NaN(), "not a finite number"},
+		{"a target whose square overflows", regression, 1e160, "too far from the training targets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.m.CheckLabel(tt.y)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("CheckLabel(%v) = %v, want %q", tt.y, err, tt.want)
+			}
+		})
 	}
 }

@@ -13,9 +13,11 @@
 // durable — at once for a sink that writes synchronously, when the file
 // holding them is committed for a sink.Committer — so every record is
 // scored, dead-lettered or delivered again. Labelled records feed a
-// model.Accumulator; refits run in the background and the new model (or one
-// handed to Swap by a retraining job) goes into service between two
-// batches. A training run reads its rows through a SourceFunc, so it can
+// model.Accumulator, but for labels the model cannot learn from, which cost
+// only themselves; refits run in the background and the new model (or one
+// handed to Swap by a retraining job or found by WatchModel) goes into
+// service between two batches. ServeHTTP answers /healthz, /readyz (from
+// the source, when it can tell whether it consumes) and /metrics. A training run reads its rows through a SourceFunc, so it can
 // read a time range of a topic as well as files.
 //
 // pipeline does no math (model and transform do) and parses no flags

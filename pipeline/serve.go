@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,17 +95,31 @@ type RefitPolicy struct {
 
 func (p RefitPolicy) enabled() bool { return p.Rows > 0 || p.Interval > 0 }
 
-// ServeStats are a Service's counters since it started. In == Scored +
-// DeadLettered + the rows of the batch in hand, which is not yet
-// acknowledged.
+// ServeStats are a Service's counters since it started. A row is counted
+// as scored or dead-lettered once its batch is acknowledged (its scores
+// and dead letters durable, its offsets committed); until then it is not
+// committed, so In == Scored + DeadLettered + NotCommitted, also after a
+// failure.
 type ServeStats struct {
-	In            int64 `json:"in"`
-	Scored        int64 `json:"scored"`
-	DeadLettered  int64 `json:"dead_lettered"`
-	Labelled      int64 `json:"labelled"`
-	Batches       int64 `json:"batches"`
-	Refits        int64 `json:"refits"`
-	RefitFailures int64 `json:"refit_failures"`
+	In           int64 `json:"in"`
+	Scored       int64 `json:"scored"`
+	DeadLettered int64 `json:"dead_lettered"`
+	// NotCommitted counts the rows taken but not acknowledged: the batch
+	// in hand and those waiting for their output to commit, or, after a
+	// failure, those that will be delivered again.
+	NotCommitted int64 `json:"not_committed"`
+	Labelled     int64 `json:"labelled"`
+	// LabelsRejected counts the labels a refit cannot learn from (not a
+	// class of the model, not finite); their records are scored all the
+	// same.
+	LabelsRejected int64 `json:"labels_rejected"`
+	Batches        int64 `json:"batches"`
+	Refits         int64 `json:"refits"`
+	RefitFailures  int64 `json:"refit_failures"`
+	// Reloads counts the models WatchModel put in service, ReloadFailures
+	// the changed model files it could not serve.
+	Reloads        int64 `json:"reloads"`
+	ReloadFailures int64 `json:"reload_failures"`
 	// Pending counts the batches written but not yet acknowledged, waiting
 	// for their output to commit.
 	Pending int64 `json:"pending"`
@@ -128,7 +143,8 @@ type Service struct {
 	started atomic.Bool
 	stopped chan struct{}
 
-	in, scored, deadLettered, labelled, batches, refits, refitFailures, pending atomic.Int64
+	in, scored, deadLettered, notCommitted, labelled, labelsRejected, batches atomic.Int64
+	refits, refitFailures, reloads, reloadFailures, pending                   atomic.Int64
 	// accumulated and lastRefit hold float64 bits.
 	accumulated, lastRefit atomic.Uint64
 }
@@ -188,9 +204,10 @@ func (s *Service) Model() *model.Model { return s.current.Load() }
 // Stats returns the counters. Safe for concurrent use.
 func (s *Service) Stats() ServeStats {
 	return ServeStats{
-		In: s.in.Load(), Scored: s.scored.Load(), DeadLettered: s.deadLettered.Load(),
-		Labelled: s.labelled.Load(), Batches: s.batches.Load(), Refits: s.refits.Load(),
-		RefitFailures: s.refitFailures.Load(), Pending: s.pending.Load(),
+		In: s.in.Load(), Scored: s.scored.Load(), DeadLettered: s.deadLettered.Load(), NotCommitted: s.notCommitted.Load(),
+		Labelled: s.labelled.Load(), LabelsRejected: s.labelsRejected.Load(), Batches: s.batches.Load(),
+		Refits: s.refits.Load(), RefitFailures: s.refitFailures.Load(),
+		Reloads: s.reloads.Load(), ReloadFailures: s.reloadFailures.Load(), Pending: s.pending.Load(),
 		Accumulated:      math.Float64frombits(s.accumulated.Load()),
 		LastRefitSeconds: math.Float64frombits(s.lastRefit.Load()),
 		ModelVersion:     s.Model().Version, Running: s.running(),
@@ -264,7 +281,7 @@ func (s *Service) Run(ctx context.Context) error {
 	// or, for an output that commits (a directory of files), when it
 	// commits.
 	committer, _ := s.cfg.Output.(sink.Committer)
-	var pending []func(context.Context) error // the Acks of the batches written since (nil for sources without)
+	var pending []pendingBatch // written since the last acknowledgement
 	var commitCheck <-chan time.Time
 	if committer != nil {
 		t := time.NewTicker(commitCheckInterval)
@@ -295,11 +312,37 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 
-	onRefit := func(r refitResult) {
+	// A refit may start when none runs and labelled rows arrived since the
+	// last one; it is due by count or by time.
+	refitWaiting := func() bool {
+		return s.cfg.Refit.enabled() && !busy && sinceRefit > 0 && acc.Rows() >= s.cfg.Refit.MinRows
+	}
+	// startRefit starts a due refit on a snapshot of the statistics. It is
+	// asked after every batch, when the running refit ends (rows that
+	// arrived meanwhile need not wait for more) and when the interval
+	// passes while the source is idle.
+	startRefit := func() error {
+		due := s.cfg.Refit.Rows > 0 && sinceRefit >= s.cfg.Refit.Rows ||
+			s.cfg.Refit.Interval > 0 && time.Since(lastRefit) >= s.cfg.Refit.Interval
+		if !due || !refitWaiting() {
+			return nil
+		}
+		snapshot := base.NewAccumulator()
+		if err := snapshot.Merge(acc); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		acc.Decay(s.cfg.Refit.Decay)
+		s.accumulated.Store(math.Float64bits(acc.Rows()))
+		busy, sinceRefit, lastRefit = true, 0, time.Now()
+		refitting.Go(func() { refitDone <- s.refit(refitCtx, base, snapshot) })
+		return nil
+	}
+	onRefit := func(r refitResult) error {
 		busy = false
 		if r.base == base {
 			s.adopt(r)
 		}
+		return startRefit()
 	}
 	onSwap := func(req swapRequest) {
 		s.current.Store(req.model)
@@ -318,11 +361,21 @@ func (s *Service) Run(ctx context.Context) error {
 		var f fetchResult
 		var ok bool
 		for waiting := true; waiting; {
+			var refitInterval <-chan time.Time
+			if s.cfg.Refit.Interval > 0 && refitWaiting() {
+				refitInterval = time.After(time.Until(lastRefit.Add(s.cfg.Refit.Interval)))
+			}
 			select {
 			case r := <-refitDone:
-				onRefit(r)
+				if err := onRefit(r); err != nil {
+					return finish(err, false)
+				}
 			case req := <-s.swaps:
 				onSwap(req)
+			case <-refitInterval:
+				if err := startRefit(); err != nil {
+					return finish(err, false)
+				}
 			case <-commitCheck:
 				if committer.Due() {
 					if err := s.acknowledge(ctx, committer, &pending); err != nil {
@@ -336,7 +389,9 @@ func (s *Service) Run(ctx context.Context) error {
 		for ready := true; ready; {
 			select {
 			case r := <-refitDone:
-				onRefit(r)
+				if err := onRefit(r); err != nil {
+					return finish(err, false)
+				}
 			case req := <-s.swaps:
 				onSwap(req)
 			default:
@@ -361,11 +416,11 @@ func (s *Service) Run(ctx context.Context) error {
 		case err != nil:
 			return finish(fmt.Errorf("serve: %w", err), false)
 		}
-		n, err := s.handle(ctx, scorer, acc, b)
+		counts, labelled, err := s.handle(ctx, scorer, acc, b)
 		if err != nil {
 			return finish(err, false)
 		}
-		pending = append(pending, b.Ack)
+		pending = append(pending, pendingBatch{ack: b.Ack, counts: counts})
 		s.pending.Store(int64(len(pending)))
 		s.accumulated.Store(math.Float64bits(acc.Rows()))
 		if committer == nil || committer.Due() {
@@ -373,18 +428,9 @@ func (s *Service) Run(ctx context.Context) error {
 				return finish(err, false)
 			}
 		}
-		sinceRefit += n
-		due := s.cfg.Refit.Rows > 0 && sinceRefit >= s.cfg.Refit.Rows ||
-			s.cfg.Refit.Interval > 0 && sinceRefit > 0 && time.Since(lastRefit) >= s.cfg.Refit.Interval
-		if s.cfg.Refit.enabled() && due && !busy && acc.Rows() >= s.cfg.Refit.MinRows {
-			snapshot := base.NewAccumulator()
-			if err := snapshot.Merge(acc); err != nil {
-				return finish(fmt.Errorf("serve: %w", err), false)
-			}
-			acc.Decay(s.cfg.Refit.Decay)
-			s.accumulated.Store(math.Float64bits(acc.Rows()))
-			busy, sinceRefit, lastRefit = true, 0, time.Now()
-			refitting.Go(func() { refitDone <- s.refit(refitCtx, base, snapshot) })
+		sinceRefit += labelled
+		if err := startRefit(); err != nil {
+			return finish(err, false)
 		}
 	}
 }
@@ -432,56 +478,85 @@ func (s *Service) prefetch(ctx context.Context) (results <-chan fetchResult, sto
 	}
 }
 
+// batchCounts are the rows of one batch by outcome.
+type batchCounts struct{ in, scored, deadLettered int64 }
+
+// pendingBatch is a batch written and not yet acknowledged.
+type pendingBatch struct {
+	ack    func(context.Context) error // nil for sources without
+	counts batchCounts
+}
+
 // handle scores one batch, writes its outputs and dead letters and adds
 // its labelled rows to acc; the caller acknowledges it. It returns the
-// number of labelled rows added. Once the batch is taken, cancellation of ctx gives
-// it the shutdown grace to finish.
-func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (int, error) {
+// batch's rows by outcome and the number of labelled rows added. Once the
+// batch is taken, cancellation of ctx gives it the shutdown grace to
+// finish.
+func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (batchCounts, int, error) {
 	defer b.Record.Release()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
 	defer cancel()
 	m := scorer.model
-	in := int64(len(b.Rows) + len(b.Rejects))
-	s.in.Add(in)
+	counts := batchCounts{in: int64(len(b.Rows) + len(b.Rejects))}
+	s.in.Add(counts.in)
+	s.notCommitted.Add(counts.in)
 	bad, skip := badRows(m.Spec, b, false)
 	if len(bad) > 0 {
 		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
-			return 0, fmt.Errorf("serve: dead letters: %w", err)
+			return batchCounts{}, 0, fmt.Errorf("serve: dead letters: %w", err)
 		}
+		counts.deadLettered = int64(len(bad))
 	}
-	scores := scorer.scoreRows(b.Record, skip)
-	var scored int64
-	if scores != nil {
-		scored = scores.NumRows()
+	if scores := scorer.scoreRows(b.Record, skip); scores != nil {
+		counts.scored = scores.NumRows()
 		err := s.cfg.Output.Write(ctx, scores)
 		scores.Release()
 		if err != nil {
-			return 0, fmt.Errorf("serve: output: %w", err)
+			return batchCounts{}, 0, fmt.Errorf("serve: output: %w", err)
 		}
 	}
-	labelled := 0
-	if s.cfg.Refit.enabled() {
-		views, labels := labelledRows(b.Record, m.Spec, skip)
-		if len(labels) > 0 {
-			if err := acc.Add(views, labels); err != nil {
-				// A label the model cannot learn from (an unknown class)
-				// costs the refit those rows, not the service.
-				s.cfg.Logger.Warn("labelled rows not used for refits", "source", b.Source, "rows", len(labels), "err", err)
-			} else {
-				labelled = len(labels)
-			}
-		}
+	return counts, s.learn(acc, m, b, skip), nil
+}
+
+// learn adds the labelled rows of b not marked in skip to acc, for refits,
+// and returns how many it added. A label the model cannot learn from costs
+// its row's label alone: it is counted and logged, its record was scored.
+func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, skip []bool) int {
+	if !s.cfg.Refit.enabled() {
+		return 0
 	}
-	s.scored.Add(scored)
-	s.deadLettered.Add(int64(len(bad)))
-	s.labelled.Add(int64(labelled))
-	return labelled, nil
+	views, labels, dropped := labelledRows(b.Record, m, skip)
+	if len(dropped) > 0 {
+		s.labelsRejected.Add(int64(len(dropped)))
+		// One line per batch, naming a few rows, however many there are.
+		const shown = 10
+		ids := schemas.IDs(b.Record)
+		var offsets, idList []int64
+		for _, d := range dropped[:min(len(dropped), shown)] {
+			offsets = append(offsets, b.Rows[d.row])
+			idList = append(idList, ids.Value(d.row))
+		}
+		s.cfg.Logger.Warn("labels not used for refits; their records are scored", "source", b.Source,
+			"labels", len(dropped), "offsets", offsets, "ids", idList, "reason", dropped[0].err)
+	}
+	if len(labels) == 0 {
+		return 0
+	}
+	if err := acc.Add(views, labels); err != nil {
+		// Every label passed CheckLabel: whatever this is costs the refit
+		// these rows, not the service.
+		s.cfg.Logger.Error("labelled rows not used for refits", "source", b.Source, "rows", len(labels), "err", err)
+		return 0
+	}
+	s.labelled.Add(int64(len(labels)))
+	return len(labels)
 }
 
 // acknowledge commits the output when it is a sink.Committer, then
-// acknowledges the batches written since the last time, in order. Like a
-// batch in hand, it gets the shutdown grace after cancellation.
-func (s *Service) acknowledge(ctx context.Context, committer sink.Committer, pending *[]func(context.Context) error) error {
+// acknowledges the batches written since the last time, in order, and
+// counts their rows as scored or dead-lettered. Like a batch in hand, it
+// gets the shutdown grace after cancellation.
+func (s *Service) acknowledge(ctx context.Context, committer sink.Committer, pending *[]pendingBatch) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
 	defer cancel()
 	if committer != nil {
@@ -489,41 +564,59 @@ func (s *Service) acknowledge(ctx context.Context, committer sink.Committer, pen
 			return fmt.Errorf("serve: output: commit: %w", err)
 		}
 	}
-	for _, ack := range *pending {
-		if ack != nil {
-			if err := ack(ctx); err != nil {
+	for len(*pending) > 0 {
+		p := (*pending)[0]
+		if p.ack != nil {
+			if err := p.ack(ctx); err != nil {
 				return fmt.Errorf("serve: acknowledge: %w", err)
 			}
 		}
+		s.scored.Add(p.counts.scored)
+		s.deadLettered.Add(p.counts.deadLettered)
+		s.notCommitted.Add(-p.counts.in)
 		s.batches.Add(1)
+		*pending = (*pending)[1:]
+		s.pending.Store(int64(len(*pending)))
 	}
-	*pending = (*pending)[:0]
-	s.pending.Store(0)
 	return nil
 }
 
-// labelledRows gathers the rows of rec that have a label and are not
-// skipped, as one matrix per view plus their labels. When every row
-// qualifies (a labelled stream) the matrices alias the record's buffers
-// instead of copying them, so rec must outlive their use.
-func labelledRows(rec arrow.Record, spec *schemas.ViewSpec, skip []bool) ([]*mat.Dense, []float64) {
+// droppedLabel is a record row whose label a refit cannot learn from.
+type droppedLabel struct {
+	row int
+	err error
+}
+
+// labelledRows gathers the rows of rec that have a label m can learn from
+// and are not skipped, as one matrix per view plus their labels, and the
+// rows whose label it cannot. When every row qualifies (a labelled
+// stream) the matrices alias the record's buffers instead of copying
+// them, so rec must outlive their use.
+func labelledRows(rec arrow.Record, m *model.Model, skip []bool) ([]*mat.Dense, []float64, []droppedLabel) {
 	lab := schemas.Labels(rec)
 	var rows []int
 	var labels []float64
+	var dropped []droppedLabel
 	for i := range int(rec.NumRows()) {
-		if lab.IsValid(i) && (skip == nil || !skip[i]) {
-			rows = append(rows, i)
-			labels = append(labels, lab.Value(i))
+		if !lab.IsValid(i) || skip != nil && skip[i] {
+			continue
 		}
+		if err := m.CheckLabel(lab.Value(i)); err != nil {
+			dropped = append(dropped, droppedLabel{row: i, err: err})
+			continue
+		}
+		rows = append(rows, i)
+		labels = append(labels, lab.Value(i))
 	}
+	nViews := len(m.Spec.Views)
 	switch len(rows) {
 	case 0:
-		return nil, nil
+		return nil, nil, dropped
 	case int(rec.NumRows()):
-		return model.ViewsOf(rec, len(spec.Views)), labels
+		return model.ViewsOf(rec, nViews), labels, dropped
 	}
-	views := make([]*mat.Dense, len(spec.Views))
-	for l := range spec.Views {
+	views := make([]*mat.Dense, nViews)
+	for l := range nViews {
 		vals, dim := schemas.ViewValues(rec, l)
 		v := mat.NewDense(len(rows), dim, nil)
 		for r, i := range rows {
@@ -531,7 +624,7 @@ func labelledRows(rec arrow.Record, spec *schemas.ViewSpec, skip []bool) ([]*mat
 		}
 		views[l] = v
 	}
-	return views, labels
+	return views, labels, dropped
 }
 
 // refit fits a model on snapshot, gathered on base's features, and hands
@@ -573,8 +666,17 @@ func (s *Service) adopt(r refitResult) {
 	s.lastRefit.Store(math.Float64bits(r.seconds))
 }
 
-// ServeHTTP answers /healthz (200 while Run is serving, 503 otherwise) and
-// /metrics (the counters in Prometheus' text format).
+// readiness is implemented by sources that know whether they are
+// consuming, such as ingest.KafkaSource: Ready returns nil when they are,
+// or why not.
+type readiness interface {
+	Ready() error
+}
+
+// ServeHTTP answers /healthz (liveness: 200 while Run is serving, 503
+// otherwise), /readyz (200 while Run is serving and its source, when it
+// can tell, is consuming; 503 with the reason otherwise) and /metrics (the
+// counters in Prometheus' text format).
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := s.Stats()
 	switch r.URL.Path {
@@ -584,6 +686,18 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		fmt.Fprintln(w, "ok")
+	case "/readyz":
+		if !st.Running {
+			http.Error(w, "not serving", http.StatusServiceUnavailable)
+			return
+		}
+		if src, ok := s.cfg.Source.(readiness); ok {
+			if err := src.Ready(); err != nil {
+				http.Error(w, "not consuming: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
 	case "/metrics":
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		for _, c := range []struct {
@@ -591,12 +705,15 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			value      int64
 		}{
 			{"mvml_records_in_total", "Records taken from the source.", st.In},
-			{"mvml_records_scored_total", "Records scored and written to the output.", st.Scored},
-			{"mvml_records_dead_lettered_total", "Records sent to the dead-letter destination.", st.DeadLettered},
+			{"mvml_records_scored_total", "Records scored, written to the output and committed.", st.Scored},
+			{"mvml_records_dead_lettered_total", "Records sent to the dead-letter destination and committed.", st.DeadLettered},
 			{"mvml_records_labelled_total", "Labelled records added to the refit statistics.", st.Labelled},
+			{"mvml_labels_rejected_total", "Labels a refit cannot learn from (not a class of the model, not finite); their records were scored.", st.LabelsRejected},
 			{"mvml_batches_total", "Batches written and acknowledged.", st.Batches},
 			{"mvml_refits_total", "Refitted models put in service.", st.Refits},
 			{"mvml_refit_failures_total", "Refits that failed; the old model stayed in service.", st.RefitFailures},
+			{"mvml_model_reloads_total", "Models reloaded from the model file and put in service.", st.Reloads},
+			{"mvml_model_reload_failures_total", "Changed model files that could not be served; the old model stayed in service.", st.ReloadFailures},
 		} {
 			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.value)
 		}
@@ -604,6 +721,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			name, help string
 			value      float64
 		}{
+			{"mvml_records_not_committed", "Records taken and not yet acknowledged.", float64(st.NotCommitted)},
 			{"mvml_batches_pending", "Batches written and waiting for their output to commit before they are acknowledged.", float64(st.Pending)},
 			{"mvml_refit_rows", "Labelled rows (decayed) in the statistics of the next refit.", st.Accumulated},
 			{"mvml_last_refit_seconds", "Duration of the last refit put in service.", st.LastRefitSeconds},
@@ -613,5 +731,57 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "# HELP mvml_model_info The model in service.\n# TYPE mvml_model_info gauge\nmvml_model_info{version=%q} 1\n", st.ModelVersion)
 	default:
 		http.NotFound(w, r)
+	}
+}
+
+// WatchModel checks the model file at path every interval until ctx ends
+// and puts the model found there in service (Swap) when the file changed
+// and holds another version than the one in service: a scheduled
+// retraining job publishes, the service follows. A changed file that
+// cannot be read or does not fit is logged and counted, and the service
+// keeps its model; so does a file that disappears, logged once.
+func (s *Service) WatchModel(ctx context.Context, path string, interval time.Duration) {
+	last, _ := os.Stat(path)
+	missing := last == nil
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			if !missing {
+				s.cfg.Logger.Warn("model file is gone; the model in service stays", "path", path, "version", s.Model().Version, "err", err)
+			}
+			missing = true
+			continue
+		}
+		if missing {
+			s.cfg.Logger.Info("model file is back", "path", path)
+			missing = false
+		}
+		if last != nil && info.ModTime().Equal(last.ModTime()) && info.Size() == last.Size() {
+			continue
+		}
+		last = info
+		m, err := LoadModel(path)
+		if err == nil && m.Version == s.Model().Version {
+			continue
+		}
+		if err == nil {
+			err = s.Swap(ctx, m)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.reloadFailures.Add(1)
+			s.cfg.Logger.Error("model file changed but cannot be served", "path", path, "err", err)
+			continue
+		}
+		s.reloads.Add(1)
 	}
 }

@@ -3,9 +3,11 @@ package sink
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,7 +32,18 @@ const (
 	HeaderSource = "mvml-source"
 	HeaderRow    = "mvml-row"
 	HeaderColumn = "mvml-column"
+	// HeaderTruncated marks a dead letter whose value holds only the first
+	// bytes of the message (possibly none) because the whole did not fit
+	// the dead-letter topic; its value is the message's size in bytes.
+	HeaderTruncated = "mvml-truncated"
 )
+
+// recordBatchFraming is the room left beside a dead letter cut to the
+// writer's BatchBytes for the framing of the record batch that carries it
+// (61 bytes of batch header and a record's varints), so that a broker
+// whose message.max.bytes is the writer's limit plus its usual margin
+// takes it.
+const recordBatchFraming = 128
 
 // KafkaWriterConfig says where a Kafka sink or dead-letter destination
 // writes. Every write waits until all in-sync replicas of the partition
@@ -209,7 +222,15 @@ func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
 		}
 		msgs = append(msgs, kafka.Message{Key: key, Value: value})
 	}
-	if err := s.w.WriteMessages(ctx, msgs...); err != nil {
+	refused, err := writeFitting(ctx, s.w, msgs)
+	if err == nil && len(refused) > 0 {
+		// Every score of a model has about the same size: one that does
+		// not fit means the topic's limit is below this model's scores.
+		m := &msgs[refused[0]]
+		err = fmt.Errorf("the broker refuses %d scores as too large, the first (id %s) of %d bytes: raise the topic's max.message.bytes",
+			len(refused), m.Key, messageBytes(m))
+	}
+	if err != nil {
 		// After a cancelled context the writer may still hold the
 		// messages: let it keep the buffers.
 		s.buf, s.msgs = nil, nil
@@ -218,6 +239,83 @@ func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
 	clear(msgs)
 	s.buf, s.msgs = buf, msgs
 	return nil
+}
+
+// writeFitting writes msgs with w and, where the broker refuses a batch
+// as too large (its message.max.bytes below the writer's BatchBytes, or
+// several messages of one partition adding up past it), writes the
+// refused messages again in halves, down to single messages. It returns
+// the indexes of the messages the broker or the writer refuses even
+// alone; everything else was written. Any other failure is returned as is.
+func writeFitting(ctx context.Context, w *kafka.Writer, msgs []kafka.Message) (refused []int, err error) {
+	idx := make([]int, 0, len(msgs))
+	for i := range msgs {
+		// kafka-go refuses the whole call, writing nothing, for one
+		// message above BatchBytes: keep such messages out of it.
+		if messageBytes(&msgs[i]) > w.BatchBytes {
+			refused = append(refused, i)
+		} else {
+			idx = append(idx, i)
+		}
+	}
+	more, err := writeHalving(ctx, w, msgs, idx)
+	refused = append(refused, more...)
+	slices.Sort(refused)
+	return refused, err
+}
+
+// writeHalving writes the messages msgs[idx] and those of them the broker
+// refuses as too large again in halves; it returns the indexes refused
+// alone.
+func writeHalving(ctx context.Context, w *kafka.Writer, msgs []kafka.Message, idx []int) ([]int, error) {
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	batch := make([]kafka.Message, len(idx))
+	for j, i := range idx {
+		batch[j] = msgs[i]
+	}
+	err := w.WriteMessages(ctx, batch...)
+	if err == nil {
+		return nil, nil
+	}
+	var perMessage kafka.WriteErrors
+	if !errors.As(err, &perMessage) || len(perMessage) != len(batch) {
+		return nil, err
+	}
+	var tooLarge []int
+	for j, e := range perMessage {
+		switch {
+		case e == nil:
+		case errors.Is(e, kafka.MessageSizeTooLarge) || errors.Is(e, kafka.RecordListTooLarge):
+			tooLarge = append(tooLarge, idx[j])
+		default:
+			return nil, err
+		}
+	}
+	// The broker answers for a whole batch: a message refused with no
+	// other was refused alone.
+	if len(tooLarge) == 1 {
+		return tooLarge, nil
+	}
+	half := len(tooLarge) / 2
+	refused, err := writeHalving(ctx, w, msgs, tooLarge[:half])
+	if err != nil {
+		return nil, err
+	}
+	rest, err := writeHalving(ctx, w, msgs, tooLarge[half:])
+	return append(refused, rest...), err
+}
+
+// messageBytes is at least the size kafka-go's writer counts for m against
+// BatchBytes: the message framing of Kafka's v1 format and the headers
+// with the longest varint lengths.
+func messageBytes(m *kafka.Message) int64 {
+	n := 4 + 1 + 1 + 8 + 4 + len(m.Key) + 4 + len(m.Value) + binary.MaxVarintLen32
+	for _, h := range m.Headers {
+		n += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
+	}
+	return int64(n)
 }
 
 // appendRow appends row i as the JSON Lines sink writes it, without the
@@ -245,12 +343,17 @@ func (s *KafkaSink) Close() error {
 }
 
 // KafkaDeadLetters writes rejected rows to a Kafka topic, one message per
-// row: the value is the row's input as received (RowError.Payload) or,
-// when there is none, the RowError as JSON ({"source":..,"row":..,
-// "column":..,"reason":..}); the headers mvml-reason, mvml-source, mvml-row
-// (decimal) and mvml-column say why and where; the key is the source, so
-// the rejects of one input partition stay in order. Writes are synchronous
-// like KafkaSink's. It is safe for concurrent use.
+// row: the value is the row's input as received (RowError.Payload, an
+// empty message too) or, when there is none, the RowError as JSON
+// ({"source":..,"row":..,"column":..,"reason":..}); the headers
+// mvml-reason, mvml-source, mvml-row (decimal) and mvml-column say why and
+// where; the key is the source, so the rejects of one input partition stay
+// in order. A dead letter that does not fit the topic is still written,
+// its value cut: to the writer's BatchBytes, or to nothing when the broker
+// refuses even that; the header mvml-truncated then holds the value's
+// original size, and mvml-source and mvml-row still locate the whole
+// message. Writes are synchronous like KafkaSink's. It is safe for
+// concurrent use.
 type KafkaDeadLetters struct {
 	topic string
 	w     *kafka.Writer
@@ -270,7 +373,9 @@ func NewKafkaDeadLetters(cfg KafkaWriterConfig) (*KafkaDeadLetters, error) {
 }
 
 // WriteRejects sends one message per reject and waits for the broker's
-// acknowledgement of all of them.
+// acknowledgement of all of them. Only a broker that refuses a dead letter
+// cut to its headers, or a failure other than a message too large, makes
+// it fail.
 func (d *KafkaDeadLetters) WriteRejects(ctx context.Context, rejects []schemas.RowError) error {
 	if len(rejects) == 0 {
 		return nil
@@ -302,11 +407,40 @@ func (d *KafkaDeadLetters) WriteRejects(ctx context.Context, rejects []schemas.R
 			{Key: HeaderRow, Value: strconv.AppendInt(nil, r.Row, 10)},
 			{Key: HeaderColumn, Value: []byte(r.Column)},
 		}}
+		cutToFit(&msgs[i], d.w.BatchBytes-recordBatchFraming)
 	}
-	if err := d.w.WriteMessages(ctx, msgs...); err != nil {
+	refused, err := writeFitting(ctx, d.w, msgs)
+	if err != nil {
 		return fmt.Errorf("kafka dead letters %s: writing %d rejects: %w", d.topic, len(msgs), err)
 	}
+	// The broker's limit is below the writer's: these go without their
+	// value, which the input topic still holds.
+	for _, i := range refused {
+		cutToFit(&msgs[i], 0)
+		again, err := writeFitting(ctx, d.w, msgs[i:i+1])
+		if err == nil && len(again) > 0 {
+			err = fmt.Errorf("the broker refuses it as too large even without its value (%d bytes of headers)", messageBytes(&msgs[i]))
+		}
+		if err != nil {
+			return fmt.Errorf("kafka dead letters %s: writing the reject of %s: %w", d.topic, rejects[i].Error(), err)
+		}
+	}
 	return nil
+}
+
+// cutToFit shortens the value of dead letter m until the writer counts at
+// most limit bytes for it, or the value is empty, and records its original
+// size in the header mvml-truncated. A message that fits is left as is.
+func cutToFit(m *kafka.Message, limit int64) {
+	if messageBytes(m) <= limit {
+		return
+	}
+	if !slices.ContainsFunc(m.Headers, func(h kafka.Header) bool { return h.Key == HeaderTruncated }) {
+		m.Headers = append(m.Headers, kafka.Header{Key: HeaderTruncated, Value: strconv.AppendInt(nil, int64(len(m.Value)), 10)})
+	}
+	keep := max(0, int64(len(m.Value))-(messageBytes(m)-limit))
+	// A nil value would be a null message; the value stays empty instead.
+	m.Value = m.Value[:keep:keep]
 }
 
 // Close closes the writer and its connections; later WriteRejects fail.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -37,7 +36,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
 	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
-	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz and /metrics; empty means no HTTP server")
+	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	read := registerRead(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -106,14 +105,14 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		watching := make(chan struct{})
 		go func() {
 			defer close(watching)
-			watchModel(watchCtx, a, svc, *modelPath, *reload)
+			svc.WatchModel(watchCtx, *modelPath, *reload)
 		}()
 		defer func() { stopWatching(); <-watching }()
 	}
 	err = serveWithHTTP(ctx, a, svc, *httpAddr)
 	st := svc.Stats()
-	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d; %d labelled, %d refits (%d failed), model %s\n",
-		st.In, st.Scored, st.DeadLettered, st.Labelled, st.Refits, st.RefitFailures, st.ModelVersion)
+	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d + not committed %d; %d labelled (%d labels rejected), %d refits (%d failed), %d reloads (%d failed), model %s\n",
+		st.In, st.Scored, st.DeadLettered, st.NotCommitted, st.Labelled, st.LabelsRejected, st.Refits, st.RefitFailures, st.Reloads, st.ReloadFailures, st.ModelVersion)
 	closeOut := out.Close
 	if aborter, ok := out.(sink.Aborter); ok && err != nil {
 		// The records of an uncommitted file were not acknowledged and
@@ -136,7 +135,8 @@ func serveWithHTTP(ctx context.Context, a *app, svc *pipeline.Service, addr stri
 	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	a.log.Info("serving", "health", "http://"+ln.Addr().String()+"/healthz", "metrics", "http://"+ln.Addr().String()+"/metrics")
+	base := "http://" + ln.Addr().String()
+	a.log.Info("serving", "health", base+"/healthz", "ready", base+"/readyz", "metrics", base+"/metrics")
 	runErr := svc.Run(ctx)
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -145,37 +145,4 @@ func serveWithHTTP(ctx context.Context, a *app, svc *pipeline.Service, addr stri
 		err = errors.Join(err, serveErr)
 	}
 	return errors.Join(runErr, err)
-}
-
-// watchModel checks path every interval and swaps in the model found there
-// when the file changed and holds another version than the one in service.
-// A file that cannot be read or does not fit is logged, and the service
-// keeps its model.
-func watchModel(ctx context.Context, a *app, svc *pipeline.Service, path string, interval time.Duration) {
-	last, _ := os.Stat(path)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		info, err := os.Stat(path)
-		if err != nil || last != nil && info.ModTime().Equal(last.ModTime()) && info.Size() == last.Size() {
-			continue
-		}
-		last = info
-		m, err := pipeline.LoadModel(path)
-		if err != nil {
-			a.log.Error("model file changed but cannot be served", "err", err)
-			continue
-		}
-		if m.Version == svc.Model().Version {
-			continue
-		}
-		if err := svc.Swap(ctx, m); err != nil {
-			a.log.Error("model file changed but cannot be served", "path", path, "err", err)
-		}
-	}
 }
