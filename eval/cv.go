@@ -189,7 +189,7 @@ func apply(spec *schemas.ViewSpec, base model.TrainConfig, c map[string]float64)
 		case "eta":
 			base.Fit.Eta = v
 		case "mu":
-			base.Fit.Mu = v
+			base.Fit.Mu = new(v)
 		case "landmarks":
 			base.Landmarks = v
 		case "learn_w":

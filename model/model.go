@@ -39,17 +39,19 @@ func ParseMulticlass(s string) (Multiclass, error) {
 	return "", fmt.Errorf("multiclass %q: want ovr or shared", s)
 }
 
-// TrainConfig is everything a training run needs besides the data.
+// TrainConfig is everything a training run needs besides the data. Like
+// Config, every field means exactly its value: start from
+// DefaultTrainConfig.
 type TrainConfig struct {
 	// Fit holds the solver's hyper-parameters.
 	Fit Config `json:"fit"`
-	// Landmarks is p: a fraction of the training rows in (0,1] or a count
-	// above 1. Default 0.12.
+	// Landmarks is p: a fraction of the training rows in (0,1] or a whole
+	// count of at least 2.
 	Landmarks float64 `json:"landmarks"`
-	// Seed fixes the landmark and σ samples. Default 0.
+	// Seed fixes the landmark and σ samples.
 	Seed uint64 `json:"seed"`
-	// Multiclass is the mode for more than two classes. Default ovr (the
-	// paper's; see README for the measured comparison).
+	// Multiclass is the mode for more than two classes (the paper's is
+	// ovr; see README for the measured comparison).
 	Multiclass Multiclass `json:"multiclass"`
 	// Kernels overrides the view spec's kernel settings per view when
 	// non-nil (entries may be nil: RBF with σ = mean distance).
@@ -59,14 +61,26 @@ type TrainConfig struct {
 	Standardize bool `json:"standardize,omitempty"`
 }
 
-func (c TrainConfig) withDefaults() TrainConfig {
-	if c.Landmarks == 0 {
-		c.Landmarks = 0.12
+// DefaultTrainConfig returns DefaultConfig's fit, 12% of the rows as
+// landmarks, seed 0 and one-vs-all multi-class heads.
+func DefaultTrainConfig() TrainConfig {
+	return TrainConfig{Fit: DefaultConfig(), Landmarks: DefaultLandmarks, Multiclass: DefaultMulticlass}
+}
+
+// Validate reports every field outside its domain, each with the values
+// it may take.
+func (c TrainConfig) Validate() error {
+	var errs []error
+	if err := c.Fit.Validate(); err != nil {
+		errs = append(errs, err)
 	}
-	if c.Multiclass == "" {
-		c.Multiclass = MulticlassOvR
+	if v := c.Landmarks; !positiveFinite(v) || (v > 1 && v != math.Trunc(v)) {
+		errs = append(errs, fmt.Errorf("landmarks %v: want a fraction of the rows in (0,1] or a whole count of at least 2", v))
 	}
-	return c
+	if _, err := ParseMulticlass(string(c.Multiclass)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Head is one fitted solution with its scoring coefficients
@@ -86,8 +100,9 @@ type Meta struct {
 // Model is a trained MVML model: the view spec it reads, the feature maps
 // on their fixed landmarks, the fitted heads and what the outputs mean.
 type Model struct {
-	// Version identifies the model's content (a hash), for the output
-	// records' model_version.
+	// Version identifies the model: a hash of everything that changes a
+	// prediction (see identityHash), for the output records'
+	// model_version and the model store's file names.
 	Version string
 	Spec    *schemas.ViewSpec
 	Config  TrainConfig
@@ -106,6 +121,9 @@ type Model struct {
 	coef []*mat.Dense
 	// offset holds every output's intercept, in head order.
 	offset []float64
+	// legacyFormat1 marks a model read from a format 1 file, whose version
+	// hashes its arrays only: it is written back in format 1.
+	legacyFormat1 bool
 }
 
 // Outputs is the width of the decision: 1 for regression and binary
@@ -214,7 +232,9 @@ type Prepared struct {
 // Prepare chooses the landmarks, builds the feature maps and accumulates
 // the statistics of the rows (views[l] is n×d_l, labels has n values).
 func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg TrainConfig) (*Prepared, error) {
-	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	if len(views) != len(spec.Views) {
 		return nil, fmt.Errorf("train: %d views for a spec of %d", len(views), len(spec.Views))
 	}
@@ -294,9 +314,9 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 		}
 		groups = [][]int{cols}
 	}
-	cfg, err := m.Config.Fit.withDefaults()
-	if err != nil {
-		return err
+	cfg := m.Config.Fit
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fit: %w", err)
 	}
 	fitStats, err := fitStatsOf(st, cfg)
 	if err != nil {
@@ -334,7 +354,10 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	}
 	m.Heads = heads
 	m.prepare()
-	m.Version = m.contentHash()
+	m.legacyFormat1 = false
+	if m.Version, err = m.identityHash(); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -25,7 +25,9 @@ type Encoding struct {
 // than it can hold: a sample fixes the features, then every row passes
 // through the statistics once.
 func Untrained(spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc Encoding) (*Model, error) {
-	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("untrained model: %w", err)
+	}
 	if len(sample) != len(spec.Views) {
 		return nil, fmt.Errorf("untrained model: %d views for a spec of %d", len(sample), len(spec.Views))
 	}
