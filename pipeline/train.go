@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -121,9 +122,22 @@ const CurrentModel = "current.mvml"
 // watching current.mvml (`mvml serve --model DIR/current.mvml
 // --reload-interval D`) and a restart both find the newest complete model,
 // and earlier versions stay for a rollback.
+//
+// A version file is never replaced: one that already holds m (the version
+// hashes everything that changes a prediction) is kept as first published,
+// and one that holds anything else is an error, before current.mvml is
+// touched.
 func PublishModel(dir string, m *model.Model) error {
-	if err := SaveModel(filepath.Join(dir, m.Version+".mvml"), m); err != nil {
-		return err
+	path := filepath.Join(dir, m.Version+".mvml")
+	switch old, err := LoadModel(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := SaveModel(path, m); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("publish model %s: %s exists and is not that model, refusing to replace it: %w", m.Version, path, err)
+	case old.Version != m.Version:
+		return fmt.Errorf("publish model %s: %s holds model %s, refusing to replace it", m.Version, path, old.Version)
 	}
 	return SaveModel(filepath.Join(dir, CurrentModel), m)
 }
