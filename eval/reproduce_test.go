@@ -172,7 +172,11 @@ func TestReproduceSARCOS(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						met := eval.Compute(spec.Task, teL, eval.Predict(m, teV))
+						pred, err := eval.Predict(m, teV)
+						if err != nil {
+							t.Fatal(err)
+						}
+						met := eval.Compute(spec.Task, teL, pred)
 						nmse = append(nmse, met.NMSE)
 						per = append(per, fmt.Sprintf("%.4f", met.NMSE))
 						chosen = append(chosen, fmt.Sprint(c))

@@ -16,6 +16,10 @@ import (
 type Encoding struct {
 	Classes     []float64
 	Mean, Scale float64
+	// Rows is the number of labelled rows the classes were found in: a
+	// classification with fewer than MinRowsPerClass rows per class is
+	// refused (0: not known; only MaxClasses is checked).
+	Rows int
 }
 
 // Untrained returns a model whose feature maps are fitted on sample rows
@@ -64,8 +68,9 @@ func (m *Model) NewAccumulator() *Accumulator {
 }
 
 // Add projects the rows of views (views[l] is n×d_l) and adds them with
-// their labels. A label of a class the model does not know is an error,
-// and nothing is added.
+// their labels. A label of a class the model does not know, or a row whose
+// features overflow (a *schemas.RowError whose Row is the matrix row), is
+// an error, and nothing is added.
 func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 	if len(views) != len(a.m.Features.Views) {
 		return fmt.Errorf("accumulate: %d views, the model has %d", len(views), len(a.m.Features.Views))
@@ -81,6 +86,9 @@ func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 		return fmt.Errorf("accumulate: %w", err)
 	}
 	a.m.Features.Transform(a.u, views)
+	if err := a.m.nonFiniteFeatures(views, a.u); err != nil {
+		return fmt.Errorf("accumulate: %w", err)
+	}
 	return a.stats.Add(a.u, y)
 }
 

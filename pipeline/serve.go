@@ -444,12 +444,16 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 	in := int64(len(b.Rows) + len(b.Rejects))
 	s.in.Add(in)
 	bad, skip := badRows(m.Spec, b, false)
+	scores, unscorable, skip := scorer.scoreRows(b, skip)
+	bad = mergeRowErrors(bad, unscorable)
 	if len(bad) > 0 {
 		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
+			if scores != nil {
+				scores.Release()
+			}
 			return 0, fmt.Errorf("serve: dead letters: %w", err)
 		}
 	}
-	scores := scorer.scoreRows(b.Record, skip)
 	var scored int64
 	if scores != nil {
 		scored = scores.NumRows()

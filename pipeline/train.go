@@ -89,7 +89,7 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 }
 
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
-	views, labels, err := LoadLabelledFrom(ctx, job.Spec, job.Source, job.Options)
+	views, labels, origins, err := loadLabelled(ctx, job.Spec, job.Source, job.Options)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -102,13 +102,13 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 		cfg, chosen, err = eval.Select(ctx, job.Spec, views, labels, eval.CVConfig{
 			Base: job.Config, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
 		if err != nil {
-			return nil, fmt.Errorf("train: choosing hyper-parameters: %w", err)
+			return nil, fmt.Errorf("train: choosing hyper-parameters: %w", locateRow(err, origins))
 		}
 		job.Logger.Info("hyper-parameters chosen by cross-validation", "chosen", chosen)
 	}
 	m, err := model.Train(ctx, job.Spec, views, labels, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("train on %d rows: %w", len(labels), err)
+		return nil, fmt.Errorf("train on %d rows: %w", len(labels), locateRow(err, origins))
 	}
 	return m, nil
 }

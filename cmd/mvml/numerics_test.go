@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,4 +137,138 @@ func TestModelDirKeepsEveryModel(t *testing.T) {
 			t.Errorf("%s: %s.mvml gives %v, %v", name, v, m, err)
 		}
 	}
+}
+
+// A row whose score would not be a finite number (values too large for the
+// model: ±1.7e308, or 1e200 under a polynomial kernel) is a bad row: the
+// job's error under --on-error fail, a reject under skip, never a score with
+// a null decision; eval refuses it rather than averaging a NaN.
+func TestScoreRefusesNonFiniteScores(t *testing.T) {
+	dir := t.TempDir()
+	spec, train := fixture(t, dir, "train.csv", classSpec, 200, 11, nil)
+	for _, tc := range []struct {
+		name   string
+		kernel []string
+		bad    map[int]map[string]string
+		// rows and columns of the bad cells, in row order.
+		rows    []int64
+		columns []string
+		reason  string
+	}{
+		{"rbf, ±1.7e308", []string{"--kernel", "rbf"}, map[int]map[string]string{5: {"a_1": "1.7e308"}, 12: {"b_0": "-1.7e308"}},
+			[]int64{5, 12}, []string{"a_1", "b_0"}, "its rbf kernel against the landmarks overflows"},
+		{"poly, 1e200", []string{"--kernel", "poly"}, map[int]map[string]string{9: {"b_1": "1e200"}},
+			[]int64{9}, []string{"b_1"}, "view b: its poly kernel against the landmarks overflows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := t.TempDir()
+			model := filepath.Join(sub, "m.mvml")
+			mustRun(t, append([]string{"train", "--input", train, "--views", spec, "--model", model, "--landmarks", "30"}, tc.kernel...)...)
+			_, in := fixture(t, sub, "in.csv", classSpec, 20, 12, tc.bad)
+
+			failed := filepath.Join(sub, "failed.jsonl")
+			code, _, stderr := mvml(t, "score", "--input", in, "--model", model, "--output", failed)
+			first := fmt.Sprintf("in.csv: row %d, column %s: no finite score", tc.rows[0], tc.columns[0])
+			if code != exitError || !strings.Contains(stderr, first) || !strings.Contains(stderr, tc.reason) {
+				t.Fatalf("--on-error fail: exit %d, stderr %q; want %q", code, stderr, first)
+			}
+			if _, err := os.Stat(failed); !os.IsNotExist(err) {
+				t.Errorf("a failed score left its output (%v)", err)
+			}
+
+			out := filepath.Join(sub, "scores.jsonl")
+			_, stderr = mustRun(t, "score", "--input", in, "--model", model, "--output", out, "--on-error", "skip", "--contributions")
+			if want := fmt.Sprintf("in 20 = scored %d + rejected %d", 20-len(tc.rows), len(tc.rows)); !strings.Contains(stderr, want) {
+				t.Errorf("--on-error skip: stderr %q, want %q", stderr, want)
+			}
+			scores, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(scores, []byte("null")) || strings.Count(string(scores), "\n") != 20-len(tc.rows) {
+				t.Errorf("scores:\n%s", scores)
+			}
+			rejects, err := os.ReadFile(filepath.Join(sub, "scores.rejects.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(rejects)), "\n")
+			if len(lines) != len(tc.rows) {
+				t.Fatalf("rejects:\n%s", rejects)
+			}
+			for i, line := range lines {
+				var e struct {
+					Row    int64  `json:"row"`
+					Column string `json:"column"`
+					Reason string `json:"reason"`
+				}
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.Row != tc.rows[i] || e.Column != tc.columns[i] || !strings.Contains(e.Reason, "no finite score: view") {
+					t.Errorf("reject %d: %+v, want row %d column %s", i, e, tc.rows[i], tc.columns[i])
+				}
+			}
+
+			code, stdout, stderr := mvml(t, "eval", "--input", in, "--model", model, "--json")
+			if code != exitError || stdout != "" || !strings.Contains(stderr, first) {
+				t.Errorf("eval: exit %d, stdout %q, stderr %q; want the error %q", code, stdout, stderr, first)
+			}
+		})
+	}
+}
+
+// Training data that overflows names the file, row and column and the view
+// (or label) in the user's words, in memory as streamed; labels that look
+// continuous are refused as classes.
+func TestTrainNamesOverflow(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, spec string
+		args       []string
+		bad        map[int]map[string]string
+		want       string
+	}{
+		{"rbf, 1.7e308", classSpec, nil, map[int]map[string]string{33: {"b_1": "1.7e308"}},
+			"data.csv: row 33, column b_1: view b: value 1.7e+308 is too large for a kernel"},
+		{"rbf, 1.7e308, streamed", classSpec, []string{"--stream"}, map[int]map[string]string{33: {"b_1": "1.7e308"}},
+			"data.csv: row 33, column b_1: view b: value 1.7e+308 is too large for a kernel"},
+		{"poly, 1e200", classSpec, []string{"--kernel", "poly"}, map[int]map[string]string{71: {"a_2": "-1e200"}},
+			"data.csv: row 71, column a_2: view a: value -1e+200 is too large for a kernel"},
+		{"poly features, 1e100", classSpec, []string{"--kernel", "poly", "--landmarks", "5", "--seed", "1"}, map[int]map[string]string{40: {"a_1": "1e100"}},
+			"data.csv: row 40, column a_1: view a: its features overflow"},
+		{"poly features, 1e100, streamed", classSpec, []string{"--kernel", "poly", "--landmarks", "5", "--seed", "1", "--stream"}, map[int]map[string]string{40: {"a_1": "1e100"}},
+			"data.csv: row 40, column a_1: view a: its features overflow"},
+		{"regression label", regressionSpec, nil, map[int]map[string]string{8: {"label": "1e308"}},
+			"data.csv: row 8, column label: label 1e+308"},
+		{"regression label, streamed", regressionSpec, []string{"--stream"}, map[int]map[string]string{8: {"label": "1e308"}},
+			"data.csv: row 8, column label: label 1e+308 is too large"},
+		{"continuous labels as classes", classSpec, nil, continuousLabels(100),
+			`100 classes in 100 rows, fewer than 2 rows per class: the labels look continuous; for a numeric target set "task": "regression"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := filepath.Join(dir, strings.NewReplacer(" ", "-", ",", "").Replace(tc.name))
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			spec, data := fixture(t, sub, "data.csv", tc.spec, 100, 13, tc.bad)
+			args := append([]string{"train", "--input", data, "--views", spec, "--model", filepath.Join(sub, "m.mvml"), "--landmarks", "20"}, tc.args...)
+			code, _, stderr := mvml(t, args...)
+			if code != exitError || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %q", code, stderr, tc.want)
+			}
+			if strings.Contains(stderr, "NaN") || strings.Contains(stderr, "constant") {
+				t.Errorf("the error names a consequence, not the cause: %q", stderr)
+			}
+		})
+	}
+}
+
+// continuousLabels gives each of n rows its own label.
+func continuousLabels(n int) map[int]map[string]string {
+	cells := map[int]map[string]string{}
+	for i := range n {
+		cells[i] = map[string]string{"label": fmt.Sprintf("%.6f", 0.37*float64(i)+0.001)}
+	}
+	return cells
 }
