@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -288,6 +289,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add(buf.Bytes()[:buf.Len()-sha256.Size])
 	f.Add([]byte(fileMagic))
+	format1, err := os.ReadFile("testdata/format1.mvml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(format1)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Decode(bytes.NewReader(data))
 		if err == nil && m.Outputs() < 1 {
