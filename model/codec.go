@@ -187,8 +187,9 @@ type modelIdentity struct {
 
 // identityHash is the version of a format 2 model: a hash of its
 // modelIdentity and its arrays, so that two models share a version only
-// when they score alike. The training run's description (Meta: rows, time) is left out, so
-// an identical refit of identical data has the same version.
+// when they score alike. The training run's description (Meta: rows,
+// time) is left out, so an identical refit of identical data has the same
+// version.
 func (m *Model) identityHash() (string, error) {
 	id := modelIdentity{
 		Fingerprint: m.Spec.Fingerprint(), Config: m.Config, Classes: m.Classes,
