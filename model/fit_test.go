@@ -145,7 +145,7 @@ func TestGStepMatchesClosedForm(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 7))
 			p := newProblem(3, 40, tc.ranks, 1)
 			st := p.stats(t)
-			cfg, _ := Config{Lambda: tc.lambda}.withDefaults()
+			cfg := fitWith(func(c *Config) { c.Lambda = tc.lambda })
 			s := newSolver(st, []int{0}, cfg)
 			s.a = randomSPD(rng, st.Dim())
 			if !s.chol.Factorize(s.a) {
@@ -208,7 +208,7 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 2))
 	p := newProblem(5, 30, []int{3, 3}, 1)
 	st := p.stats(t)
-	cfg, _ := Config{Lambda: 0.7, Eta: 0.3}.withDefaults()
+	cfg := fitWith(func(c *Config) { c.Lambda, c.Eta = 0.7, 0.3 })
 	s := newSolver(st, []int{0}, cfg)
 	s.a = randomSPD(rng, st.Dim())
 	s.chol.Factorize(s.a)
@@ -304,7 +304,7 @@ func TestFollowedFactorOverIterations(t *testing.T) {
 		for c := range cols {
 			cols[c] = c
 		}
-		cfg, _ := Config{Lambda: 0.05, Eta: 0.2}.withDefaults()
+		cfg := fitWith(func(c *Config) { c.Lambda, c.Eta = 0.05, 0.2 })
 		s := newSolver(p.stats(t), cols, cfg)
 		if err := s.initMetric(nil); err != nil {
 			t.Fatal(err)
@@ -357,13 +357,21 @@ func TestObjectiveNeverIncreases(t *testing.T) {
 		// last step.
 		illScaled bool
 	}{
-		{"learned", Config{Mode: ModeLearned, Lambda: 0.01, Eta: 1, Mu: 0.45, MaxIter: 25, Tol: 1e-12}, false},
-		{"learned small eta", Config{Mode: ModeLearned, Lambda: 1, Eta: 1e-3, MaxIter: 25, Tol: 1e-12}, false},
-		{"learned with w", Config{Mode: ModeLearned, Lambda: 0.1, Eta: 0.5, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
-		{"sparse", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 5, Mu: 0.05, MaxIter: 25, Tol: 1e-12}, false},
-		{"sparse with w", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 1, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
-		{"sparse backtracking", Config{Mode: ModeSparse, Lambda: 1e-4, Eta: 0.1, MaxIter: 25, Tol: 1e-12}, true},
-		{"cov with w", Config{Mode: ModeCov, Lambda: 0.1, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
+		{"learned", fitWith(func(c *Config) {
+			c.Mode, c.Lambda, c.Eta, c.Mu, c.MaxIter, c.Tol = ModeLearned, 0.01, 1, new(0.45), 25, 1e-12
+		}), false},
+		{"learned small eta", fitWith(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.MaxIter, c.Tol = ModeLearned, 1, 1e-3, 25, 1e-12 }), false},
+		{"learned with w", fitWith(func(c *Config) {
+			c.Mode, c.Lambda, c.Eta, c.LearnW, c.MaxIter, c.Tol = ModeLearned, 0.1, 0.5, true, 25, 1e-12
+		}), false},
+		{"sparse", fitWith(func(c *Config) {
+			c.Mode, c.Lambda, c.Eta, c.Mu, c.MaxIter, c.Tol = ModeSparse, 0.1, 5, new(0.05), 25, 1e-12
+		}), false},
+		{"sparse with w", fitWith(func(c *Config) {
+			c.Mode, c.Lambda, c.Eta, c.LearnW, c.MaxIter, c.Tol = ModeSparse, 0.1, 1, true, 25, 1e-12
+		}), false},
+		{"sparse backtracking", fitWith(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.MaxIter, c.Tol = ModeSparse, 1e-4, 0.1, 25, 1e-12 }), true},
+		{"cov with w", fitWith(func(c *Config) { c.Mode, c.Lambda, c.LearnW, c.MaxIter, c.Tol = ModeCov, 0.1, true, 25, 1e-12 }), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProblem(9, 120, []int{4, 3, 5}, 1)
@@ -401,8 +409,7 @@ func TestObjectiveNeverIncreases(t *testing.T) {
 			if tc.illScaled && !slices.ContainsFunc(sol.Trace.Steps, func(mu float64) bool { return mu > 0 && mu < 0.45/tc.cfg.Eta }) {
 				t.Errorf("no sparse step backtracked (steps %v): the case does not exercise the search", sol.Trace.Steps)
 			}
-			cfg, _ := tc.cfg.withDefaults()
-			brute := bruteObjective(p, 0, sol, cfg, tc.cfg.Mode == ModeSparse)
+			brute := bruteObjective(p, 0, sol, tc.cfg, tc.cfg.Mode == ModeSparse)
 			if got := obj[len(obj)-1]; math.Abs(got-brute) > 1e-8*math.Abs(brute) {
 				t.Errorf("objective from statistics %.12g, brute force %.12g", got, brute)
 			}
@@ -475,7 +482,7 @@ func TestIdentityModeIsRidge(t *testing.T) {
 	p := newProblem(13, 80, []int{4, 6}, 1)
 	st := p.stats(t)
 	const lambda = 0.3
-	sol, err := Fit(context.Background(), st, []int{0}, Config{Mode: ModeIdentity, Lambda: lambda, NoIntercept: true}, nil)
+	sol, err := Fit(context.Background(), st, []int{0}, fitWith(func(c *Config) { c.Mode, c.Lambda, c.NoIntercept = ModeIdentity, lambda, true }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +491,7 @@ func TestIdentityModeIsRidge(t *testing.T) {
 
 	// With the intercept: ridge on centred features and target, and the
 	// intercept ȳ − x̄ᵀg.
-	withB, err := Fit(context.Background(), st, []int{0}, Config{Mode: ModeIdentity, Lambda: lambda}, nil)
+	withB, err := Fit(context.Background(), st, []int{0}, fitWith(func(c *Config) { c.Mode, c.Lambda = ModeIdentity, lambda }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +544,7 @@ func checkRidge(t *testing.T, x, y *mat.Dense, lambda float64, got *mat.Dense) *
 // Test 7: fixed-seed fits are bit-for-bit reproducible.
 func TestFitReproducible(t *testing.T) {
 	p := newProblem(17, 100, []int{3, 4, 2}, 3)
-	cfg := Config{Mode: ModeLearned, Lambda: 0.05, Eta: 0.5, LearnW: true}
+	cfg := fitWith(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.LearnW = ModeLearned, 0.05, 0.5, true })
 	a, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2}, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -559,7 +566,7 @@ func TestFitReproducible(t *testing.T) {
 // The shared mode objective falls too, with several columns.
 func TestSharedMetricObjective(t *testing.T) {
 	p := newProblem(23, 150, []int{3, 4}, 4)
-	sol, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2, 3}, Config{Lambda: 0.05, Eta: 0.2, MaxIter: 20, Tol: 1e-12}, nil)
+	sol, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2, 3}, fitWith(func(c *Config) { c.Lambda, c.Eta, c.MaxIter, c.Tol = 0.05, 0.2, 20, 1e-12 }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,24 +588,24 @@ func TestFitRejectsBadInput(t *testing.T) {
 	p := newProblem(1, 20, []int{2, 2}, 1)
 	st := p.stats(t)
 	for name, cfg := range map[string]Config{
-		"mu eta too large": {Mu: 1, Eta: 1},
-		"negative lambda":  {Lambda: -1},
-		"unknown mode":     {Mode: "fancy"},
+		"mu eta too large": fitWith(func(c *Config) { c.Mu, c.Eta = new(1.0), 1 }),
+		"negative lambda":  fitWith(func(c *Config) { c.Lambda = -1 }),
+		"unknown mode":     fitWith(func(c *Config) { c.Mode = "fancy" }),
 	} {
 		if _, err := Fit(context.Background(), st, []int{0}, cfg, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := Fit(context.Background(), st, []int{3}, Config{}, nil); err == nil {
+	if _, err := Fit(context.Background(), st, []int{3}, DefaultConfig(), nil); err == nil {
 		t.Error("out-of-range column: no error")
 	}
-	if _, err := Fit(context.Background(), NewStats([]int{2, 2}, 1), []int{0}, Config{}, nil); err == nil {
+	if _, err := Fit(context.Background(), NewStats([]int{2, 2}, 1), []int{0}, DefaultConfig(), nil); err == nil {
 		t.Error("empty statistics: no error")
 	}
 	// An all-zero view gives a semidefinite initial metric: jitter, no NaN.
 	zero := newProblem(2, 20, []int{2, 2}, 1)
 	zero.u[1].Zero()
-	sol, err := Fit(context.Background(), zero.stats(t), []int{0}, Config{}, nil)
+	sol, err := Fit(context.Background(), zero.stats(t), []int{0}, DefaultConfig(), nil)
 	if err != nil {
 		t.Fatalf("all-zero view: %v", err)
 	}
@@ -616,7 +623,7 @@ func TestFitCancelled(t *testing.T) {
 	p := newProblem(1, 50, []int{3, 3}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Fit(ctx, p.stats(t), []int{0}, Config{}, nil); err == nil {
+	if _, err := Fit(ctx, p.stats(t), []int{0}, DefaultConfig(), nil); err == nil {
 		t.Error("cancelled fit returned no error")
 	}
 }

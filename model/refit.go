@@ -18,6 +18,10 @@ import (
 type Encoding struct {
 	Classes     []float64
 	Mean, Scale float64
+	// Rows is the number of labelled rows the classes were found in: a
+	// classification with fewer than MinRowsPerClass rows per class is
+	// refused (0: not known; only MaxClasses is checked).
+	Rows int
 }
 
 // Untrained returns a model whose feature maps are fitted on sample rows
@@ -27,7 +31,9 @@ type Encoding struct {
 // than it can hold: a sample fixes the features, then every row passes
 // through the statistics once.
 func Untrained(spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc Encoding) (*Model, error) {
-	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("untrained model: %w", err)
+	}
 	if len(sample) != len(spec.Views) {
 		return nil, fmt.Errorf("untrained model: %d views for a spec of %d", len(sample), len(spec.Views))
 	}
@@ -64,8 +70,9 @@ func (m *Model) NewAccumulator() *Accumulator {
 }
 
 // Add projects the rows of views (views[l] is n×d_l) and adds them with
-// their labels. A label of a class the model does not know is an error,
-// and nothing is added.
+// their labels. A label of a class the model does not know, or a row whose
+// features overflow (a *schemas.RowError whose Row is the matrix row), is
+// an error, and nothing is added.
 func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 	if len(views) != len(a.m.Features.Views) {
 		return fmt.Errorf("accumulate: %d views, the model has %d", len(views), len(a.m.Features.Views))
@@ -81,6 +88,9 @@ func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 		return fmt.Errorf("accumulate: %w", err)
 	}
 	a.m.Features.Transform(a.u, views)
+	if err := a.m.nonFiniteFeatures(views, a.u); err != nil {
+		return fmt.Errorf("accumulate: %w", err)
+	}
 	return a.stats.Add(a.u, y)
 }
 

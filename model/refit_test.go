@@ -26,7 +26,7 @@ func rowsOf(views []*mat.Dense, labels []float64, lo, hi int) ([]*mat.Dense, []f
 func TestAccumulateAndRefit(t *testing.T) {
 	views, labels := toyViews(3, 240)
 	spec := testSpec(schemas.Classification, 2, 3)
-	cfg := TrainConfig{Landmarks: 40, Fit: Config{Lambda: 0.01}}
+	cfg := trainWith(func(c *TrainConfig) { c.Landmarks, c.Fit.Lambda = 40, 0.01 })
 	p, err := Prepare(spec, views, labels, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestAccumulateAndRefit(t *testing.T) {
 			t.Errorf("head %d: the refit warm-started from the last one begins at %g, above its end %g", h, first, last[len(last)-1])
 		}
 	}
-	stranger, err := Train(context.Background(), m.Spec, views, labels, TrainConfig{Landmarks: 30, Seed: 99})
+	stranger, err := Train(context.Background(), m.Spec, views, labels, trainWith(func(c *TrainConfig) { c.Landmarks, c.Seed = 30, 99 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestAccumulateAndRefit(t *testing.T) {
 func TestUntrainedAccumulateEqualsTrain(t *testing.T) {
 	views, labels := toyViews(8, 180)
 	spec := testSpec(schemas.Classification, 2, 3)
-	cfg := TrainConfig{Landmarks: 30, Seed: 2, Fit: Config{Lambda: 0.01, MaxIter: 4}}
+	cfg := trainWith(func(c *TrainConfig) { c.Landmarks, c.Seed, c.Fit.Lambda, c.Fit.MaxIter = 30, 2, 0.01, 4 })
 	want, err := Train(context.Background(), spec, views, labels, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func BenchmarkScoreParquet(b *testing.B) {
 	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
 	for _, landmarks := range []float64{128, 8} {
 		b.Run(fmt.Sprintf("p=%v", landmarks), func(b *testing.B) {
-			m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, model.TrainConfig{Landmarks: landmarks, Seed: 1})
+			m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = landmarks, 1 }))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -172,7 +172,7 @@ func inputRecord(mem memory.Allocator, spec *schemas.ViewSpec, d *dataset, lo, h
 
 func trainTestModel(t testing.TB, spec *schemas.ViewSpec, d *dataset) *model.Model {
 	t.Helper()
-	m, err := model.Train(context.Background(), spec, d.matrices(), d.labels, model.TrainConfig{Landmarks: 24, Seed: 3})
+	m, err := model.Train(context.Background(), spec, d.matrices(), d.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 24, 3 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,3 +292,11 @@ func (p *peakAllocator) Free(b []byte) {
 }
 
 func tempPath(t testing.TB, name string) string { return filepath.Join(t.TempDir(), name) }
+
+// trainWith is model.DefaultTrainConfig changed by set, so that a test
+// names only the values it is about.
+func trainWith(set func(*model.TrainConfig)) model.TrainConfig {
+	c := model.DefaultTrainConfig()
+	set(&c)
+	return c
+}

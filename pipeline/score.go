@@ -1,12 +1,15 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -21,7 +24,8 @@ import (
 )
 
 // OnError says what Score does with a bad input row: one that does not
-// decode, or that has a NaN or ±Inf feature.
+// decode, that has a NaN or ±Inf feature, or whose score is not a finite
+// number (values too large for the model).
 type OnError string
 
 const (
@@ -277,7 +281,9 @@ func (j *scoreJob) scoreBatch(s *batchScorer, b inputBatch) scoredBatch {
 	if j.cfg.OnError == OnErrorFail && len(r.bad) > 0 {
 		return r // the writer stops the job here; scoring would be wasted
 	}
-	r.scores = s.scoreRows(b.Record, skip)
+	var unscorable []schemas.RowError
+	r.scores, unscorable, _ = s.scoreRows(b.Batch, skip)
+	r.bad = mergeRowErrors(r.bad, unscorable)
 	return r
 }
 
@@ -302,9 +308,13 @@ func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) 
 	return s
 }
 
-// scoreRows scores the rows of rec not marked in skip (nil: all rows) and
-// returns their output record, or nil when no row is left.
-func (s *batchScorer) scoreRows(rec arrow.Record, skip []bool) arrow.Record {
+// scoreRows scores the rows of b's record not marked in skip (nil: all
+// rows). It returns their output record, or nil when no row is left; the
+// rows whose decision or contributions are not finite numbers (values too
+// large for the model), which are left out of it, as bad rows located in
+// b's input; and skip marking those rows too (allocated when needed).
+func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []schemas.RowError, []bool) {
+	rec := b.Record
 	n := int(rec.NumRows())
 	kept := n
 	for _, bad := range skip {
@@ -313,12 +323,27 @@ func (s *batchScorer) scoreRows(rec arrow.Record, skip []bool) arrow.Record {
 		}
 	}
 	if kept == 0 {
-		return nil
+		return nil, nil, skip
 	}
 	m := s.model
 	// Rows are scored independently, so the few bad rows are scored
 	// along with the others and left out below.
 	s.scorer.Score(&s.dec, s.contrib, model.ViewsOf(rec, len(m.Spec.Views)))
+	var unscorable []schemas.RowError
+	for _, u := range s.scorer.Unscorable(&s.dec, s.contrib) {
+		if skip != nil && skip[u.Row] {
+			continue
+		}
+		if skip == nil {
+			skip = make([]bool, n)
+		}
+		skip[u.Row] = true
+		kept--
+		unscorable = append(unscorable, unscorableRow(m, b, u))
+	}
+	if kept == 0 {
+		return nil, unscorable, skip
+	}
 	c := &s.cols
 	c.ids, c.prediction, c.decision = c.ids[:0], c.prediction[:0], c.decision[:0]
 	if s.contrib != nil {
@@ -337,7 +362,42 @@ func (s *batchScorer) scoreRows(rec arrow.Record, skip []bool) arrow.Record {
 			c.contrib = append(c.contrib, s.contrib.RawRowView(i)...)
 		}
 	}
-	return newScoreRecord(s.mem, s.schema, m.Version, c)
+	return newScoreRecord(s.mem, s.schema, m.Version, c), unscorable, skip
+}
+
+// unscorableRow is the bad row of b that Scorer.Unscorable reported as u,
+// located in the input; its column is the largest value of the view that
+// overflowed.
+func unscorableRow(m *model.Model, b ingest.Batch, u model.Unscorable) schemas.RowError {
+	e := schemas.RowError{Source: b.Source, Row: b.Rows[u.Row], Reason: "no finite score: " + u.Reason}
+	if u.View >= 0 {
+		vals, dim := schemas.ViewValues(b.Record, u.View)
+		e.Column = m.Spec.Views[u.View].FeatureName(largestAbs(vals[u.Row*dim : (u.Row+1)*dim]))
+	}
+	return e
+}
+
+// largestAbs is the index of the value of largest magnitude: the feature
+// that made a row overflow.
+func largestAbs(row []float64) int {
+	best := 0
+	for j, x := range row {
+		if math.Abs(x) > math.Abs(row[best]) {
+			best = j
+		}
+	}
+	return best
+}
+
+// mergeRowErrors merges two lists of bad rows, each in input order, into
+// one in input order.
+func mergeRowErrors(a, b []schemas.RowError) []schemas.RowError {
+	if len(b) == 0 {
+		return a
+	}
+	out := append(slices.Clone(a), b...)
+	slices.SortStableFunc(out, func(x, y schemas.RowError) int { return cmp.Compare(x.Row, y.Row) })
+	return out
 }
 
 // write takes scored batches in any order and writes them in input order.

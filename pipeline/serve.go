@@ -304,7 +304,7 @@ func (s *Service) Run(ctx context.Context) error {
 		stopRefits()
 		select {
 		case r := <-refitDone:
-			if r.base == base && !errors.Is(r.err, context.Canceled) {
+			if r.base == base {
 				s.adopt(r)
 			}
 		default:
@@ -501,13 +501,18 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 	s.in.Add(counts.in)
 	s.notCommitted.Add(counts.in)
 	bad, skip := badRows(m.Spec, b, false)
+	scores, unscorable, skip := scorer.scoreRows(b, skip)
+	bad = mergeRowErrors(bad, unscorable)
 	if len(bad) > 0 {
 		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
+			if scores != nil {
+				scores.Release()
+			}
 			return batchCounts{}, 0, fmt.Errorf("serve: dead letters: %w", err)
 		}
 		counts.deadLettered = int64(len(bad))
 	}
-	if scores := scorer.scoreRows(b.Record, skip); scores != nil {
+	if scores != nil {
 		counts.scored = scores.NumRows()
 		err := s.cfg.Output.Write(ctx, scores)
 		scores.Release()
@@ -654,8 +659,13 @@ func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.
 	return refitResult{model: m, base: base, seconds: time.Since(start).Seconds()}
 }
 
-// adopt puts a refitted model in service, or counts the failure.
+// adopt puts a refitted model in service, or counts the failure. A refit
+// cancelled because the service stops is neither.
 func (s *Service) adopt(r refitResult) {
+	if errors.Is(r.err, context.Canceled) {
+		s.cfg.Logger.Debug("refit cancelled: the service stops")
+		return
+	}
 	if r.err != nil {
 		s.refitFailures.Add(1)
 		s.cfg.Logger.Error("refit failed; the old model stays in service", "err", r.err)

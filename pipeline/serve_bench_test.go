@@ -32,7 +32,7 @@ func BenchmarkServeKafka(b *testing.B) {
 	spec := benchSpec(b, dim)
 	d := makeData(spec, rows, 22)
 	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
-	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, model.TrainConfig{Landmarks: 128, Seed: 1})
+	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/apache/arrow/go/v15/arrow"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/transform"
@@ -53,17 +53,23 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 		return nil, fmt.Errorf("train: %d landmark is too few", p)
 	}
 	cfg.Landmarks = float64(p) // a count, now that the rows are known
-	untrained, err := model.Untrained(job.Spec, sample, cfg, scan.encoding())
+	enc := scan.encoding()
+	if job.Spec.Task == schemas.Regression && (math.IsInf(enc.Mean, 0) || math.IsInf(enc.Scale, 0) || math.IsNaN(enc.Scale)) {
+		return nil, fmt.Errorf("train: %w", &schemas.RowError{Source: scan.largest.source, Row: scan.largest.row, Column: job.Spec.Label,
+			Reason: fmt.Sprintf("label %g is too large: the mean or variance of the regression target overflows", scan.largestLabel)})
+	}
+	untrained, err := model.Untrained(job.Spec, sample, cfg, enc)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, fmt.Errorf("train: %w", locateRow(err, scan.origins))
 	}
 	acc := untrained.NewAccumulator()
 	nViews := len(job.Spec.Views)
-	err = eachLabelled(ctx, job.Spec, job.Source, job.Options, func(rec arrow.Record) error {
-		if rec.NumRows() == 0 {
+	err = eachLabelled(ctx, job.Spec, job.Source, job.Options, func(b ingest.Batch) error {
+		if b.Record.NumRows() == 0 {
 			return nil
 		}
-		return acc.Add(model.ViewsOf(rec, nViews), schemas.Labels(rec).Float64Values())
+		err := acc.Add(model.ViewsOf(b.Record, nViews), schemas.Labels(b.Record).Float64Values())
+		return locateRow(err, batchOrigins(b))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("train: second pass: %w", err)
@@ -88,10 +94,15 @@ type sampleScan struct {
 	size    int
 	rng     *rand.Rand
 	rows    [][]float64 // per view, size×d_l row-major
+	origins []origin    // where the row of every slot came from
 	n       int64
 	classes map[float64]bool
 	mean    float64
 	m2      float64
+	// largest is the row of the label of largest magnitude, which names
+	// the culprit when the mean or variance overflows.
+	largest      origin
+	largestLabel float64
 }
 
 func newSampleScan(spec *schemas.ViewSpec, size int, seed uint64) *sampleScan {
@@ -100,7 +111,8 @@ func newSampleScan(spec *schemas.ViewSpec, size int, seed uint64) *sampleScan {
 	return s
 }
 
-func (s *sampleScan) add(rec arrow.Record) error {
+func (s *sampleScan) add(b ingest.Batch) error {
+	rec := b.Record
 	labels := schemas.Labels(rec).Float64Values()
 	for i, y := range labels {
 		slot := -1
@@ -110,6 +122,10 @@ func (s *sampleScan) add(rec arrow.Record) error {
 			slot = int(j)
 		}
 		if slot >= 0 {
+			if slot == len(s.origins) {
+				s.origins = append(s.origins, origin{})
+			}
+			s.origins[slot] = origin{b.Source, b.Rows[i]}
 			for l := range s.rows {
 				vals, d := schemas.ViewValues(rec, l)
 				row := vals[i*d : (i+1)*d]
@@ -124,6 +140,9 @@ func (s *sampleScan) add(rec arrow.Record) error {
 		if s.spec.Task == schemas.Classification {
 			s.classes[y] = true
 			continue
+		}
+		if math.Abs(y) > math.Abs(s.largestLabel) {
+			s.largest, s.largestLabel = origin{b.Source, b.Rows[i]}, y
 		}
 		delta := y - s.mean
 		s.mean += delta / float64(s.n)
@@ -149,7 +168,7 @@ func (s *sampleScan) encoding() model.Encoding {
 			classes = append(classes, c)
 		}
 		slices.Sort(classes)
-		return model.Encoding{Classes: classes}
+		return model.Encoding{Classes: classes, Rows: int(s.n)}
 	}
 	return model.Encoding{Mean: s.mean, Scale: math.Sqrt(s.m2 / float64(s.n))}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -88,7 +89,7 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 }
 
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
-	views, labels, err := LoadLabelledFrom(ctx, job.Spec, job.Source, job.Options)
+	views, labels, origins, err := loadLabelled(ctx, job.Spec, job.Source, job.Options)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -101,13 +102,13 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 		cfg, chosen, err = eval.Select(ctx, job.Spec, views, labels, eval.CVConfig{
 			Base: job.Config, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
 		if err != nil {
-			return nil, fmt.Errorf("train: choosing hyper-parameters: %w", err)
+			return nil, fmt.Errorf("train: choosing hyper-parameters: %w", locateRow(err, origins))
 		}
 		job.Logger.Info("hyper-parameters chosen by cross-validation", "chosen", chosen)
 	}
 	m, err := model.Train(ctx, job.Spec, views, labels, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("train on %d rows: %w", len(labels), err)
+		return nil, fmt.Errorf("train on %d rows: %w", len(labels), locateRow(err, origins))
 	}
 	return m, nil
 }
@@ -121,9 +122,22 @@ const CurrentModel = "current.mvml"
 // watching current.mvml (`mvml serve --model DIR/current.mvml
 // --reload-interval D`) and a restart both find the newest complete model,
 // and earlier versions stay for a rollback.
+//
+// A version file is never replaced: one that already holds m (the version
+// hashes everything that changes a prediction) is kept as first published,
+// and one that holds anything else is an error, before current.mvml is
+// touched.
 func PublishModel(dir string, m *model.Model) error {
-	if err := SaveModel(filepath.Join(dir, m.Version+".mvml"), m); err != nil {
-		return err
+	path := filepath.Join(dir, m.Version+".mvml")
+	switch old, err := LoadModel(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := SaveModel(path, m); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("publish model %s: %s exists and is not that model, refusing to replace it: %w", m.Version, path, err)
+	case old.Version != m.Version:
+		return fmt.Errorf("publish model %s: %s holds model %s, refusing to replace it", m.Version, path, old.Version)
 	}
 	return SaveModel(filepath.Join(dir, CurrentModel), m)
 }

@@ -176,7 +176,7 @@ func CheckRecord(rec arrow.Record, spec *ViewSpec, needLabel bool, source string
 			row := vals[i*dim : (i+1)*dim]
 			for j, v := range row {
 				if math.IsNaN(v) || math.IsInf(v, 0) {
-					add(i, spec.Views[l].featureName(j), fmt.Sprintf("view %s feature %d is %v", spec.Views[l].Name, j, v))
+					add(i, spec.Views[l].FeatureName(j), fmt.Sprintf("view %s feature %d is %v", spec.Views[l].Name, j, v))
 					break
 				}
 			}
@@ -197,8 +197,8 @@ func sortRowErrors(errs []RowError) {
 	}
 }
 
-// featureName is the input column of feature j, or list[j] for list views.
-func (v *View) featureName(j int) string {
+// FeatureName is the input column of feature j, or list[j] for list views.
+func (v *View) FeatureName(j int) string {
 	if v.List != "" {
 		return fmt.Sprintf("%s[%d]", v.List, j)
 	}

@@ -63,9 +63,9 @@ func printModel(w io.Writer, m *model.Model) error {
 	if m.Meta.Created != "" {
 		fmt.Fprintf(tw, ", %s, fit %.2fs", m.Meta.Created, m.Meta.FitSeconds)
 	}
-	mu := fmt.Sprint(cfg.Fit.Mu)
-	if cfg.Fit.Mu == 0 {
-		mu = "0.45/eta"
+	mu := fmt.Sprintf("%g", cfg.Fit.StepMu())
+	if cfg.Fit.Mu == nil {
+		mu = fmt.Sprintf("%g/eta = %s", model.DefaultMuEta, mu)
 	}
 	fmt.Fprintf(tw, "\nfit\tmode %s, lambda %g, eta %g, mu %s, learn-w %t, max-iter %d, tol %g\n",
 		cfg.Fit.Mode, cfg.Fit.Lambda, cfg.Fit.Eta, mu, cfg.Fit.LearnW, cfg.Fit.MaxIter, cfg.Fit.Tol)
