@@ -50,17 +50,23 @@ func runCV(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	bar := a.progress("cv: reading", "rows", estimateTotal(a, inputs))
+	bar := a.progress("cv: reading", "rows", a.totalRows(ctx, inputs))
 	opts.Progress = bar.rowsFunc()
 	views, labels, err := pipeline.LoadLabelled(ctx, spec, inputs, opts)
 	bar.finish()
 	if err != nil {
 		return err
 	}
-	fits := a.progress("cv", "fits", 0)
+	fits := a.progress("cv: fitting", "fits", 0)
+	foldDraws := *folds * *draws
 	res, err := eval.CrossValidate(ctx, spec, views, labels, eval.CVConfig{
 		Base: base, Folds: *folds, Seed: fit.seed, Grid: grid, InnerFolds: *innerFolds, Draws: *draws,
-		Progress: func(done, total int) { fits.setOf(int64(done), int64(total)) },
+		Progress: func(done, total int) {
+			// Every fold and draw takes the same number of fits: its
+			// inner search and its final fit.
+			fits.with("fold_draws", done/(total/foldDraws), "fold_draws_of", foldDraws)
+			fits.setOf(int64(done), int64(total))
+		},
 	})
 	fits.finish()
 	if err != nil {

@@ -37,7 +37,7 @@ func runEval(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	bar := a.progress("eval", "rows", estimateTotal(a, inputs))
+	bar := a.progress("eval", "rows", a.totalRows(ctx, inputs))
 	opts.Progress = bar.rowsFunc()
 	truth, pred, err := pipeline.PredictLabelled(ctx, m, inputs, opts)
 	bar.finish()

@@ -48,7 +48,7 @@ func runScore(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	bar := a.progress("score", "rows", estimateTotal(a, inputs))
+	bar := a.progress("score", "rows", a.totalRows(ctx, inputs))
 	opts.Progress = bar.rowsFunc()
 	counts, err := pipeline.Score(ctx, pipeline.ScoreConfig{
 		Model: m, Inputs: inputs, Output: *out, Stdout: a.stdout, Contributions: *contributions,

@@ -82,17 +82,25 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	bar := a.progress("train: reading", "rows", estimateTotal(a, inputs))
+	bar := a.progress("train: reading", "rows", a.totalRows(ctx, inputs))
 	defer bar.finish()
 	opts.Progress = bar.rowsFunc()
+	// The fit reports no progress of its own: a terminal is told it
+	// started, a log hears that it goes on.
+	var fitting *progress
+	defer func() { fitting.finish() }()
 	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
 		Stream: *stream, SampleRows: *sampleRows, Output: *out, Options: opts,
 		OnLoaded: func(rows int) {
 			bar.finish()
 			if a.tty {
 				fmt.Fprintf(a.stderr, "train: fitting on %s rows…\n", count(int64(rows)))
+				return
 			}
+			fitting = a.progress("train: fitting", "", 0)
+			fitting.with("rows", rows)
 		}})
+	fitting.finish()
 	if err != nil {
 		return err
 	}
@@ -140,13 +148,4 @@ func parseTime(name, s string, now time.Time) (time.Time, error) {
 		return time.Time{}, usagef("--%s %q: want an RFC 3339 time (2026-11-25T00:00:00Z) or a duration before now (24h)", name, s)
 	}
 	return now.Add(-d), nil
-}
-
-// estimateTotal is the row count a progress bar shows, when one is shown.
-func estimateTotal(a *app, inputs []string) int64 {
-	if !a.tty {
-		return 0
-	}
-	n, _ := estimateRows(inputs)
-	return n
 }
