@@ -14,7 +14,7 @@ import (
 )
 
 func runCV(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "cv")
+	fs := newFlagSet("cv")
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
 	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) (required)")
@@ -26,7 +26,7 @@ func runCV(ctx context.Context, a *app, args []string) error {
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	fit := registerFit(fs)
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("input", inputs.String(), "views", *specPath); err != nil {

@@ -137,14 +137,14 @@ func (d *demoRows) writeParquet(ctx context.Context, path string, spec *schemas.
 }
 
 func runDemo(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "demo")
+	fs := newFlagSet("demo")
 	rows := fs.Int("rows", 1500, "rows to generate: two thirds to train on, one third to test")
 	classes := fs.Int("classes", 3, "number of classes, 2 to 4")
 	dataSeed := fs.Uint64("data-seed", 1, "seed of the generated data")
 	keep := fs.String("keep", "", "write the files into `DIR` and keep them (default: a temporary directory, removed at the end)")
 	withKafka := fs.Bool("kafka", true, "then serve the test rows through Kafka on an in-process broker, as `mvml serve` does")
 	fit := registerFit(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if *rows < 60 {

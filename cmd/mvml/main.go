@@ -103,7 +103,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
-		printUsage(stderr)
+		printUsage(a.stdout)
 		return exitOK
 	}
 	for _, c := range commands() {
@@ -119,8 +119,6 @@ func (a *app) run(ctx context.Context, args []string) int {
 		case errors.As(err, new(usageError)):
 			fmt.Fprintf(stderr, "mvml %s: %v\nRun 'mvml %s --help' for usage.\n", name, err, name)
 			return exitUsage
-		case errors.Is(err, errFlagParse):
-			return exitUsage // the flag package has printed the error and the usage
 		}
 		if ctx.Err() != nil {
 			fmt.Fprintf(stderr, "mvml %s: interrupted: %v\n", name, err)

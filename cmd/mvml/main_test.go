@@ -297,8 +297,6 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"no command", nil, exitUsage, "Usage:"},
 		{"unknown command", []string{"fit"}, exitUsage, `unknown command "fit"`},
-		{"help", []string{"--help"}, exitOK, "mvml score"},
-		{"command help", []string{"train", "--help"}, exitOK, "--landmarks P"},
 		{"unknown flag", []string{"eval", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"missing views", []string{"train", "--input", data, "--model", "m.mvml"}, exitUsage, "--views is required"},
 		{"missing input", []string{"score", "--model", "m.mvml", "--output", "o.parquet"}, exitUsage, "--input is required"},
@@ -331,6 +329,49 @@ func TestUsageErrors(t *testing.T) {
 			code, _, stderr := mvml(t, tt.args...)
 			if code != tt.code || !strings.Contains(stderr, tt.message) {
 				t.Fatalf("exit %d (want %d), stderr %q, want it to contain %q", code, tt.code, stderr, tt.message)
+			}
+		})
+	}
+}
+
+// Help is asked for: it goes to stdout, so that `mvml train --help | less`
+// shows it, with exit status 0 and nothing on stderr. A wrong command line
+// is reported on stderr with status 2 and no help on stdout.
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"--help", []string{"--help"}, exitOK, "mvml score --input FILE...", ""},
+		{"help", []string{"help"}, exitOK, "Run 'mvml COMMAND --help'", ""},
+		{"-h", []string{"-h"}, exitOK, "mvml train --input FILE...", ""},
+		{"train --help", []string{"train", "--help"}, exitOK, "Usage: mvml train --input FILE...", ""},
+		{"train -h", []string{"train", "-h"}, exitOK, "--landmarks P\n", ""},
+		{"score -help after flags", []string{"score", "--workers", "2", "-help"}, exitOK, "--on-error string", ""},
+		{"cv --help", []string{"cv", "--help"}, exitOK, "--draws int", ""},
+		{"serve --help", []string{"serve", "--help"}, exitOK, "--reload-interval duration", ""},
+		{"inspect --help", []string{"inspect", "--help"}, exitOK, "--plot FILE", ""},
+		{"demo --help", []string{"demo", "--help"}, exitOK, "--keep DIR", ""},
+		{"eval --help", []string{"eval", "--help"}, exitOK, "--json", ""},
+		{"no command", nil, exitUsage, "", "Usage:"},
+		{"unknown flag", []string{"train", "--bogus"}, exitUsage, "", "mvml train: flag provided but not defined: -bogus\nRun 'mvml train --help' for usage.\n"},
+		{"bad value", []string{"score", "--workers", "many"}, exitUsage, "", `mvml score: invalid value "many" for flag -workers: parse error`},
+		{"missing value", []string{"eval", "--model"}, exitUsage, "", "mvml eval: flag needs an argument: -model\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := mvml(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stdout %q, stderr %q", code, tt.code, stdout, stderr)
+			}
+			if tt.stdout == "" && stdout != "" || !strings.Contains(stdout, tt.stdout) {
+				t.Errorf("stdout %q, want it to contain %q", stdout, tt.stdout)
+			}
+			if tt.stderr == "" && stderr != "" || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr, tt.stderr)
 			}
 		})
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func runScore(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "score")
+	fs := newFlagSet("score")
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
 	modelPath := fs.String("model", "", "model `FILE` (required)")
@@ -23,7 +23,7 @@ func runScore(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every row")
 	workers := fs.Int("workers", 0, "scoring goroutines; 0 means one per CPU")
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("input", inputs.String(), "model", *modelPath, "output", *out); err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 func runTrain(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "train")
+	fs := newFlagSet("train")
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
 	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) saying which columns form which view (required)")
@@ -30,7 +30,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	from := fs.String("from", "", "with --topic, the `TIME` of the first record: RFC 3339, or a duration before now such as 24h (default: the oldest kept)")
 	to := fs.String("to", "", "with --topic, records from this `TIME` on are left out: RFC 3339 or a duration before now (default: the end of the topic when the job starts)")
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	fromKafka := kf.brokers != "" || *topic != ""
