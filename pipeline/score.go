@@ -44,6 +44,9 @@ func ParseOnError(s string) (OnError, error) {
 // ScoreConfig describes a batch scoring job.
 type ScoreConfig struct {
 	Model *model.Model
+	// ModelFile, when set, is the file Model was read from: no output may
+	// replace it.
+	ModelFile string
 	// Inputs are files or glob patterns, read in order with the model's
 	// view spec.
 	Inputs []string
@@ -118,12 +121,18 @@ func (c ScoreConfig) resolve() (ScoreConfig, error) {
 
 // Score streams the inputs through the model into the output: one reader,
 // Workers scoring goroutines and one writer that restores input order.
+// Before it reads a row it refuses an output or rejects file that is one
+// of the inputs, the model file or each other, or that cannot be created
+// (CheckFiles).
 // Every goroutine stops when ctx is cancelled or another fails, and every
 // Arrow record is released on every path. The counts say how far the job
 // got, also when it returns an error.
 func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
+		return Counts{}, err
+	}
+	if err := cfg.checkFiles(); err != nil {
 		return Counts{}, err
 	}
 	m := cfg.Model

@@ -31,6 +31,12 @@ func runInspect(_ context.Context, a *app, args []string) error {
 	if err := required("model", *modelPath); err != nil {
 		return err
 	}
+	if *plotPath != "" {
+		err := pipeline.CheckFiles([]pipeline.File{{Role: "model file", Path: *modelPath}}, []pipeline.File{{Role: "plot", Path: *plotPath}})
+		if err != nil {
+			return err
+		}
+	}
 	m, err := pipeline.LoadModel(*modelPath)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -487,5 +488,169 @@ func TestInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "m.mvml")); !os.IsNotExist(err) {
 		t.Fatalf("an interrupted train wrote its model: %v", err)
+	}
+}
+
+// fileSums maps every file of dir to its content, to show that a refused
+// command changed nothing.
+func fileSums(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	sums := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		sums[path] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
+}
+
+// No command writes over a file it reads or another file it writes,
+// however the two names are spelled: it refuses before reading a row,
+// naming both files, and leaves every file as it was.
+func TestNoFileDestroyed(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	fixture(t, ".", "data.csv", classSpec, 80, 23, nil)
+	toParquet(t, "views.json", "data.csv", "data.parquet")
+	mustRun(t, "train", "--input", "data.csv", "--views", "views.json", "--model", "m.mvml", "--landmarks", "10")
+	if err := os.Mkdir("in", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []error{
+		os.Symlink("data.parquet", "link.parquet"),
+		os.Link("data.parquet", "hard.parquet"),
+		os.Link("data.parquet", filepath.Join("in", "a.parquet")),
+		os.Link("data.csv", filepath.Join("in", "b.csv")),
+		os.Link("m.mvml", "model.jsonl"),
+	} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	destroy := ": writing it would destroy that file\n"
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"score output is the input", []string{"score", "--input", "data.parquet", "--model", "m.mvml", "--output", "data.parquet"},
+			"mvml score: output data.parquet is the same file as the input data.parquet" + destroy},
+		{"score output spelt ./", []string{"score", "--input", "data.parquet", "--model", "m.mvml", "--output", "./data.parquet"},
+			"mvml score: output ./data.parquet is the same file as the input data.parquet" + destroy},
+		{"score output spelt absolute", []string{"score", "--input", "./data.parquet", "--model", "m.mvml", "--output", filepath.Join(dir, "data.parquet")},
+			"mvml score: output " + filepath.Join(dir, "data.parquet") + " is the same file as the input ./data.parquet" + destroy},
+		{"score output is a symbolic link to the input", []string{"score", "--input", "data.parquet", "--model", "m.mvml", "--output", "link.parquet"},
+			"mvml score: output link.parquet is the same file as the input data.parquet" + destroy},
+		{"score output is a hard link to the input", []string{"score", "--input", "data.parquet", "--model", "m.mvml", "--output", "hard.parquet"},
+			"mvml score: output hard.parquet is the same file as the input data.parquet" + destroy},
+		{"score glob matches the output", []string{"score", "--input", "data.csv", "--input", "in/*", "--model", "m.mvml", "--output", "in/a.parquet"},
+			"mvml score: output in/a.parquet is the same file as the input in/a.parquet" + destroy},
+		{"score rejects file is an input", []string{"score", "--input", "data.csv", "--model", "m.mvml", "--output", "s.jsonl", "--on-error", "skip", "--rejects", "in/b.csv"},
+			"mvml score: rejects file in/b.csv is the same file as the input data.csv" + destroy},
+		{"score rejects file is the output", []string{"score", "--input", "data.csv", "--model", "m.mvml", "--output", "s.jsonl", "--on-error", "skip", "--rejects", "./s.jsonl"},
+			"mvml score: rejects file ./s.jsonl is the same file as the output s.jsonl" + destroy},
+		{"score output is the model file", []string{"score", "--input", "data.csv", "--model", "model.jsonl", "--output", "model.jsonl"},
+			"mvml score: output model.jsonl is the same file as the model file model.jsonl" + destroy},
+		{"train model file is the input", []string{"train", "--input", "data.csv", "--views", "views.json", "--model", "data.csv"},
+			"mvml train: model file data.csv is the same file as the input data.csv" + destroy},
+		{"train model file is a link to the input", []string{"train", "--input", "data.parquet", "--views", "views.json", "--model", "link.parquet"},
+			"mvml train: model file link.parquet is the same file as the input data.parquet" + destroy},
+		{"train model file is the view spec", []string{"train", "--input", "data.csv", "--views", "views.json", "--model", "./views.json"},
+			"mvml train: model file ./views.json is the same file as the view spec views.json" + destroy},
+		{"train model store is a file", []string{"train", "--input", "data.csv", "--views", "views.json", "--model-dir", "data.csv"},
+			"mvml train: model store data.csv: not a directory\n"},
+		{"inspect plot is the model", []string{"inspect", "--model", "m.mvml", "--plot", "./m.mvml"},
+			"mvml inspect: plot ./m.mvml is the same file as the model file m.mvml" + destroy},
+	}
+	before := fileSums(t, dir)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := mvml(t, tt.args...)
+			if code != exitError || stderr != tt.stderr || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr\n%q\nwant exit 1 and stderr\n%q", code, stdout, stderr, tt.stderr)
+			}
+			if after := fileSums(t, dir); !maps.Equal(after, before) {
+				t.Fatalf("files changed: %v", slices.Sorted(maps.Keys(after)))
+			}
+		})
+	}
+}
+
+// Outputs that cannot be written are refused before a row is read, not
+// after a long fit.
+func TestOutputsCheckedBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 80, 24, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "10")
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "none")
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"train into a missing directory", []string{"train", "--input", data, "--views", spec, "--model", filepath.Join(missing, "m.mvml"), "--grid", "lambda=0.01,0.1"},
+			"mvml train: model file " + filepath.Join(missing, "m.mvml") + ": directory " + missing + " does not exist\n"},
+		{"train into a file's directory", []string{"train", "--input", data, "--views", spec, "--model", filepath.Join(plain, "m.mvml")},
+			"mvml train: model file " + filepath.Join(plain, "m.mvml") + ": " + plain + " is not a directory\n"},
+		{"train into a directory", []string{"train", "--input", data, "--views", spec, "--model", dir},
+			"mvml train: model file " + dir + " is a directory\n"},
+		{"train into a store under a file", []string{"train", "--input", data, "--views", spec, "--model-dir", filepath.Join(plain, "models")},
+			"mvml train: model store " + filepath.Join(plain, "models") + ": " + plain + ": not a directory\n"},
+		{"score into a missing directory", []string{"score", "--input", data, "--model", model, "--output", filepath.Join(missing, "s.parquet")},
+			"mvml score: output " + filepath.Join(missing, "s.parquet") + ": directory " + missing + " does not exist\n"},
+		{"rejects into a missing directory", []string{"score", "--input", data, "--model", model, "--output", filepath.Join(dir, "s.parquet"), "--on-error", "skip", "--rejects", filepath.Join(missing, "r.jsonl")},
+			"mvml score: rejects file " + filepath.Join(missing, "r.jsonl") + ": directory " + missing + " does not exist\n"},
+		{"plot into a missing directory", []string{"inspect", "--model", model, "--plot", filepath.Join(missing, "a.png")},
+			"mvml inspect: plot " + filepath.Join(missing, "a.png") + ": directory " + missing + " does not exist\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Logs go to stderr without a terminal: an exact stderr shows
+			// that no input was opened.
+			code, stdout, stderr := mvml(t, tt.args...)
+			if code != exitError || stderr != tt.stderr || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr\n%q\nwant exit 1 and stderr\n%q", code, stdout, stderr, tt.stderr)
+			}
+		})
+	}
+	// A model store is created before the rows are read.
+	store := filepath.Join(dir, "models", "prod")
+	stdout, _ := mustRun(t, "train", "--input", data, "--views", spec, "--model-dir", store, "--landmarks", "10")
+	if !strings.Contains(stdout, filepath.Join(store, "")) || !strings.Contains(stdout, "current.mvml") {
+		t.Fatalf("train --model-dir: %q", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(store, "current.mvml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The demo's kept files are checked like any outputs: names linked to one
+// another are refused before anything is written.
+func TestDemoKeepRefusesLinkedNames(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "train.parquet"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("train.parquet", filepath.Join(dir, "test.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := mvml(t, "demo", "--rows", "60", "--keep", dir, "--kafka=false")
+	want := "mvml demo: test data " + filepath.Join(dir, "test.parquet") + " is the same file as the training data " + filepath.Join(dir, "train.parquet") + ": writing it would destroy that file\n"
+	if code != exitError || stderr != want {
+		t.Fatalf("exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "train.parquet")); err != nil || string(data) != "mine" {
+		t.Fatalf("train.parquet: %q, %v", data, err)
 	}
 }

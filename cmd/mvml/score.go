@@ -51,11 +51,13 @@ func runScore(ctx context.Context, a *app, args []string) error {
 	bar := a.progress("score", "rows", a.totalRows(ctx, inputs))
 	opts.Progress = bar.rowsFunc()
 	counts, err := pipeline.Score(ctx, pipeline.ScoreConfig{
-		Model: m, Inputs: inputs, Output: *out, Stdout: a.stdout, Contributions: *contributions,
+		Model: m, ModelFile: *modelPath, Inputs: inputs, Output: *out, Stdout: a.stdout, Contributions: *contributions,
 		OnError: mode, Rejects: rejectsPath, Workers: *workers, Options: opts,
 	})
 	bar.finish()
-	fmt.Fprintf(a.stderr, "in %d = scored %d + rejected %d\n", counts.In, counts.Scored, counts.Rejected)
+	if err == nil || counts.In > 0 { // a job refused before reading has nothing to count
+		fmt.Fprintf(a.stderr, "in %d = scored %d + rejected %d\n", counts.In, counts.Scored, counts.Rejected)
+	}
 	if err != nil {
 		if errors.As(err, new(*schemas.RowError)) {
 			return fmt.Errorf("%w\n(--on-error skip writes bad rows to a rejects file and goes on)", err)

@@ -56,6 +56,12 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *modelDir != "" {
+		// Now, not at the first refit, hours later.
+		if err := pipeline.PrepareModelDir(*modelDir); err != nil {
+			return err
+		}
+	}
 	m, err := pipeline.LoadModel(*modelPath)
 	if err != nil {
 		return err

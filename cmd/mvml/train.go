@@ -90,7 +90,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	var fitting *progress
 	defer func() { fitting.finish() }()
 	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
-		Stream: *stream, SampleRows: *sampleRows, Output: *out, Options: opts,
+		Stream: *stream, SampleRows: *sampleRows, SpecFile: *specPath, Output: *out, ModelDir: *store, Options: opts,
 		OnLoaded: func(rows int) {
 			bar.finish()
 			if a.tty {
@@ -106,9 +106,6 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	}
 	dest := *out
 	if *store != "" {
-		if err := pipeline.PublishModel(*store, m); err != nil {
-			return err
-		}
 		dest = filepath.Join(*store, m.Version+".mvml") + " and " + pipeline.CurrentModel
 	}
 	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",

@@ -22,6 +22,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -95,6 +96,16 @@ func generate(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{errors.New("--output is required")}
 	case *rows < 0 || *views < 1 || *dim < 1 || *classes < 2 || *batch < 1:
 		return usageError{errors.New("want --rows ≥ 0, --views ≥ 1, --dim ≥ 1, --classes ≥ 2 and --batch ≥ 1")}
+	}
+	var writes []pipeline.File
+	if *output != sink.Stdout {
+		writes = append(writes, pipeline.File{Role: "output", Path: *output})
+	}
+	if *specPath != "" {
+		writes = append(writes, pipeline.File{Role: "view spec", Path: *specPath})
+	}
+	if err := pipeline.CheckFiles(nil, writes); err != nil {
+		return err
 	}
 	spec := &schemas.ViewSpec{Name: "synthetic", Task: schemas.Classification, ID: "id", Label: "label"}
 	for l := 0; l < *views; l++ {

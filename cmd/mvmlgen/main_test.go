@@ -69,6 +69,8 @@ func TestGenerateReadsBack(t *testing.T) {
 // Help goes to stdout with status 0; a wrong command line to stderr with
 // status 2, and nothing to stdout.
 func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "g.jsonl")
 	tests := []struct {
 		name   string
 		args   []string
@@ -82,7 +84,11 @@ func TestUsage(t *testing.T) {
 		{"unknown flag", []string{"--bogus"}, exitUsage, "", "mvmlgen: flag provided but not defined: -bogus\n"},
 		{"bad count", []string{"--output", "x.parquet", "--classes", "1"}, exitUsage, "", "--classes ≥ 2"},
 		{"positional", []string{"--output", "x.parquet", "y.parquet"}, exitUsage, "", `unexpected argument "y.parquet"`},
-		{"bad extension", []string{"--output", filepath.Join(t.TempDir(), "x.txt"), "--rows", "1"}, exitError, "", `unsupported extension ".txt"`},
+		{"bad extension", []string{"--output", filepath.Join(dir, "x.txt"), "--rows", "1"}, exitError, "", `unsupported extension ".txt"`},
+		{"spec is the output", []string{"--output", out, "--spec", dir + "/./g.jsonl", "--rows", "1"}, exitError, "",
+			"mvmlgen: view spec " + dir + "/./g.jsonl is the same file as the output " + out + ": writing it would destroy that file\n"},
+		{"missing directory", []string{"--output", filepath.Join(dir, "none", "g.parquet"), "--rows", "1"}, exitError, "",
+			"mvmlgen: output " + filepath.Join(dir, "none", "g.parquet") + ": directory " + filepath.Join(dir, "none") + " does not exist\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
