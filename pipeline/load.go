@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"gonum.org/v1/gonum/mat"
@@ -35,7 +36,7 @@ func FileSource(spec *schemas.ViewSpec, patterns []string) SourceFunc {
 func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, opts Options) ([]*mat.Dense, []float64, error) {
 	views, labels, err := LoadLabelledFrom(ctx, spec, FileSource(spec, inputs), opts)
 	if errors.Is(err, errNoRows) {
-		err = fmt.Errorf("load labelled rows from %v: %w", inputs, err)
+		err = fmt.Errorf("%w: %s", err, strings.Join(inputs, " "))
 	}
 	return views, labels, err
 }
@@ -55,7 +56,7 @@ func LoadLabelledFrom(ctx context.Context, spec *schemas.ViewSpec, open SourceFu
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("load labelled rows: %w", err)
+		return nil, nil, err
 	}
 	n := len(labels)
 	if n == 0 {
@@ -95,10 +96,10 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("predict labelled rows: %w", err)
+		return nil, nil, err
 	}
 	if len(truth) == 0 {
-		return nil, nil, fmt.Errorf("predict labelled rows from %v: %w", inputs, errNoRows)
+		return nil, nil, fmt.Errorf("%w: %s", errNoRows, strings.Join(inputs, " "))
 	}
 	return truth, pred, nil
 }

@@ -89,29 +89,29 @@ type Counts struct {
 
 func (c ScoreConfig) resolve() (ScoreConfig, error) {
 	if c.Model == nil {
-		return c, errors.New("score: no model")
+		return c, errors.New("no model to score with")
 	}
 	if c.Output == "" {
-		return c, errors.New("score: no output")
+		return c, errors.New("no output")
 	}
 	if c.OnError == "" {
 		c.OnError = OnErrorFail
 	}
 	if _, err := ParseOnError(string(c.OnError)); err != nil {
-		return c, fmt.Errorf("score: %w", err)
+		return c, err
 	}
 	if c.OnError == OnErrorSkip && c.Rejects == "" {
-		return c, errors.New("score: skipping bad rows needs a rejects file")
+		return c, errors.New("skipping bad rows needs a rejects file")
 	}
 	switch {
 	case c.Workers < 0:
-		return c, fmt.Errorf("score: %d workers", c.Workers)
+		return c, fmt.Errorf("%d workers", c.Workers)
 	case c.Workers == 0:
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	switch {
 	case c.QueueDepth < 0:
-		return c, fmt.Errorf("score: queue depth %d", c.QueueDepth)
+		return c, fmt.Errorf("queue depth %d", c.QueueDepth)
 	case c.QueueDepth == 0:
 		c.QueueDepth = 2 * c.Workers
 	}
@@ -138,17 +138,17 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 	m := cfg.Model
 	src, err := ingest.Open(ctx, m.Spec, cfg.Inputs, cfg.ingestOptions(false))
 	if err != nil {
-		return Counts{}, fmt.Errorf("score: %w", err)
+		return Counts{}, err
 	}
 	schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), cfg.Contributions)
 	out, err := createOutput(cfg.Output, cfg.Stdout, schema, cfg.Parquet)
 	if err != nil {
-		return Counts{}, errors.Join(fmt.Errorf("score: %w", err), src.Close())
+		return Counts{}, errors.Join(err, src.Close())
 	}
 	var rejects *rejectsFile
 	if cfg.OnError == OnErrorSkip {
 		if rejects, err = createRejects(cfg.Rejects); err != nil {
-			return Counts{}, errors.Join(fmt.Errorf("score: %w", err), src.Close(), out.discard())
+			return Counts{}, errors.Join(err, src.Close(), out.discard())
 		}
 	}
 	job := &scoreJob{cfg: cfg, src: src, out: out, rejects: rejects, schema: schema}
@@ -160,10 +160,10 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 		err = errors.Join(err, rejects.close())
 	}
 	if err != nil {
-		return counts, errors.Join(fmt.Errorf("score: %w", err), out.discard())
+		return counts, errors.Join(err, out.discard())
 	}
 	if err := out.commit(); err != nil {
-		return counts, fmt.Errorf("score: %w", err)
+		return counts, err
 	}
 	cfg.Logger.Info("scored", "in", counts.In, "scored", counts.Scored, "rejected", counts.Rejected, "output", out.name)
 	return counts, nil

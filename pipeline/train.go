@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mvml/mvml/eval"
@@ -76,7 +77,7 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 		m, err = trainInMemory(ctx, job)
 	}
 	if errors.Is(err, errNoRows) && len(job.Inputs) > 0 {
-		err = fmt.Errorf("%w: %v", err, job.Inputs)
+		err = fmt.Errorf("%w: %s", err, strings.Join(job.Inputs, " "))
 	}
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 	views, labels, err := LoadLabelledFrom(ctx, job.Spec, job.Source, job.Options)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, err
 	}
 	if job.OnLoaded != nil {
 		job.OnLoaded(len(labels))
@@ -118,13 +119,13 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 		cfg, chosen, err = eval.Select(ctx, job.Spec, views, labels, eval.CVConfig{
 			Base: job.Config, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
 		if err != nil {
-			return nil, fmt.Errorf("train: choosing hyper-parameters: %w", err)
+			return nil, fmt.Errorf("choosing hyper-parameters: %w", err)
 		}
 		job.Logger.Info("hyper-parameters chosen by cross-validation", "chosen", chosen)
 	}
 	m, err := model.Train(ctx, job.Spec, views, labels, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("train on %d rows: %w", len(labels), err)
+		return nil, fmt.Errorf("fitting %d rows: %w", len(labels), err)
 	}
 	return m, nil
 }

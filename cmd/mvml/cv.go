@@ -70,7 +70,7 @@ func runCV(ctx context.Context, a *app, args []string) error {
 	})
 	fits.finish()
 	if err != nil {
-		return fmt.Errorf("cross-validate: %w", err)
+		return err
 	}
 	a.log.Info("cross-validated", "folds", len(res.Folds), "rows", len(labels))
 	if *asJSON {

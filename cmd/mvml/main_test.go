@@ -654,3 +654,73 @@ func TestDemoKeepRefusesLinkedNames(t *testing.T) {
 		t.Fatalf("train.parquet: %q, %v", data, err)
 	}
 }
+
+// withoutLogs drops the log lines, which go to stderr without a terminal.
+func withoutLogs(stderr string) string {
+	var kept []string
+	for _, line := range strings.SplitAfter(stderr, "\n") {
+		if !strings.HasPrefix(line, "time=") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "")
+}
+
+// An error says "mvml COMMAND: " once, then what each layer knows, each
+// once: no "score: score:", no "train: load labelled rows:".
+func TestErrorText(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 80, 25, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "10")
+	empty := filepath.Join(dir, "empty.csv")
+	if err := os.WriteFile(empty, []byte("id,label,a_0,a_1,a_2,b_0,b_1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	narrow := filepath.Join(dir, "narrow.csv")
+	if err := os.WriteFile(narrow, []byte("id,label,a_0\n1,1,0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string // exact, when it is mvml's own text
+		prefix string // the start, when the rest is a reader's description of the file
+	}{
+		{name: "train on no rows", args: []string{"train", "--input", empty, "--views", spec, "--model", filepath.Join(dir, "e.mvml")},
+			stderr: "mvml train: the inputs hold no rows: " + empty + "\n"},
+		{name: "streamed train on no rows", args: []string{"train", "--stream", "--input", empty, "--views", spec, "--model", filepath.Join(dir, "e.mvml")},
+			stderr: "mvml train: the inputs hold no rows: " + empty + "\n"},
+		{name: "eval on no rows", args: []string{"eval", "--input", empty, "--model", model},
+			stderr: "mvml eval: the inputs hold no rows: " + empty + "\n"},
+		{name: "landmarks beyond the sample", args: []string{"train", "--stream", "--sample-rows", "20", "--landmarks", "30", "--input", data, "--views", spec, "--model", filepath.Join(dir, "s.mvml")},
+			stderr: "mvml train: 30 landmarks do not fit in the sample of 20 rows; raise the sample size or give fewer landmarks\n"},
+		{name: "missing model", args: []string{"eval", "--input", data, "--model", filepath.Join(dir, "none.mvml")},
+			stderr: "mvml eval: load model: open " + filepath.Join(dir, "none.mvml") + ": no such file or directory\n"},
+		{name: "score a file without the views", args: []string{"score", "--input", narrow, "--model", model, "--output", filepath.Join(dir, "s.jsonl")},
+			prefix: "mvml score: ingest: " + narrow + ": column "},
+		{name: "train on a file without the views", args: []string{"train", "--input", narrow, "--views", spec, "--model", filepath.Join(dir, "n.mvml")},
+			prefix: "mvml train: ingest: " + narrow + ": column "},
+		{name: "streamed train on a file without the views", args: []string{"train", "--stream", "--input", narrow, "--views", spec, "--model", filepath.Join(dir, "n.mvml")},
+			prefix: "mvml train: first pass: ingest: " + narrow + ": column "},
+		{name: "cv on a file without the views", args: []string{"cv", "--input", narrow, "--views", spec},
+			prefix: "mvml cv: ingest: " + narrow + ": column "},
+		{name: "eval on a file without the views", args: []string{"eval", "--input", narrow, "--model", model},
+			prefix: "mvml eval: ingest: " + narrow + ": column "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := mvml(t, tt.args...)
+			stderr = withoutLogs(stderr)
+			if code != exitError {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if tt.stderr != "" && stderr != tt.stderr {
+				t.Fatalf("stderr\n%q\nwant\n%q", stderr, tt.stderr)
+			}
+			if tt.prefix != "" && (!strings.HasPrefix(stderr, tt.prefix) || strings.Count(stderr, "\n") != 1) {
+				t.Fatalf("stderr\n%q\nwant one line starting %q", stderr, tt.prefix)
+			}
+		})
+	}
+}
