@@ -613,6 +613,10 @@ func TestOutputsCheckedBeforeWork(t *testing.T) {
 			"mvml score: rejects file " + filepath.Join(missing, "r.jsonl") + ": directory " + missing + " does not exist\n"},
 		{"plot into a missing directory", []string{"inspect", "--model", model, "--plot", filepath.Join(missing, "a.png")},
 			"mvml inspect: plot " + filepath.Join(missing, "a.png") + ": directory " + missing + " does not exist\n"},
+		// At the start, not at the first refit: no broker is reached.
+		{"serve with a store under a file", []string{"serve", "--brokers", "127.0.0.1:1", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq",
+			"--model", model, "--model-dir", filepath.Join(plain, "models"), "--http", ""},
+			"mvml serve: model store " + filepath.Join(plain, "models") + ": " + plain + ": not a directory\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
