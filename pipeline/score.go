@@ -76,15 +76,28 @@ type ScoreConfig struct {
 	Options
 }
 
-// Counts are the rows a scoring job has finished with: In == Scored +
-// Rejected always holds, also when the job stops early.
+// Counts account for every input row a scoring job read: In == Scored +
+// Rejected + NotWritten always holds, also when the job stops early.
 type Counts struct {
-	// In counts the input rows, decoded or not.
+	// In counts the input rows read, decoded or not.
 	In int64 `json:"in"`
 	// Scored counts the rows written to the output.
 	Scored int64 `json:"scored"`
 	// Rejected counts the bad rows written to the rejects file.
 	Rejected int64 `json:"rejected"`
+	// NotWritten counts the rows read but in no output when the job
+	// stopped: those of the batch it stopped at and of the batches in
+	// flight, and, as a failed job's output file is discarded, those
+	// scored into it. It is 0 when the job succeeds.
+	NotWritten int64 `json:"not_written"`
+}
+
+// withOutputDiscarded moves the rows of a discarded output file to
+// NotWritten.
+func (c Counts) withOutputDiscarded() Counts {
+	c.NotWritten += c.Scored
+	c.Scored = 0
+	return c
 }
 
 func (c ScoreConfig) resolve() (ScoreConfig, error) {
@@ -160,9 +173,15 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 		err = errors.Join(err, rejects.close())
 	}
 	if err != nil {
+		if cfg.Output != sink.Stdout {
+			counts = counts.withOutputDiscarded()
+		}
 		return counts, errors.Join(err, out.discard())
 	}
 	if err := out.commit(); err != nil {
+		if cfg.Output != sink.Stdout {
+			counts = counts.withOutputDiscarded()
+		}
 		return counts, err
 	}
 	cfg.Logger.Info("scored", "in", counts.In, "scored", counts.Scored, "rejected", counts.Rejected, "output", out.name)
@@ -210,7 +229,8 @@ func (j *scoreJob) run(ctx context.Context) (Counts, error) {
 	batches := make(chan inputBatch)
 	results := make(chan scoredBatch, j.cfg.QueueDepth)
 
-	g.Go(func() error { return j.read(ctx, slots, batches) })
+	var read int64
+	g.Go(func() error { return j.read(ctx, slots, batches, &read) })
 	var workers sync.WaitGroup
 	for range j.cfg.Workers {
 		workers.Go(func() { j.score(ctx, batches, results) })
@@ -230,11 +250,13 @@ func (j *scoreJob) run(ctx context.Context) (Counts, error) {
 	for r := range results {
 		r.release()
 	}
+	counts.In = read
+	counts.NotWritten = read - counts.Scored - counts.Rejected
 	return counts, err
 }
 
-// read feeds the workers in input order.
-func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan<- inputBatch) error {
+// read feeds the workers in input order, counting the rows it read.
+func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan<- inputBatch, rows *int64) error {
 	defer close(batches)
 	for seq := int64(0); ; seq++ {
 		select {
@@ -249,6 +271,7 @@ func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan
 		if err != nil {
 			return err
 		}
+		*rows += int64(len(b.Rows) + len(b.Rejects))
 		select {
 		case batches <- inputBatch{seq: seq, Batch: b}:
 		case <-ctx.Done():
@@ -352,6 +375,7 @@ func (s *batchScorer) scoreRows(rec arrow.Record, skip []bool) arrow.Record {
 // write takes scored batches in any order and writes them in input order.
 func (j *scoreJob) write(ctx context.Context, slots <-chan struct{}, results <-chan scoredBatch) (Counts, error) {
 	var counts Counts
+	var done int64 // input rows of the batches written
 	waiting := make(map[int64]scoredBatch)
 	defer func() {
 		for _, r := range waiting {
@@ -382,7 +406,8 @@ func (j *scoreJob) write(ctx context.Context, slots <-chan struct{}, results <-c
 			}
 			<-slots
 			next++
-			j.cfg.Progress(counts.In)
+			done += r.in
+			j.cfg.Progress(done)
 		}
 	}
 }
@@ -403,7 +428,6 @@ func (j *scoreJob) writeBatch(ctx context.Context, r scoredBatch, counts *Counts
 			return err
 		}
 	}
-	counts.In += r.in
 	counts.Scored += scored
 	counts.Rejected += int64(len(r.bad))
 	return nil

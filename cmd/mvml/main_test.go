@@ -11,7 +11,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -724,6 +726,43 @@ func TestErrorText(t *testing.T) {
 			}
 			if tt.prefix != "" && (!strings.HasPrefix(stderr, tt.prefix) || strings.Count(stderr, "\n") != 1) {
 				t.Fatalf("stderr\n%q\nwant one line starting %q", stderr, tt.prefix)
+			}
+		})
+	}
+}
+
+// A score run that fails still accounts for every row it read: the
+// summary line balances, the rows of the discarded output counted as not
+// written, those already on stdout as scored.
+func TestScoreSummaryBalancesOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	spec, train := fixture(t, dir, "train.csv", classSpec, 120, 26, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", train, "--views", spec, "--model", model, "--landmarks", "15")
+	_, in := fixture(t, dir, "in.csv", classSpec, 200, 27, map[int]map[string]string{50: {"a_1": "NaN"}, 150: {"b_0": "x"}})
+	summary := regexp.MustCompile(`(?m)^in (\d+) = scored (\d+) \+ rejected (\d+) \+ not written (\d+)$`)
+	tests := []struct {
+		name   string
+		args   []string
+		scored bool // whether rows were scored onto stdout before the stop
+	}{
+		{"bad row, file output", []string{"--output", filepath.Join(dir, "s.parquet")}, false},
+		{"bad row, stdout", []string{"--output", "-"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := mvml(t, append([]string{"score", "--input", in, "--model", model, "--batch-size", "10"}, tt.args...)...)
+			m := summary.FindStringSubmatch(stderr)
+			if code != exitError || m == nil {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			var n [4]int64
+			for i := range n {
+				n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
+			}
+			lines := int64(strings.Count(stdout, "\n"))
+			if n[0] != n[1]+n[2]+n[3] || n[0] <= 50 || n[1] != lines || (n[1] > 0) != tt.scored || n[2] != 0 {
+				t.Fatalf("summary %q does not balance (%d rows on stdout)", m[0], lines)
 			}
 		})
 	}

@@ -55,8 +55,11 @@ func runScore(ctx context.Context, a *app, args []string) error {
 		OnError: mode, Rejects: rejectsPath, Workers: *workers, Options: opts,
 	})
 	bar.finish()
-	if err == nil || counts.In > 0 { // a job refused before reading has nothing to count
+	switch {
+	case err == nil:
 		fmt.Fprintf(a.stderr, "in %d = scored %d + rejected %d\n", counts.In, counts.Scored, counts.Rejected)
+	case counts.In > 0: // a job refused before reading has nothing to count
+		fmt.Fprintf(a.stderr, "in %d = scored %d + rejected %d + not written %d\n", counts.In, counts.Scored, counts.Rejected, counts.NotWritten)
 	}
 	if err != nil {
 		if errors.As(err, new(*schemas.RowError)) {
