@@ -250,8 +250,10 @@ func (j *scoreJob) run(ctx context.Context) (Counts, error) {
 	for r := range results {
 		r.release()
 	}
+	// The writer counted the rows of the batches it wrote; the reader
+	// may have read more before the job stopped.
+	counts.NotWritten = read - counts.In
 	counts.In = read
-	counts.NotWritten = read - counts.Scored - counts.Rejected
 	return counts, err
 }
 
@@ -375,7 +377,6 @@ func (s *batchScorer) scoreRows(rec arrow.Record, skip []bool) arrow.Record {
 // write takes scored batches in any order and writes them in input order.
 func (j *scoreJob) write(ctx context.Context, slots <-chan struct{}, results <-chan scoredBatch) (Counts, error) {
 	var counts Counts
-	var done int64 // input rows of the batches written
 	waiting := make(map[int64]scoredBatch)
 	defer func() {
 		for _, r := range waiting {
@@ -406,8 +407,7 @@ func (j *scoreJob) write(ctx context.Context, slots <-chan struct{}, results <-c
 			}
 			<-slots
 			next++
-			done += r.in
-			j.cfg.Progress(done)
+			j.cfg.Progress(counts.In)
 		}
 	}
 }
@@ -428,6 +428,7 @@ func (j *scoreJob) writeBatch(ctx context.Context, r scoredBatch, counts *Counts
 			return err
 		}
 	}
+	counts.In += r.in
 	counts.Scored += scored
 	counts.Rejected += int64(len(r.bad))
 	return nil
