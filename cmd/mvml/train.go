@@ -88,7 +88,6 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	// The fit reports no progress of its own: a terminal is told it
 	// started, a log hears that it goes on.
 	var fitting *progress
-	defer func() { fitting.finish() }()
 	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
 		Stream: *stream, SampleRows: *sampleRows, SpecFile: *specPath, Output: *out, ModelDir: *store, Options: opts,
 		OnLoaded: func(rows int) {
