@@ -4,7 +4,8 @@
 // (load → model.Train → model file), with their lifecycles: bounded
 // channels for backpressure, cancellation through context.Context, explicit
 // release of every Arrow record, and outputs that appear under their final
-// name only when a job succeeds.
+// name only when a job succeeds and never replace a file the job reads or
+// writes otherwise (CheckFiles, run before any row is read).
 //
 // Service is the long-running job behind `mvml serve`: it scores an
 // unending source (a Kafka consumer group) into a sink, sends the records it

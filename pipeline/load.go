@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -34,7 +35,7 @@ func FileSource(spec *schemas.ViewSpec, patterns []string) SourceFunc {
 func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, opts Options) ([]*mat.Dense, []float64, error) {
 	views, labels, err := LoadLabelledFrom(ctx, spec, FileSource(spec, inputs), opts)
 	if errors.Is(err, errNoRows) {
-		err = fmt.Errorf("load labelled rows from %v: %w", inputs, err)
+		err = fmt.Errorf("%w: %s", err, strings.Join(inputs, " "))
 	}
 	return views, labels, err
 }
@@ -72,7 +73,7 @@ func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("load labelled rows: %w", err)
+		return nil, nil, nil, err
 	}
 	n := len(labels)
 	if n == 0 {
@@ -143,10 +144,10 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("predict labelled rows: %w", err)
+		return nil, nil, err
 	}
 	if len(truth) == 0 {
-		return nil, nil, fmt.Errorf("predict labelled rows from %v: %w", inputs, errNoRows)
+		return nil, nil, fmt.Errorf("%w: %s", errNoRows, strings.Join(inputs, " "))
 	}
 	return truth, pred, nil
 }

@@ -48,6 +48,9 @@ func ParseOnError(s string) (OnError, error) {
 // ScoreConfig describes a batch scoring job.
 type ScoreConfig struct {
 	Model *model.Model
+	// ModelFile, when set, is the file Model was read from: no output may
+	// replace it.
+	ModelFile string
 	// Inputs are files or glob patterns, read in order with the model's
 	// view spec.
 	Inputs []string
@@ -77,42 +80,55 @@ type ScoreConfig struct {
 	Options
 }
 
-// Counts are the rows a scoring job has finished with: In == Scored +
-// Rejected always holds, also when the job stops early.
+// Counts account for every input row a scoring job read: In == Scored +
+// Rejected + NotWritten always holds, also when the job stops early.
 type Counts struct {
-	// In counts the input rows, decoded or not.
+	// In counts the input rows read, decoded or not.
 	In int64 `json:"in"`
 	// Scored counts the rows written to the output.
 	Scored int64 `json:"scored"`
 	// Rejected counts the bad rows written to the rejects file.
 	Rejected int64 `json:"rejected"`
+	// NotWritten counts the rows read but in no output when the job
+	// stopped: those of the batch it stopped at and of the batches in
+	// flight, and, as a failed job's output file is discarded, those
+	// scored into it. It is 0 when the job succeeds.
+	NotWritten int64 `json:"not_written"`
+}
+
+// withOutputDiscarded moves the rows of a discarded output file to
+// NotWritten.
+func (c Counts) withOutputDiscarded() Counts {
+	c.NotWritten += c.Scored
+	c.Scored = 0
+	return c
 }
 
 func (c ScoreConfig) resolve() (ScoreConfig, error) {
 	if c.Model == nil {
-		return c, errors.New("score: no model")
+		return c, errors.New("no model to score with")
 	}
 	if c.Output == "" {
-		return c, errors.New("score: no output")
+		return c, errors.New("no output")
 	}
 	if c.OnError == "" {
 		c.OnError = OnErrorFail
 	}
 	if _, err := ParseOnError(string(c.OnError)); err != nil {
-		return c, fmt.Errorf("score: %w", err)
+		return c, err
 	}
 	if c.OnError == OnErrorSkip && c.Rejects == "" {
-		return c, errors.New("score: skipping bad rows needs a rejects file")
+		return c, errors.New("skipping bad rows needs a rejects file")
 	}
 	switch {
 	case c.Workers < 0:
-		return c, fmt.Errorf("score: %d workers", c.Workers)
+		return c, fmt.Errorf("%d workers", c.Workers)
 	case c.Workers == 0:
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	switch {
 	case c.QueueDepth < 0:
-		return c, fmt.Errorf("score: queue depth %d", c.QueueDepth)
+		return c, fmt.Errorf("queue depth %d", c.QueueDepth)
 	case c.QueueDepth == 0:
 		c.QueueDepth = 2 * c.Workers
 	}
@@ -122,6 +138,9 @@ func (c ScoreConfig) resolve() (ScoreConfig, error) {
 
 // Score streams the inputs through the model into the output: one reader,
 // Workers scoring goroutines and one writer that restores input order.
+// Before it reads a row it refuses an output or rejects file that is one
+// of the inputs, the model file or each other, or that cannot be created
+// (CheckFiles).
 // Every goroutine stops when ctx is cancelled or another fails, and every
 // Arrow record is released on every path. The counts say how far the job
 // got, also when it returns an error.
@@ -130,20 +149,23 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
+	if err := cfg.checkFiles(); err != nil {
+		return Counts{}, err
+	}
 	m := cfg.Model
 	src, err := ingest.Open(ctx, m.Spec, cfg.Inputs, cfg.ingestOptions(false))
 	if err != nil {
-		return Counts{}, fmt.Errorf("score: %w", err)
+		return Counts{}, err
 	}
 	schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), cfg.Contributions)
 	out, err := createOutput(cfg.Output, cfg.Stdout, schema, cfg.Parquet)
 	if err != nil {
-		return Counts{}, errors.Join(fmt.Errorf("score: %w", err), src.Close())
+		return Counts{}, errors.Join(err, src.Close())
 	}
 	var rejects *rejectsFile
 	if cfg.OnError == OnErrorSkip {
 		if rejects, err = createRejects(cfg.Rejects); err != nil {
-			return Counts{}, errors.Join(fmt.Errorf("score: %w", err), src.Close(), out.discard())
+			return Counts{}, errors.Join(err, src.Close(), out.discard())
 		}
 	}
 	job := &scoreJob{cfg: cfg, src: src, out: out, rejects: rejects, schema: schema}
@@ -155,10 +177,16 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 		err = errors.Join(err, rejects.close())
 	}
 	if err != nil {
-		return counts, errors.Join(fmt.Errorf("score: %w", err), out.discard())
+		if cfg.Output != sink.Stdout {
+			counts = counts.withOutputDiscarded()
+		}
+		return counts, errors.Join(err, out.discard())
 	}
 	if err := out.commit(); err != nil {
-		return counts, fmt.Errorf("score: %w", err)
+		if cfg.Output != sink.Stdout {
+			counts = counts.withOutputDiscarded()
+		}
+		return counts, err
 	}
 	cfg.Logger.Info("scored", "in", counts.In, "scored", counts.Scored, "rejected", counts.Rejected, "output", out.name)
 	return counts, nil
@@ -205,7 +233,8 @@ func (j *scoreJob) run(ctx context.Context) (Counts, error) {
 	batches := make(chan inputBatch)
 	results := make(chan scoredBatch, j.cfg.QueueDepth)
 
-	g.Go(func() error { return j.read(ctx, slots, batches) })
+	var read int64
+	g.Go(func() error { return j.read(ctx, slots, batches, &read) })
 	var workers sync.WaitGroup
 	for range j.cfg.Workers {
 		workers.Go(func() { j.score(ctx, batches, results) })
@@ -225,11 +254,15 @@ func (j *scoreJob) run(ctx context.Context) (Counts, error) {
 	for r := range results {
 		r.release()
 	}
+	// The writer counted the rows of the batches it wrote; the reader
+	// may have read more before the job stopped.
+	counts.NotWritten = read - counts.In
+	counts.In = read
 	return counts, err
 }
 
-// read feeds the workers in input order.
-func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan<- inputBatch) error {
+// read feeds the workers in input order, counting the rows it read.
+func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan<- inputBatch, rows *int64) error {
 	defer close(batches)
 	for seq := int64(0); ; seq++ {
 		select {
@@ -244,6 +277,7 @@ func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan
 		if err != nil {
 			return err
 		}
+		*rows += int64(len(b.Rows) + len(b.Rejects))
 		select {
 		case batches <- inputBatch{seq: seq, Batch: b}:
 		case <-ctx.Done():

@@ -749,10 +749,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and holds another version than the one in service: a scheduled
 // retraining job publishes, the service follows. A changed file that
 // cannot be read or does not fit is logged and counted, and the service
-// keeps its model; so does a file that disappears, logged once.
+// keeps its model; so does a file that disappears, logged once. The first
+// check reads the file whatever its age, so a file replaced between the
+// model's load and the watcher's start is not missed.
 func (s *Service) WatchModel(ctx context.Context, path string, interval time.Duration) {
-	last, _ := os.Stat(path)
-	missing := last == nil
+	var last os.FileInfo
+	missing := false
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

@@ -23,7 +23,7 @@ const DefaultSampleRows = 20000
 // trainStreamed is Train for inputs larger than memory (TrainJob.Stream).
 func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	if len(job.Grid) > 0 {
-		return nil, errors.New("train: a streamed training cannot cross-validate a grid; choose the values with mvml cv on a sample")
+		return nil, errors.New("a streamed training cannot cross-validate a grid; choose the values with mvml cv on a sample")
 	}
 	size := job.SampleRows
 	if size <= 0 {
@@ -31,10 +31,10 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	}
 	scan := newSampleScan(job.Spec, size, job.Config.Seed)
 	if err := eachLabelled(ctx, job.Spec, job.Source, job.Options, scan.add); err != nil {
-		return nil, fmt.Errorf("train: first pass: %w", err)
+		return nil, fmt.Errorf("first pass: %w", err)
 	}
 	if scan.n == 0 {
-		return nil, fmt.Errorf("train: %w", errNoRows)
+		return nil, errNoRows
 	}
 	if job.OnLoaded != nil {
 		job.OnLoaded(int(scan.n))
@@ -42,25 +42,25 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	cfg := job.Config
 	p, err := transform.LandmarkCount(int(scan.n), cfg.Landmarks)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, err
 	}
 	sample := scan.sample()
 	kept, _ := sample[0].Dims()
 	switch {
 	case p > kept:
-		return nil, fmt.Errorf("train: %d landmarks do not fit in the sample of %d rows; raise the sample size or give fewer landmarks", p, kept)
+		return nil, fmt.Errorf("%d landmarks do not fit in the sample of %d rows; raise the sample size or give fewer landmarks", p, kept)
 	case p < 2:
-		return nil, fmt.Errorf("train: %d landmark is too few", p)
+		return nil, fmt.Errorf("%d landmark is too few", p)
 	}
 	cfg.Landmarks = float64(p) // a count, now that the rows are known
 	enc := scan.encoding()
 	if job.Spec.Task == schemas.Regression && (math.IsInf(enc.Mean, 0) || math.IsInf(enc.Scale, 0) || math.IsNaN(enc.Scale)) {
-		return nil, fmt.Errorf("train: %w", &schemas.RowError{Source: scan.largest.source, Row: scan.largest.row, Column: job.Spec.Label,
-			Reason: fmt.Sprintf("label %g is too large: the mean or variance of the regression target overflows", scan.largestLabel)})
+		return nil, &schemas.RowError{Source: scan.largest.source, Row: scan.largest.row, Column: job.Spec.Label,
+			Reason: fmt.Sprintf("label %g is too large: the mean or variance of the regression target overflows", scan.largestLabel)}
 	}
 	untrained, err := model.Untrained(job.Spec, sample, cfg, enc)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", locateRow(err, scan.origins))
+		return nil, locateRow(err, scan.origins)
 	}
 	acc := untrained.NewAccumulator()
 	nViews := len(job.Spec.Views)
@@ -72,15 +72,15 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 		return locateRow(err, batchOrigins(b))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("train: second pass: %w", err)
+		return nil, fmt.Errorf("second pass: %w", err)
 	}
 	if acc.Rows() != float64(scan.n) {
-		return nil, fmt.Errorf("train: the inputs changed between the passes (%d rows, then %v)", scan.n, acc.Rows())
+		return nil, fmt.Errorf("the inputs changed between the passes (%d rows, then %v)", scan.n, acc.Rows())
 	}
 	job.Logger.Info("streamed labelled rows", "rows", scan.n, "sample", kept, "landmarks", p)
 	m, err := acc.Refit(ctx, cfg.Fit, nil)
 	if err != nil {
-		return nil, fmt.Errorf("train on %d rows: %w", scan.n, err)
+		return nil, fmt.Errorf("fitting %d rows: %w", scan.n, err)
 	}
 	return m, nil
 }

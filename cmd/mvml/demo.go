@@ -137,14 +137,14 @@ func (d *demoRows) writeParquet(ctx context.Context, path string, spec *schemas.
 }
 
 func runDemo(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "demo")
+	fs := newFlagSet("demo")
 	rows := fs.Int("rows", 1500, "rows to generate: two thirds to train on, one third to test")
 	classes := fs.Int("classes", 3, "number of classes, 2 to 4")
 	dataSeed := fs.Uint64("data-seed", 1, "seed of the generated data")
 	keep := fs.String("keep", "", "write the files into `DIR` and keep them (default: a temporary directory, removed at the end)")
 	withKafka := fs.Bool("kafka", true, "then serve the test rows through Kafka on an in-process broker, as `mvml serve` does")
 	fit := registerFit(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if *rows < 60 {
@@ -164,16 +164,26 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	specPath, trainPath, testPath := filepath.Join(dir, "views.json"), filepath.Join(dir, "train.parquet"), filepath.Join(dir, "test.parquet")
+	modelPath, scoresPath := filepath.Join(dir, "model.mvml"), filepath.Join(dir, "scores.parquet")
+	// Names linked to one another in a kept directory would make one file
+	// overwrite another.
+	err := pipeline.CheckFiles(nil, []pipeline.File{
+		{Role: "view spec", Path: specPath}, {Role: "training data", Path: trainPath}, {Role: "test data", Path: testPath},
+		{Role: "model file", Path: modelPath}, {Role: "scores", Path: scoresPath},
+	})
+	if err != nil {
+		return err
+	}
 	spec, err := schemas.ParseViewSpec([]byte(demoSpecJSON))
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "views.json"), []byte(demoSpecJSON+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(specPath, []byte(demoSpecJSON+"\n"), 0o644); err != nil {
 		return err
 	}
 	data := generateDemo(*rows, *classes, *dataSeed)
 	split := 2 * *rows / 3
-	trainPath, testPath := filepath.Join(dir, "train.parquet"), filepath.Join(dir, "test.parquet")
 	if err := data.slice(0, split).writeParquet(ctx, trainPath, spec); err != nil {
 		return err
 	}
@@ -190,11 +200,10 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: []string{trainPath}, Config: cfg, Output: filepath.Join(dir, "model.mvml"), Options: opts})
+	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: []string{trainPath}, Config: cfg, Output: modelPath, Options: opts})
 	if err != nil {
 		return err
 	}
-	scoresPath := filepath.Join(dir, "scores.parquet")
 	counts, err := pipeline.Score(ctx, pipeline.ScoreConfig{Model: m, Inputs: []string{testPath}, Output: scoresPath, Contributions: true, Options: opts})
 	if err != nil {
 		return err

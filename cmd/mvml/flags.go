@@ -14,25 +14,21 @@ import (
 	"github.com/mvml/mvml/schemas"
 )
 
-// errFlagParse reports a flag error the flag package has already printed.
-var errFlagParse = errors.New("bad flags")
-
-// newFlagSet returns the flag set of a command; its usage prints the
-// synopsis, what the command does and every flag with its default.
-func newFlagSet(a *app, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("mvml "+name, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
-	var c command
-	for _, cc := range commands() {
-		if cc.name == name {
-			c = cc
-		}
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(a.stderr, "Usage: %s\n\n%s.\n\nFlags:\n", c.synopsis, capitalize(c.summary))
-		printFlags(a.stderr, fs)
-	}
+// newFlagSet returns the flag set of a command. The flag package would
+// print its errors and the help to one writer; parseFlags prints them
+// instead, the help to stdout and the errors to stderr.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
+}
+
+// printHelp prints the synopsis of command c, what it does and every flag
+// with its default.
+func printHelp(w io.Writer, c command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n\nFlags:\n", c.synopsis, capitalize(c.summary))
+	printFlags(w, fs)
 }
 
 // printFlags lists the flags as the synopses write them, --name, with
@@ -61,13 +57,19 @@ func capitalize(s string) string {
 }
 
 // parseFlags parses args and refuses positional arguments, which every
-// command takes as flags.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// command takes as flags. Asked for help, it prints it on stdout and
+// returns flag.ErrHelp; a wrong flag is a usage error.
+func parseFlags(a *app, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			for _, c := range commands() {
+				if c.name == fs.Name() {
+					printHelp(a.stdout, c, fs)
+				}
+			}
 			return flag.ErrHelp
 		}
-		return errFlagParse
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (every input is given with a flag, e.g. --input)", fs.Arg(0))

@@ -115,7 +115,7 @@ func TestProgressLine(t *testing.T) {
 			"score 1,234 rows  2,468 rows/s  500ms"},
 	}
 	for _, tt := range tests {
-		b := &progressBar{label: "score", unit: "rows", total: tt.total, done: tt.done}
+		b := &progress{label: "score", unit: "rows", total: tt.total, done: tt.done}
 		if got := b.line(tt.elapsed); got != tt.want {
 			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
 		}

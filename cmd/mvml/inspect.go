@@ -21,15 +21,21 @@ import (
 )
 
 func runInspect(_ context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "inspect")
+	fs := newFlagSet("inspect")
 	modelPath := fs.String("model", "", "model `FILE` (required)")
 	plotPath := fs.String("plot", "", "write a heat map of |Ã| with the view boundaries to `FILE` (.png, .svg or .pdf)")
 	head := fs.Int("head", 1, "head whose Ã --plot draws (one per class for one-vs-rest models)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("model", *modelPath); err != nil {
 		return err
+	}
+	if *plotPath != "" {
+		err := pipeline.CheckFiles([]pipeline.File{{Role: "model file", Path: *modelPath}}, []pipeline.File{{Role: "plot", Path: *plotPath}})
+		if err != nil {
+			return err
+		}
 	}
 	m, err := pipeline.LoadModel(*modelPath)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 func runServe(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "serve")
+	fs := newFlagSet("serve")
 	kf := registerKafka(fs, "Kafka bootstrap `HOST:PORT` list, comma-separated (required)")
 	topic := fs.String("topic", "", "input `TOPIC` of JSON records (required)")
 	group := fs.String("group", "mvml", "consumer `GROUP`; its committed offsets say where a restart resumes")
@@ -39,7 +39,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic, "model", *modelPath); err != nil {
@@ -54,6 +54,12 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	opts, err := read.options(a)
 	if err != nil {
 		return err
+	}
+	if *modelDir != "" {
+		// Now, not at the first refit, hours later.
+		if err := pipeline.PrepareModelDir(*modelDir); err != nil {
+			return err
+		}
 	}
 	m, err := pipeline.LoadModel(*modelPath)
 	if err != nil {
