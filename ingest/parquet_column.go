@@ -36,6 +36,7 @@ type columnReader struct {
 	def, rep  []byte // levels of the page, aliasing it
 	vi        int    // next value of vals
 	li        int    // next entry of def and rep
+	started   int64  // rows of the column chunk that start in the pages read so far
 
 	// The column chunk's dictionary, converted once for all its pages.
 	dictReady  bool
@@ -386,6 +387,14 @@ func (c *columnReader) load(page parquet.Page) error {
 	case c.maxDef > 0 && bytes.Count(c.def, []byte{c.maxDef}) != c.vals.n:
 		return fmt.Errorf("%w: %d values for %d defined entries", errMalformed, c.vals.n, bytes.Count(c.def, []byte{c.maxDef}))
 	}
+	switch {
+	case c.maxRep > 0:
+		c.started += int64(bytes.Count(c.rep, []byte{0}))
+	case c.maxDef > 0:
+		c.started += int64(len(c.def))
+	default:
+		c.started += int64(c.vals.n)
+	}
 	return nil
 }
 
@@ -412,6 +421,7 @@ func (c *columnReader) open(chunk parquet.ColumnChunk) error {
 	c.release()
 	c.exhausted = false
 	c.dictReady = false
+	c.started = 0
 	return guard(func() error {
 		c.pages = chunk.Pages()
 		return nil
