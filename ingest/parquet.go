@@ -273,7 +273,8 @@ func (s *parquetSource) decode(first, n int) error {
 		m := min(tileRows, first+n-t)
 		for _, c := range s.columns {
 			if err := c.read(s.buf, &rows, t, m); err != nil {
-				return s.columnError(c, fileRow+int64(t), err)
+				// The rows before the page that could not be read are good.
+				return s.columnError(c, s.groupRow+c.pageRow, err)
 			}
 		}
 	}

@@ -86,7 +86,7 @@ func (s *parquetSource) damagedPageError(c *columnReader) error {
 	groupEnd := s.groupRow + s.rowGroups[s.group].NumRows() - 1
 	// The pages before the damaged one were read: the rows that start in
 	// them precede it.
-	first := s.groupRow + c.started
+	first := s.groupRow + c.pageRow
 	var where string
 	switch {
 	case p.dictionary:
