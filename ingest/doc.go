@@ -26,7 +26,10 @@
 // headers claim, those are checked first: a page may hold at most 64 MiB
 // uncompressed and 16 Mi values, and a file that claims more is reported
 // as corrupt rather than trusted. Panics of parquet-go on malformed input
-// become errors too.
+// become errors too. A page whose header holds a CRC32 is checked against
+// it; a damaged page is an error naming its column, page, byte offset and
+// rows (its first row is FileError.Row). A file with pages without a CRC
+// is logged once: damage inside them may go unnoticed.
 //
 // A file-level error ends the reading of that file. A Source from Open then
 // moves on to its next file if Next is called again; one from NewCSV or
