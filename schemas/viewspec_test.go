@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ func TestParseViewSpec(t *testing.T) {
 		{"yaml", "task: regression\nviews:\n  - name: a\n    prefix: a_\n    dim: 2\n", ""},
 		{"integral float dim", `{"task":"regression","views":[{"name":"a","prefix":"a_","dim":3.0}]}`, ""},
 		{"null as absent", `{"task":"regression","label":null,"views":[{"name":"a","prefix":"a_","dim":3,"kernel":null}]}`, ""},
+		{"byte order mark", "\uFEFF{\"task\":\"regression\",\"views\":[{\"name\":\"a\",\"prefix\":\"a_\",\"dim\":3}]}", ""},
 		{"tab-indented json", "{\n\t\"task\": \"regression\",\n\t\"views\": [{\"name\": \"a\", \"prefix\": \"a_\", \"dim\": 3}]\n}", ""},
 		{"empty", ``, "empty view spec"},
 		{"no task", `{"views":[{"name":"a","prefix":"a_","dim":3}]}`, "line 1: task: missing: want classification or regression"},
@@ -277,6 +279,18 @@ func FuzzParseViewSpec(f *testing.F) {
 		}
 		if err := spec.Validate(); err != nil {
 			t.Fatalf("parsed spec fails validation: %v", err)
+		}
+		// The model file holds the spec as JSON: it reads back the same.
+		js, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseViewSpec(js)
+		if err != nil {
+			t.Fatalf("%s does not read back: %v", js, err)
+		}
+		if back.Fingerprint() != spec.Fingerprint() || !bytes.Equal(back.Meta, spec.Meta) {
+			t.Fatalf("%s reads back as another spec", js)
 		}
 		for l := range spec.Views {
 			if spec.Views[l].Dimension() <= 0 {
