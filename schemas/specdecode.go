@@ -126,11 +126,16 @@ type jsonWalker struct {
 
 // lineAt is the line of the next token at or after offset.
 func (w *jsonWalker) lineAt(offset int64) int {
-	at := int(min(offset, int64(len(w.data))))
-	for at < len(w.data) && strings.IndexByte(" \t\r\n,:", w.data[at]) >= 0 {
+	at := min(offset, int64(len(w.data)))
+	for at < int64(len(w.data)) && strings.IndexByte(" \t\r\n,:", w.data[at]) >= 0 {
 		at++
 	}
-	line, _ := slices.BinarySearch(w.newlines, at)
+	return w.lineOf(at)
+}
+
+// lineOf is the line of the byte at offset.
+func (w *jsonWalker) lineOf(offset int64) int {
+	line, _ := slices.BinarySearch(w.newlines, int(offset))
 	return 1 + line
 }
 
@@ -138,9 +143,9 @@ func (w *jsonWalker) syntax(err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		return &specError{Line: w.lineAt(se.Offset - 1), Msg: se.Error()}
+		return &specError{Line: w.lineOf(se.Offset - 1), Msg: se.Error()}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &specError{Line: w.lineAt(int64(len(w.data))), Msg: "the spec ends early: an object or array is not closed"}
+		return &specError{Line: w.lineOf(int64(len(w.data))), Msg: "the spec ends early: an object or array is not closed"}
 	}
 	return err
 }
@@ -350,15 +355,11 @@ func asNumber(v any) (x float64, ok bool) {
 	return 0, false
 }
 
-// asInt reads a number with an integer value (3, 3.0 or 3e2) within int.
+// asInt reads a number with an integer value (3, 3.0 or 3e2) of at most
+// 2^53, where float64 holds every integer; ranges are Validate's.
 func asInt(v any) (int, bool) {
-	if n, ok := v.(json.Number); ok {
-		if i, err := strconv.ParseInt(n.String(), 10, 0); err == nil {
-			return int(i), true
-		}
-	}
 	x, ok := asNumber(v)
-	if !ok || x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
+	if !ok || x != math.Trunc(x) || math.Abs(x) > 1<<53 {
 		return 0, false
 	}
 	return int(x), true
