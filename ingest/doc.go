@@ -26,7 +26,10 @@
 // headers claim, those are checked first: a page may hold at most 64 MiB
 // uncompressed and 16 Mi values, and a file that claims more is reported
 // as corrupt rather than trusted. Panics of parquet-go on malformed input
-// become errors too.
+// become errors too. A page whose header holds a CRC32 is checked against
+// it; a damaged page is an error naming its column, page, byte offset and
+// rows (its first row is FileError.Row). A file with pages without a CRC
+// is logged once: damage inside them may go unnoticed.
 //
 // A file-level error ends the reading of that file. A Source from Open then
 // moves on to its next file if Next is called again; one from NewCSV or
@@ -44,15 +47,15 @@
 // exactly the view's dimension, or, for a view declared with prefix+dim or
 // columns, its flat per-feature fields (x_0, x_1, ... or the columns), all
 // of them; a list view has only the array form. Fields the spec does not
-// name are ignored, as is white space; a field given twice counts once,
-// with its last value. A message is rejected, with a reason naming the
-// field and, for a view, the item or feature, when it is not valid JSON or
-// not an object, lacks the id or a view, has an id that is not an
-// integer, a label that is not a number or null, a view array of the wrong
-// length, an item or feature that is null or not a number, a number too
-// large for float64, or a view in both forms. A reject keeps the message
-// value (RowError.Payload) for a dead-letter topic; its Source is
-// "topic/partition" and its Row the offset. Batches hold at most
+// name are ignored, as is white space. A message is rejected, with a
+// reason naming the field and, for a view, the item or feature, when it is
+// not valid JSON or not an object, lacks the id or a view, gives a field
+// it reads (the id, the label, a view or a feature) twice, has an id that
+// is not an integer, a label that is not a number or null, a view array
+// of the wrong length, an item or feature that is null or not a number, a
+// number too large for float64, or a view in both forms. A reject keeps
+// the message value (RowError.Payload) for a dead-letter topic; its Source
+// is "topic/partition" and its Row the offset. Batches hold at most
 // Options.BatchSize messages: Next waits for the first one, then at most
 // KafkaConfig.MaxWait for more. Offsets are committed only when a batch's
 // Ack is called, so a message whose batch was not acked is read again by

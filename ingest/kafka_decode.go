@@ -64,9 +64,10 @@ type kafkaDecoder struct {
 	hasID    bool
 	label    float64
 	hasLabel bool
+	sawLabel bool        // the label field was given, maybe as null
 	vals     [][]float64 // per view, its dimension
 	form     []viewForm
-	count    []int      // values given so far per view (array items, distinct flat fields)
+	count    []int      // values given so far per view (array items or flat fields)
 	seen     [][]uint32 // per flat view and feature, the gen of the row that set it
 	gen      uint32
 
@@ -158,7 +159,7 @@ func (d *kafkaDecoder) decode(data []byte) *rowError {
 		}
 		d.gen = 1
 	}
-	d.hasID, d.hasLabel, d.label = false, false, 0
+	d.hasID, d.hasLabel, d.sawLabel, d.label = false, false, false, 0
 	clear(d.form)
 	clear(d.count)
 	s := &d.s
@@ -238,9 +239,18 @@ func (d *kafkaDecoder) field(ref fieldRef) *rowError {
 	}
 }
 
+// givenTwice rejects a message that gives a field mvml reads twice: which
+// of its values is meant cannot be known.
+func givenTwice(field string) *rowError {
+	return &rowError{column: field, reason: fmt.Sprintf("field %q is given twice", field)}
+}
+
 func (d *kafkaDecoder) decodeID() *rowError {
 	s := &d.s
 	name := d.spec.ID
+	if d.hasID {
+		return givenTwice(name)
+	}
 	if c := s.peek(); c != '-' && !isDigit(c) {
 		if err := s.skipValue(0); err != nil {
 			return err
@@ -265,6 +275,10 @@ func (d *kafkaDecoder) decodeID() *rowError {
 func (d *kafkaDecoder) decodeLabel() *rowError {
 	s := &d.s
 	name := d.spec.Label
+	if d.sawLabel {
+		return givenTwice(name)
+	}
+	d.sawLabel = true
 	c := s.peek()
 	if c == 'n' {
 		if err := s.literal("null"); err != nil {
@@ -294,8 +308,11 @@ func (d *kafkaDecoder) decodeLabel() *rowError {
 func (d *kafkaDecoder) decodeArray(l int) *rowError {
 	s := &d.s
 	v := &d.spec.Views[l]
-	if d.form[l] == formFlat {
+	switch d.form[l] {
+	case formFlat:
 		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
+	case formArray:
+		return givenTwice(v.Name)
 	}
 	c := s.peek()
 	if c != '[' {
@@ -355,6 +372,9 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 	if d.form[l] == formArray {
 		return &rowError{column: featureName(v, j), reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
 	}
+	if d.seen[l][j] == d.gen {
+		return givenTwice(featureName(v, j))
+	}
 	d.form[l] = formFlat
 	c := s.peek()
 	if c != '-' && !isDigit(c) {
@@ -373,10 +393,8 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s): %s overflows float64", v.Name, j, column, quoteCell(tok))}
 	}
 	d.vals[l][j] = val
-	if d.seen[l][j] != d.gen {
-		d.seen[l][j] = d.gen
-		d.count[l]++
-	}
+	d.seen[l][j] = d.gen
+	d.count[l]++
 	return nil
 }
 

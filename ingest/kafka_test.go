@@ -73,7 +73,7 @@ func TestKafkaDecodeRows(t *testing.T) {
 			kafkaRow{-7, nil, [][]float64{{1, 2}, {3, 4, 5}, {6, 7}}}},
 		{"null label, blanks, unknown fields", " {\n\t\"id\" : 2 , \"label\" : null, \"x\": {\"y\": [1, \"z\", null, true]},\"a\":[ 1e2 , -0.5E-1 ],\"b\":[0,0,0],\"c\":[1.5,2],\"a_7\":\"ignored\",\"note\":\"ok\" } \r\n",
 			kafkaRow{2, nil, [][]float64{{100, -0.05}, {0, 0, 0}, {1.5, 2}}}},
-		{"last of a field given twice wins", `{"id":1,"id":3,"a":[9,9],"a":[1,2],"b_x":0,"b_x":3,"b_y":4,"b_z":5,"c":[6,7]}`,
+		{"fields mvml does not read may be given twice", `{"id":3,"note":1,"a":[1,2],"note":"x","b":[3,4,5],"c":[6,7],"a_7":0,"a_7":1,"c_list":0,"c_list":1}`,
 			kafkaRow{3, nil, [][]float64{{1, 2}, {3, 4, 5}, {6, 7}}}},
 		{"escaped field names", `{"\u0069d":4,"\u0061":[1,2],"b_\u0078":3,"b_y":4,"b_z":5,"c":[6,7],"\ud83d\ude00":1}`,
 			kafkaRow{4, nil, [][]float64{{1, 2}, {3, 4, 5}, {6, 7}}}},
@@ -145,6 +145,13 @@ var kafkaBadMessages = []struct {
 	{"feature a string", `{"id":1,"a":[1,2],"b_x":1,"b_y":"2","b_z":3,"c":[1,2]}`, "b_y", `view "b" feature 1 (b_y) is a string, want a number`},
 	{"feature overflows", `{"id":1,"a_0":1e999,"a_1":1,"b":[1,2,3],"c":[1,2]}`, "a_0", `view "a" feature 0 (a_0): "1e999" overflows float64`},
 	{"both forms", `{"id":1,"a":[1,2],"a_0":1,"a_1":2,"b":[1,2,3],"c":[1,2]}`, "a_0", `view "a" is given both as an array and as flat fields`},
+	{"id twice", `{"id":1,"a":[1,2],"b":[1,2,3],"c":[1,2],"id":3}`, "id", `field "id" is given twice`},
+	{"id twice, once escaped", `{"id":1,"\u0069d":1,"a":[1,2],"b":[1,2,3],"c":[1,2]}`, "id", `field "id" is given twice`},
+	{"label twice", `{"id":1,"label":0,"a":[1,2],"b":[1,2,3],"c":[1,2],"label":1}`, "label", `field "label" is given twice`},
+	{"label null, then a number", `{"id":1,"label":null,"label":1,"a":[1,2],"b":[1,2,3],"c":[1,2]}`, "label", `field "label" is given twice`},
+	{"view array twice", `{"id":1,"a":[9,9],"b":[1,2,3],"c":[1,2],"a":[1,2]}`, "a", `field "a" is given twice`},
+	{"prefix feature twice", `{"id":1,"a_0":1,"a_1":2,"a_0":3,"b":[1,2,3],"c":[1,2]}`, "a_0", `field "a_0" is given twice`},
+	{"column feature twice", `{"id":1,"a":[1,2],"b_x":1,"b_y":2,"b_z":3,"b_y":2,"c":[1,2]}`, "b_y", `field "b_y" is given twice`},
 }
 
 func TestKafkaDecodeRejects(t *testing.T) {

@@ -34,6 +34,7 @@ type parquetSource struct {
 	rowGroups []parquet.RowGroup
 	nextGroup int
 	group     int   // index of the row group being read, -1 before the first
+	groupRow  int64 // file row of its first row
 	groupLeft int64 // rows of it not read yet
 	total     int64
 	row       int64 // data rows consumed so far
@@ -41,6 +42,9 @@ type parquetSource struct {
 	buf       *batchBuffers
 	rejects   rejectSet
 	done      bool
+	// toldUnchecked is set once the log says that the file has pages
+	// without checksums.
+	toldUnchecked bool
 }
 
 // NewParquet reads the Parquet file f of size bytes. name is used in errors
@@ -269,7 +273,8 @@ func (s *parquetSource) decode(first, n int) error {
 		m := min(tileRows, first+n-t)
 		for _, c := range s.columns {
 			if err := c.read(s.buf, &rows, t, m); err != nil {
-				return s.columnError(c, fileRow+int64(t), err)
+				// The rows before the page that could not be read are good.
+				return s.columnError(c, s.groupRow+c.pageRow, err)
 			}
 		}
 	}
@@ -285,6 +290,11 @@ func (s *parquetSource) fail(err error) error {
 }
 
 func (s *parquetSource) columnError(c *columnReader, row int64, err error) error {
+	if errors.Is(err, parquet.ErrCorrupted) {
+		if damaged := s.damagedPageError(c); damaged != nil {
+			return damaged
+		}
+	}
 	return fileErr(s.name, row, c.name, fmt.Errorf("row group %d: %w", s.group, err))
 }
 
@@ -307,14 +317,20 @@ func (s *parquetSource) openNextRowGroup(fileRow int64) error {
 			if c.index >= len(chunks) || s.group >= len(meta) || c.index >= len(meta[s.group].Columns) {
 				return s.columnError(c, fileRow, fmt.Errorf("%w: %d column chunks", errMalformed, len(chunks)))
 			}
-			if err := checkColumnChunk(s.reader, s.size, &meta[s.group].Columns[c.index].MetaData); err != nil {
+			unchecked, err := checkColumnChunk(s.reader, s.size, &meta[s.group].Columns[c.index].MetaData)
+			if err != nil {
 				return s.columnError(c, fileRow, err)
+			}
+			if unchecked > 0 && !s.toldUnchecked {
+				s.toldUnchecked = true
+				s.opts.Logger.Info("ingest: pages without checksums: damage inside them cannot be detected",
+					"file", s.name, "column", c.name, "row_group", s.group)
 			}
 			if err := c.open(chunks[c.index]); err != nil {
 				return s.columnError(c, fileRow, err)
 			}
 		}
-		s.groupLeft = g.NumRows()
+		s.groupRow, s.groupLeft = fileRow, g.NumRows()
 		return nil
 	}
 	return fileErr(s.name, fileRow, "", fmt.Errorf("%w: row groups end before the file's %d rows", errMalformed, s.total))

@@ -36,6 +36,9 @@ type columnReader struct {
 	def, rep  []byte // levels of the page, aliasing it
 	vi        int    // next value of vals
 	li        int    // next entry of def and rep
+	// Rows of the column chunk before the current page (the one being
+	// read, or failing to be read), and rows that start in it.
+	pageRow, pageRows int64
 
 	// The column chunk's dictionary, converted once for all its pages.
 	dictReady  bool
@@ -311,6 +314,7 @@ func (c *columnReader) nextNonEmptyPage() error {
 
 func (c *columnReader) nextPage() error {
 	c.dropPage()
+	c.pageRow, c.pageRows = c.pageRow+c.pageRows, 0
 	if c.pages == nil {
 		c.exhausted = true
 		return nil
@@ -386,6 +390,14 @@ func (c *columnReader) load(page parquet.Page) error {
 	case c.maxDef > 0 && bytes.Count(c.def, []byte{c.maxDef}) != c.vals.n:
 		return fmt.Errorf("%w: %d values for %d defined entries", errMalformed, c.vals.n, bytes.Count(c.def, []byte{c.maxDef}))
 	}
+	switch {
+	case c.maxRep > 0:
+		c.pageRows = int64(bytes.Count(c.rep, []byte{0}))
+	case c.maxDef > 0:
+		c.pageRows = int64(len(c.def))
+	default:
+		c.pageRows = int64(c.vals.n)
+	}
 	return nil
 }
 
@@ -412,6 +424,7 @@ func (c *columnReader) open(chunk parquet.ColumnChunk) error {
 	c.release()
 	c.exhausted = false
 	c.dictReady = false
+	c.pageRow, c.pageRows = 0, 0
 	return guard(func() error {
 		c.pages = chunk.Pages()
 		return nil

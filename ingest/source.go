@@ -27,8 +27,8 @@ type Batch struct {
 	Record arrow.Record
 	// Source is the file name (as given) of these rows.
 	Source string
-	// Rows holds the input row number (0-based, data rows, header excluded)
-	// of each record row.
+	// Rows holds the input row number of each record row: its 0-based
+	// index among the file's data rows, as schemas.RowError.Row counts.
 	Rows []int64
 	// Rejects are the rows of this stretch that could not be decoded, with
 	// Source/Row/Column/Reason; they are not in Record.
@@ -81,7 +81,10 @@ func (o Options) resolve() (Options, error) {
 // skipped row by row): a missing or mistyped column, a corrupt stream.
 type FileError struct {
 	File string
-	// Row is the data row where the problem was found, or -1.
+	// Row is the data row where the problem was found (counted as
+	// schemas.RowError.Row counts: from 0, data rows only), or -1. After a
+	// Parquet page that cannot be read, it is the page's first row: the
+	// rows before it were read.
 	Row int64
 	// Column is the column concerned, or "".
 	Column string

@@ -121,7 +121,12 @@ func (rb *RecordBuilder) NewRecord() arrow.Record { return rb.b.NewRecord() }
 func (rb *RecordBuilder) Release() { rb.b.Release() }
 
 // RowError is one bad input row: where it is and what is wrong. Source is a
-// file name, topic/partition or other origin; Row counts from 0 within it.
+// file name, topic/partition or other origin. Row is the 0-based index of
+// the data row within its file, the same in every format: in a CSV file
+// the header line, blank lines and line breaks inside quoted fields do not
+// count (so the first data row, on line 2, is row 0), in a Parquet file it
+// is the row's index as Parquet tools show it; for a Kafka message it is
+// its offset. Row is -1 when the problem is not one row's.
 type RowError struct {
 	Source string `json:"source,omitempty"`
 	Row    int64  `json:"row"`

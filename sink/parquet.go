@@ -101,6 +101,8 @@ func NewParquet(w io.Writer, schema *arrow.Schema, opts ParquetOptions) (Sink, e
 	if err != nil {
 		return nil, fmt.Errorf("parquet sink: %w", err)
 	}
+	// parquet-go writes a CRC32 into every page header (it has no option to
+	// leave it out), so readers, ingest among them, detect damaged pages.
 	config, err := parquet.NewWriterConfig(
 		parquet.NewSchema("schema", layout.root),
 		parquet.Compression(codec),
