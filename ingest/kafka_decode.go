@@ -562,11 +562,10 @@ func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
 }
 
 // readFloat reads a JSON number as a float64 in one pass: the digits are
-// checked and gathered together, and the exact fast path of parseDecimal
-// (at most 19 digits forming at most 2^53, a power of ten within ±22)
-// gives the value; other numbers go to strconv. overflow says the number
-// is too large for a float64; a number too small for one is zero, as for
-// strconv.
+// checked and gathered together, and exactDecimal (at most 19 digits
+// forming at most 2^53, a power of ten within ±22) gives the value; other
+// numbers go to strconv. overflow says the number is too large for a
+// float64; a number too small for one is zero, as for strconv.
 func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *rowError) {
 	data, i := s.data, s.pos
 	start := i
@@ -633,17 +632,10 @@ func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *ro
 	}
 	s.pos = i
 	tok = data[start:i]
-	if !inexact && mant <= 1<<53 && exp >= -22 && exp <= 22 {
-		v = float64(mant)
-		if exp < 0 {
-			v /= pow10[-exp]
-		} else {
-			v *= pow10[exp]
+	if !inexact {
+		if v, ok := exactDecimal(mant, exp, neg); ok {
+			return v, tok, false, nil
 		}
-		if neg {
-			v = -v
-		}
-		return v, tok, false, nil
 	}
 	// The token has JSON's number syntax, which strconv accepts; only its
 	// magnitude can fail.
