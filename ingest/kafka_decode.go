@@ -3,7 +3,6 @@ package ingest
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -370,10 +369,10 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 	s := &d.s
 	v := &d.spec.Views[l]
 	if d.form[l] == formArray {
-		return &rowError{column: featureName(v, j), reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
+		return &rowError{column: v.FeatureName(j), reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
 	}
 	if d.seen[l][j] == d.gen {
-		return givenTwice(featureName(v, j))
+		return givenTwice(v.FeatureName(j))
 	}
 	d.form[l] = formFlat
 	c := s.peek()
@@ -381,7 +380,7 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 		if err := s.skipValue(0); err != nil {
 			return err
 		}
-		column := featureName(v, j)
+		column := v.FeatureName(j)
 		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is %s, want a number", v.Name, j, column, describeKind(c))}
 	}
 	val, tok, overflow, err := s.readFloat()
@@ -389,7 +388,7 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 		return err
 	}
 	if overflow {
-		column := featureName(v, j)
+		column := v.FeatureName(j)
 		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s): %s overflows float64", v.Name, j, column, quoteCell(tok))}
 	}
 	d.vals[l][j] = val
@@ -417,7 +416,7 @@ func (d *kafkaDecoder) finish() *rowError {
 			}
 			for j, g := range d.seen[l] {
 				if g != d.gen {
-					column := featureName(v, j)
+					column := v.FeatureName(j)
 					return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is missing", v.Name, j, column)}
 				}
 			}
@@ -820,16 +819,4 @@ func hex4(b []byte) int {
 		}
 	}
 	return n
-}
-
-// featureName is the flat field of feature j of a view: a column name or
-// prefix+j.
-func featureName(v *schemas.View, j int) string {
-	if len(v.Columns) > 0 {
-		return v.Columns[j]
-	}
-	var b strings.Builder
-	b.WriteString(v.Prefix)
-	b.WriteString(strconv.Itoa(j))
-	return b.String()
 }
