@@ -404,8 +404,9 @@ func Subset(views []*mat.Dense, labels []float64, rows []int) ([]*mat.Dense, []f
 }
 
 // Predict returns the model's predictions for the rows of views, or a
-// *schemas.RowError (Row: the row of views) for the first row whose
-// decision is not a finite number: a metric never averages a NaN.
+// *schemas.RowError (Row: the row of views; Column: the value that
+// overflowed) for the first row whose decision is not a finite number: a
+// metric never averages a NaN.
 func Predict(m *model.Model, views []*mat.Dense) ([]float64, error) {
 	n, _ := views[0].Dims()
 	pred := make([]float64, n)
