@@ -36,7 +36,12 @@ type specColumn struct {
 // them: the id, the label, then every view's list column or its feature
 // columns.
 func specColumns(spec *schemas.ViewSpec) []specColumn {
-	cols := []specColumn{{name: spec.ID, role: roleID}, {name: spec.Label, role: roleLabel}}
+	n := 2
+	for l := range spec.Views {
+		n += spec.Views[l].Dimension()
+	}
+	cols := make([]specColumn, 0, n)
+	cols = append(cols, specColumn{name: spec.ID, role: roleID}, specColumn{name: spec.Label, role: roleLabel})
 	for l := range spec.Views {
 		v := &spec.Views[l]
 		if v.Layout() == schemas.LayoutList {
