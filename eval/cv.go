@@ -404,19 +404,15 @@ func Subset(views []*mat.Dense, labels []float64, rows []int) ([]*mat.Dense, []f
 }
 
 // Predict returns the model's predictions for the rows of views, or a
-// *schemas.RowError (Row: the row of views) for the first row whose
-// decision is not a finite number: a metric never averages a NaN.
+// *schemas.RowError (Row: the row of views; Column: the value that
+// overflowed) for the first row whose decision is not a finite number: a
+// metric never averages a NaN.
 func Predict(m *model.Model, views []*mat.Dense) ([]float64, error) {
-	var dec mat.Dense
-	s := m.NewScorer()
-	s.Score(&dec, nil, views)
-	if u := s.Unscorable(&dec, nil); len(u) > 0 {
-		return nil, &schemas.RowError{Row: int64(u[0].Row), Reason: "no finite score: " + u[0].Reason}
-	}
-	n, _ := dec.Dims()
+	n, _ := views[0].Dims()
 	pred := make([]float64, n)
-	for i := range pred {
-		pred[i] = m.Predict(dec.RawRowView(i))
+	var dec mat.Dense
+	if u := m.NewScorer().Predict(pred, &dec, nil, views); len(u) > 0 {
+		return nil, u[0].RowError()
 	}
 	return pred, nil
 }

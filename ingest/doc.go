@@ -1,13 +1,18 @@
-// Package ingest owns reading multi-view records from files into canonical
-// Arrow records (schemas.InputSchema): CSV (plain or gzip-compressed, with a
-// header row) and Parquet, in either layout of a view — one scalar column per
-// feature (float, double, int32 or int64) or one list column per view (a
-// LIST of numbers, or a repeated numeric field).
+// Package ingest owns reading multi-view records into canonical Arrow
+// records (schemas.InputSchema), from files and from Kafka topics. The files
+// are CSV (plain or gzip-compressed, with a header row) and Parquet, in
+// either layout of a view — one scalar column per feature (float, double,
+// int32 or int64) or one list column per view (a LIST of numbers, or a
+// repeated numeric field); a topic holds one JSON object per message (see
+// NewKafka and NewKafkaRange below).
 //
 // A Source yields Batches of at most Options.BatchSize rows. Every data row
-// of a file ends up either in a Batch's Record or in its Rejects (rows that
-// could not be decoded: a non-numeric cell, a null feature, a list of the
-// wrong length, a missing id), so no row is lost silently. NaN and ±Inf are
+// of a file, and every message of a topic, ends up either in a Batch's
+// Record or in its Rejects (rows that could not be decoded: a non-numeric
+// cell, a null feature, a list of the wrong length, a missing id), so no
+// row is lost silently. Where a row came from is Batch.Source and
+// Batch.Rows: for a file, its name and the row's index among its data rows;
+// for a topic, the topic and the message's offset in its partition. NaN and ±Inf are
 // valid numbers here: schemas.CheckRecord reports them where they matter.
 // Problems of a whole file (a missing column, a column of the wrong type, a
 // corrupt Parquet or gzip stream) are errors of type *FileError naming the

@@ -3,7 +3,6 @@ package ingest
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -370,10 +369,10 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 	s := &d.s
 	v := &d.spec.Views[l]
 	if d.form[l] == formArray {
-		return &rowError{column: featureName(v, j), reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
+		return &rowError{column: v.FeatureName(j), reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
 	}
 	if d.seen[l][j] == d.gen {
-		return givenTwice(featureName(v, j))
+		return givenTwice(v.FeatureName(j))
 	}
 	d.form[l] = formFlat
 	c := s.peek()
@@ -381,7 +380,7 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 		if err := s.skipValue(0); err != nil {
 			return err
 		}
-		column := featureName(v, j)
+		column := v.FeatureName(j)
 		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is %s, want a number", v.Name, j, column, describeKind(c))}
 	}
 	val, tok, overflow, err := s.readFloat()
@@ -389,7 +388,7 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 		return err
 	}
 	if overflow {
-		column := featureName(v, j)
+		column := v.FeatureName(j)
 		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s): %s overflows float64", v.Name, j, column, quoteCell(tok))}
 	}
 	d.vals[l][j] = val
@@ -417,7 +416,7 @@ func (d *kafkaDecoder) finish() *rowError {
 			}
 			for j, g := range d.seen[l] {
 				if g != d.gen {
-					column := featureName(v, j)
+					column := v.FeatureName(j)
 					return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is missing", v.Name, j, column)}
 				}
 			}
@@ -562,11 +561,10 @@ func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
 }
 
 // readFloat reads a JSON number as a float64 in one pass: the digits are
-// checked and gathered together, and the exact fast path of parseDecimal
-// (at most 19 digits forming at most 2^53, a power of ten within ±22)
-// gives the value; other numbers go to strconv. overflow says the number
-// is too large for a float64; a number too small for one is zero, as for
-// strconv.
+// checked and gathered together, and exactDecimal (at most 19 digits
+// forming at most 2^53, a power of ten within ±22) gives the value; other
+// numbers go to strconv. overflow says the number is too large for a
+// float64; a number too small for one is zero, as for strconv.
 func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *rowError) {
 	data, i := s.data, s.pos
 	start := i
@@ -633,17 +631,10 @@ func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *ro
 	}
 	s.pos = i
 	tok = data[start:i]
-	if !inexact && mant <= 1<<53 && exp >= -22 && exp <= 22 {
-		v = float64(mant)
-		if exp < 0 {
-			v /= pow10[-exp]
-		} else {
-			v *= pow10[exp]
+	if !inexact {
+		if v, ok := exactDecimal(mant, exp, neg); ok {
+			return v, tok, false, nil
 		}
-		if neg {
-			v = -v
-		}
-		return v, tok, false, nil
 	}
 	// The token has JSON's number syntax, which strconv accepts; only its
 	// magnitude can fail.
@@ -828,16 +819,4 @@ func hex4(b []byte) int {
 		}
 	}
 	return n
-}
-
-// featureName is the flat field of feature j of a view: a column name or
-// prefix+j.
-func featureName(v *schemas.View, j int) string {
-	if len(v.Columns) > 0 {
-		return v.Columns[j]
-	}
-	var b strings.Builder
-	b.WriteString(v.Prefix)
-	b.WriteString(strconv.Itoa(j))
-	return b.String()
 }

@@ -135,65 +135,33 @@ func (s *parquetSource) countRows() error {
 func (s *parquetSource) resolveColumns(spec *schemas.ViewSpec) error {
 	root := s.file.Root()
 	var missing []string
-	find := func(name string, role fieldRole, view, feature int) (*columnReader, error) {
-		col := root.Column(name)
+	for _, sc := range specColumns(spec) {
+		col := root.Column(sc.name)
 		if col == nil {
-			return nil, nil
+			switch {
+			case sc.role == roleLabel && s.opts.RequireLabel:
+				return fileErr(s.name, -1, sc.name, errors.New("label column is missing"))
+			case sc.required():
+				missing = append(missing, sc.name)
+			}
+			continue
 		}
 		var c *columnReader
 		err := guard(func() (err error) {
 			// A corrupt schema can make the library's type methods panic.
-			c, err = newColumnReader(col, name, role)
+			c, err = newColumnReader(col, sc.name, sc.role)
 			return err
 		})
 		if err != nil {
-			return nil, fileErr(s.name, -1, name, err)
+			return fileErr(s.name, -1, sc.name, err)
 		}
-		c.view, c.feature = view, feature
-		return c, nil
-	}
-	add := func(name string, role fieldRole, view, feature int) error {
-		c, err := find(name, role, view, feature)
-		switch {
-		case err != nil:
-			return err
-		case c == nil:
-			missing = append(missing, name)
-		default:
-			s.columns = append(s.columns, c)
-		}
-		return nil
-	}
-
-	id, err := find(spec.ID, roleID, 0, 0)
-	if err != nil {
-		return err
-	}
-	if id != nil {
-		s.columns, s.hasID = append(s.columns, id), true
-	}
-	label, err := find(spec.Label, roleLabel, 0, 0)
-	if err != nil {
-		return err
-	}
-	switch {
-	case label != nil:
-		s.columns, s.hasLabel = append(s.columns, label), true
-	case s.opts.RequireLabel:
-		return fileErr(s.name, -1, spec.Label, errors.New("label column is missing"))
-	}
-	for l := range spec.Views {
-		v := &spec.Views[l]
-		if v.Layout() == schemas.LayoutList {
-			if err := add(v.List, roleList, l, v.Dimension()); err != nil {
-				return err
-			}
-			continue
-		}
-		for j, name := range v.ColumnNames() {
-			if err := add(name, roleFeature, l, j); err != nil {
-				return err
-			}
+		c.view, c.feature = sc.view, sc.feature
+		s.columns = append(s.columns, c)
+		switch sc.role {
+		case roleID:
+			s.hasID = true
+		case roleLabel:
+			s.hasLabel = true
 		}
 	}
 	if len(missing) > 0 {

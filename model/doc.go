@@ -8,7 +8,11 @@
 // whatever the number of rows. The learned pieces (the block metric Ã, the
 // solution g̃, the view weights w) are turned into per-view coefficients
 // β_l = W_l^{†1/2} g̃_l, so that scoring a record costs one kernel product
-// against the landmarks per view.
+// against the landmarks per view. Scorer.Score gives the decisions of a
+// batch, Scorer.Predict the predictions, and both say which rows have no
+// finite score. Labels become fit targets through an Encoding (classes, or
+// a standardised regression target), which TargetScan derives from labels
+// held in memory or streamed alike.
 //
 // model is pure computation: it knows gonum matrices, Arrow records and
 // schemas, never a file, a topic or a clock.

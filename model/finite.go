@@ -101,37 +101,51 @@ func finiteSolution(s *Solution) error {
 // kernel against the landmarks or whose share of the decision overflowed,
 // when one did (View −1 otherwise).
 type Unscorable struct {
-	Row    int
-	View   int
+	Row  int
+	View int
+	// Column is the input column of the view's value of largest magnitude
+	// in the row, the one that made it overflow ("" when View is −1).
+	Column string
 	Reason string
 }
 
-// Unscorable lists the rows of the last Score call (dec and contrib as
-// given to it) whose decision or contributions are not all finite, in row
-// order; such a row has no score.
-func (s *Scorer) Unscorable(dec, contrib *mat.Dense) []Unscorable {
+// RowError is u as a bad row, whose Row is the row of the views scored:
+// the caller locates it in its input, as other row errors of model.
+func (u Unscorable) RowError() *schemas.RowError {
+	return &schemas.RowError{Row: int64(u.Row), Column: u.Column, Reason: "no finite score: " + u.Reason}
+}
+
+// Unscorable lists the rows of the last Score call (dec, contrib and views
+// as given to it) whose decision or contributions are not all finite, in
+// row order; such a row has no score.
+func (s *Scorer) Unscorable(dec, contrib *mat.Dense, views []*mat.Dense) []Unscorable {
 	var out []Unscorable
 	n, _ := dec.Dims()
 	for i := range n {
 		if finiteRow(dec, i) && (contrib == nil || finiteRow(contrib, i)) {
 			continue
 		}
-		out = append(out, s.explain(i))
+		out = append(out, s.explain(i, views))
 	}
 	return out
 }
 
-func (s *Scorer) explain(i int) Unscorable {
-	views := s.m.Spec.Views
+func (s *Scorer) explain(i int, views []*mat.Dense) Unscorable {
+	spec := s.m.Spec
+	culprit := func(l int, reason string) Unscorable {
+		_, d := views[l].Dims()
+		column := spec.Views[l].FeatureName(largestAbs(views[l].RawRowView(i)[:d]))
+		return Unscorable{Row: i, View: l, Column: column, Reason: reason}
+	}
 	for l, k := range s.kern {
 		if !finiteRow(k, i) {
-			return Unscorable{Row: i, View: l, Reason: fmt.Sprintf("view %s: its %s kernel against the landmarks overflows (values too large for it)",
-				views[l].Name, s.m.Features.Views[l].Kernel.Type)}
+			return culprit(l, fmt.Sprintf("view %s: its %s kernel against the landmarks overflows (values too large for it)",
+				spec.Views[l].Name, s.m.Features.Views[l].Kernel.Type))
 		}
 	}
 	for l, p := range s.partial {
 		if !finiteRow(p, i) {
-			return Unscorable{Row: i, View: l, Reason: fmt.Sprintf("view %s: its share of the decision overflows (values too large for the model)", views[l].Name)}
+			return culprit(l, fmt.Sprintf("view %s: its share of the decision overflows (values too large for the model)", spec.Views[l].Name))
 		}
 	}
 	return Unscorable{Row: i, View: -1, Reason: "the decision overflows: the views' shares are too large to add up"}

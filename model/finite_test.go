@@ -73,7 +73,7 @@ func TestScorerUnscorable(t *testing.T) {
 			s := m.NewScorer()
 			var dec, contrib mat.Dense
 			s.Score(&dec, &contrib, rows)
-			got := s.Unscorable(&dec, &contrib)
+			got := s.Unscorable(&dec, &contrib, rows)
 			if len(got) != 1 || got[0].Row != 4 || got[0].View != tc.view || !strings.Contains(got[0].Reason, "view v") {
 				t.Fatalf("unscorable %+v, want row 4 in view %d", got, tc.view)
 			}

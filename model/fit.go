@@ -513,13 +513,7 @@ func (s *solver) penalty(a *mat.SymDense) float64 {
 
 // groupNorm is the Frobenius norm of the view-pair group {(l,m), (m,l)}.
 func (s *solver) groupNorm(a *mat.SymDense, l, m int) float64 {
-	ss := 0.0
-	for i := s.off[l]; i < s.off[l+1]; i++ {
-		for j := s.off[m]; j < s.off[m+1]; j++ {
-			v := a.At(i, j)
-			ss += v * v
-		}
-	}
+	ss := blockSqNorm(a, s.off, l, m)
 	if l != m {
 		ss *= 2
 	}

@@ -135,28 +135,11 @@ func (m *Model) Outputs() int {
 	return 1
 }
 
-// encodingOf derives the target encoding from training labels: the
-// sorted classes, or the mean and scale of a regression target.
-func encodingOf(task schemas.Task, labels []float64) Encoding {
-	if task != schemas.Regression {
-		return Encoding{Classes: distinct(labels), Rows: len(labels)}
-	}
-	var mean, ss float64
-	for _, v := range labels {
-		mean += v
-	}
-	mean /= float64(len(labels))
-	for _, v := range labels {
-		ss += (v - mean) * (v - mean)
-	}
-	return Encoding{Mean: mean, Scale: math.Sqrt(ss / float64(len(labels)))}
-}
-
 // setEncoding checks enc against the task and adopts it.
 func (m *Model) setEncoding(enc Encoding) error {
 	if m.Spec.Task == schemas.Regression {
 		switch {
-		case math.IsNaN(enc.Mean) || math.IsInf(enc.Mean, 0) || math.IsNaN(enc.Scale) || math.IsInf(enc.Scale, 0):
+		case enc.Overflows():
 			return fmt.Errorf("regression target has mean %v and scale %v: the labels are too large, their mean or variance overflows", enc.Mean, enc.Scale)
 		case !(enc.Scale > 0):
 			return fmt.Errorf("regression target is constant (every label is %v): nothing to learn", enc.Mean)
@@ -279,11 +262,12 @@ func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg T
 	p := &Prepared{config: cfg, base: Model{Spec: spec, Config: cfg, Meta: Meta{Rows: n}}}
 	// The labels are checked first: they are cheap to check, the features
 	// are not.
-	enc := encodingOf(spec.Task, labels)
+	targets := NewTargetScan(spec.Task)
+	largest := targets.Add(labels)
+	enc := targets.Encoding()
 	if err := p.base.setEncoding(enc); err != nil {
-		if spec.Task == schemas.Regression && !(finite(enc.Mean) && finite(enc.Scale)) {
-			i := largestAbs(labels)
-			err = &schemas.RowError{Row: int64(i), Column: spec.Label, Reason: fmt.Sprintf("label %g: %v", labels[i], err)}
+		if spec.Task == schemas.Regression && enc.Overflows() {
+			err = &schemas.RowError{Row: int64(largest), Column: spec.Label, Reason: fmt.Sprintf("label %g: %v", labels[largest], err)}
 		}
 		return nil, fmt.Errorf("train: %w", err)
 	}

@@ -12,18 +12,6 @@ import (
 	"github.com/mvml/mvml/schemas"
 )
 
-// Encoding is how labels become fit targets: the sorted class labels of a
-// classification model, or the mean and scale that standardise a
-// regression target.
-type Encoding struct {
-	Classes     []float64
-	Mean, Scale float64
-	// Rows is the number of labelled rows the classes were found in: a
-	// classification with fewer than MinRowsPerClass rows per class is
-	// refused (0: not known; only MaxClasses is checked).
-	Rows int
-}
-
 // Untrained returns a model whose feature maps are fitted on sample rows
 // (sample[l] is n×d_l: they supply the landmarks and σ) and whose targets
 // follow enc, but which has no heads yet: add rows with NewAccumulator and

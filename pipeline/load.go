@@ -127,20 +127,15 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 	err = eachLabelled(ctx, m.Spec, FileSource(m.Spec, inputs), opts, func(b ingest.Batch) error {
 		rec := b.Record
 		n := int(rec.NumRows())
-		if n == 0 {
-			return nil
-		}
-		scorer.Score(&dec, nil, model.ViewsOf(rec, nViews))
+		start := len(pred)
+		pred = slices.Grow(pred, n)[:start+n]
 		// A metric over a NaN would be NaN: such a row is refused as a
 		// bad row is.
-		if u := scorer.Unscorable(&dec, nil); len(u) > 0 {
-			bad := unscorableRow(m, b, u[0])
+		if u := scorer.Predict(pred[start:], &dec, nil, model.ViewsOf(rec, nViews)); len(u) > 0 {
+			bad := unscorableRow(b, u[0])
 			return &bad
 		}
 		truth = append(truth, schemas.Labels(rec).Float64Values()...)
-		for i := range n {
-			pred = append(pred, m.Predict(dec.RawRowView(i)))
-		}
 		return nil
 	})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -331,6 +330,7 @@ type batchScorer struct {
 	mem     memory.Allocator
 	dec     mat.Dense
 	contrib *mat.Dense
+	pred    []float64
 	cols    scoreColumns
 }
 
@@ -362,9 +362,9 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []sc
 	m := s.model
 	// Rows are scored independently, so the few bad rows are scored
 	// along with the others and left out below.
-	s.scorer.Score(&s.dec, s.contrib, model.ViewsOf(rec, len(m.Spec.Views)))
+	s.pred = slices.Grow(s.pred[:0], n)[:n]
 	var unscorable []schemas.RowError
-	for _, u := range s.scorer.Unscorable(&s.dec, s.contrib) {
+	for _, u := range s.scorer.Predict(s.pred, &s.dec, s.contrib, model.ViewsOf(rec, len(m.Spec.Views))) {
 		if skip != nil && skip[u.Row] {
 			continue
 		}
@@ -373,7 +373,7 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []sc
 		}
 		skip[u.Row] = true
 		kept--
-		unscorable = append(unscorable, unscorableRow(m, b, u))
+		unscorable = append(unscorable, unscorableRow(b, u))
 	}
 	if kept == 0 {
 		return nil, unscorable, skip
@@ -388,10 +388,9 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []sc
 		if skip != nil && skip[i] {
 			continue
 		}
-		dec := s.dec.RawRowView(i)
 		c.ids = append(c.ids, ids[i])
-		c.prediction = append(c.prediction, m.Predict(dec))
-		c.decision = append(c.decision, dec...)
+		c.prediction = append(c.prediction, s.pred[i])
+		c.decision = append(c.decision, s.dec.RawRowView(i)...)
 		if s.contrib != nil {
 			c.contrib = append(c.contrib, s.contrib.RawRowView(i)...)
 		}
@@ -399,28 +398,12 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []sc
 	return newScoreRecord(s.mem, s.schema, m.Version, c), unscorable, skip
 }
 
-// unscorableRow is the bad row of b that Scorer.Unscorable reported as u,
-// located in the input; its column is the largest value of the view that
-// overflowed.
-func unscorableRow(m *model.Model, b ingest.Batch, u model.Unscorable) schemas.RowError {
-	e := schemas.RowError{Source: b.Source, Row: b.Rows[u.Row], Reason: "no finite score: " + u.Reason}
-	if u.View >= 0 {
-		vals, dim := schemas.ViewValues(b.Record, u.View)
-		e.Column = m.Spec.Views[u.View].FeatureName(largestAbs(vals[u.Row*dim : (u.Row+1)*dim]))
-	}
+// unscorableRow is the bad row of b that Scorer.Predict reported as u,
+// located in the input.
+func unscorableRow(b ingest.Batch, u model.Unscorable) schemas.RowError {
+	e := *u.RowError()
+	e.Source, e.Row = b.Source, b.Rows[u.Row]
 	return e
-}
-
-// largestAbs is the index of the value of largest magnitude: the feature
-// that made a row overflow.
-func largestAbs(row []float64) int {
-	best := 0
-	for j, x := range row {
-		if math.Abs(x) > math.Abs(row[best]) {
-			best = j
-		}
-	}
-	return best
 }
 
 // mergeRowErrors merges two lists of bad rows, each in input order, into

@@ -261,8 +261,8 @@ func printDemo(w io.Writer, m *model.Model, mvml float64, single []float64, coun
 		100*(mvml-single[best]), names[best], counts.Scored, filepath.Base(scoresPath))
 	fmt.Fprintf(w, "\nview importance: ‖Ã_lm‖_F of every view pair, mean over the %d heads\n", len(m.Heads))
 	mean := mat.NewDense(len(names), len(names), nil)
-	for _, h := range m.Heads {
-		mean.Add(mean, blockNorms(h.A, m.Features.Ranks()))
+	for h := range m.Heads {
+		mean.Add(mean, m.BlockNorms(h))
 	}
 	mean.Scale(1/float64(len(m.Heads)), mean)
 	if err := printBlockNorms(w, names, mean); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
@@ -183,8 +184,8 @@ func parseLandmarks(s string) (float64, error) {
 }
 
 // optionalFloat is a number flag whose absence differs from every value
-// it may be given, 0 included: a default that is not a number (μ = 0.45/η,
-// γ derived from the data) applies only while it is not set.
+// it may be given, 0 included: a default that is not a number (μ following
+// η, γ derived from the data) applies only while it is not set.
 type optionalFloat struct {
 	value float64
 	set   bool
@@ -338,7 +339,7 @@ type readOptions struct {
 
 func registerRead(fs *flag.FlagSet) *readOptions {
 	r := &readOptions{}
-	fs.IntVar(&r.batchSize, "batch-size", 4096, "rows per input batch")
+	fs.IntVar(&r.batchSize, "batch-size", ingest.DefaultBatchSize, "rows per input batch")
 	return r
 }
 

@@ -98,7 +98,7 @@ func printModel(w io.Writer, m *model.Model) error {
 	}
 	for h := range m.Heads {
 		fmt.Fprintf(w, "\n‖Ã_lm‖_F, head %s: the weight of every view pair in the metric\n", headName(m, h))
-		if err := printBlockNorms(w, viewNames(m), blockNorms(m.Heads[h].A, m.Features.Ranks())); err != nil {
+		if err := printBlockNorms(w, viewNames(m), m.BlockNorms(h)); err != nil {
 			return err
 		}
 	}
@@ -128,30 +128,6 @@ func formatWeights(w []float64) string {
 		parts[i] = fmt.Sprintf("%.3f", v)
 	}
 	return strings.Join(parts, " ")
-}
-
-// blockNorms is the v×v table of Frobenius norms of the view-pair blocks
-// of a (blocks of ranks[l] rows and columns).
-func blockNorms(a mat.Symmetric, ranks []int) *mat.Dense {
-	v := len(ranks)
-	off := make([]int, v+1)
-	for l, r := range ranks {
-		off[l+1] = off[l] + r
-	}
-	norms := mat.NewDense(v, v, nil)
-	for l := range v {
-		for k := range v {
-			var ss float64
-			for i := off[l]; i < off[l+1]; i++ {
-				for j := off[k]; j < off[k+1]; j++ {
-					x := a.At(i, j)
-					ss += x * x
-				}
-			}
-			norms.Set(l, k, math.Sqrt(ss))
-		}
-	}
-	return norms
 }
 
 func printBlockNorms(w io.Writer, names []string, norms *mat.Dense) error {
