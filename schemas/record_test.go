@@ -146,7 +146,7 @@ func TestRecordBuilderColumns(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(dirtyAllocator{memory.NewGoAllocator()})
 			defer mem.AssertSize(t, 0)
 			// As a decoder does: whole columns in place, labels as a run
 			// then row by row, compaction, then the rows kept.
@@ -212,7 +212,7 @@ func TestRecordBuilderColumns(t *testing.T) {
 // leaves it as it was, and past the first reservation Append grows the
 // buffers keeping every row.
 func TestRecordBuilderRecordsAreIndependent(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(dirtyAllocator{memory.NewGoAllocator()})
 	defer mem.AssertSize(t, 0)
 	spec := twoViewSpec()
 	b := NewRecordBuilder(mem, spec)
@@ -308,7 +308,7 @@ func TestOutputBuilderRows(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memory.NewCheckedAllocator(dirtyAllocator{memory.NewGoAllocator()})
 			defer mem.AssertSize(t, 0)
 			ob := NewOutputBuilder(mem, tc.width, tc.views, tc.contrib)
 			defer ob.Release()
@@ -379,4 +379,25 @@ func TestOutputBuilderPanicsOnWrongWidth(t *testing.T) {
 			ob.Append(1, "v", 0, tc.decision, tc.contrib)
 		})
 	}
+}
+
+// dirtyAllocator hands out memory full of 0xff, as pooling allocators may,
+// to catch a builder that relies on zeroed buffers.
+type dirtyAllocator struct{ memory.Allocator }
+
+func (a dirtyAllocator) Allocate(size int) []byte {
+	b := a.Allocator.Allocate(size)
+	for i := range b {
+		b[i] = 0xff
+	}
+	return b
+}
+
+func (a dirtyAllocator) Reallocate(size int, b []byte) []byte {
+	old := len(b)
+	b = a.Allocator.Reallocate(size, b)
+	for i := old; i < len(b); i++ {
+		b[i] = 0xff
+	}
+	return b
 }
