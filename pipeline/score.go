@@ -327,16 +327,16 @@ func (j *scoreJob) scoreBatch(s *batchScorer, b inputBatch) scoredBatch {
 type batchScorer struct {
 	model   *model.Model
 	scorer  *model.Scorer
-	schema  *arrow.Schema
-	mem     memory.Allocator
 	dec     mat.Dense
 	contrib *mat.Dense
-	cols    scoreColumns
+	out     *schemas.OutputBuilder
 }
 
 func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) *batchScorer {
-	s := &batchScorer{model: m, scorer: m.NewScorer(), schema: schema, mem: mem}
-	if schema.HasField(schemas.FieldContributions) {
+	withContributions := schema.HasField(schemas.FieldContributions)
+	s := &batchScorer{model: m, scorer: m.NewScorer(),
+		out: schemas.NewOutputBuilder(mem, m.Outputs(), len(m.Spec.Views), withContributions)}
+	if withContributions {
 		s.contrib = &mat.Dense{}
 	}
 	return s
@@ -378,25 +378,20 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []sc
 	if kept == 0 {
 		return nil, unscorable, skip
 	}
-	c := &s.cols
-	c.ids, c.prediction, c.decision = c.ids[:0], c.prediction[:0], c.decision[:0]
-	if s.contrib != nil {
-		c.contrib = c.contrib[:0]
-	}
+	s.out.Reserve(kept)
 	ids := schemas.IDs(rec).Int64Values()
+	var contrib []float64
 	for i := range n {
 		if skip != nil && skip[i] {
 			continue
 		}
 		dec := s.dec.RawRowView(i)
-		c.ids = append(c.ids, ids[i])
-		c.prediction = append(c.prediction, m.Predict(dec))
-		c.decision = append(c.decision, dec...)
 		if s.contrib != nil {
-			c.contrib = append(c.contrib, s.contrib.RawRowView(i)...)
+			contrib = s.contrib.RawRowView(i)
 		}
+		s.out.Append(ids[i], m.Version, m.Predict(dec), dec, contrib)
 	}
-	return newScoreRecord(s.mem, s.schema, m.Version, c), unscorable, skip
+	return s.out.NewRecord(), unscorable, skip
 }
 
 // unscorableRow is the bad row of b that Scorer.Unscorable reported as u,
