@@ -61,7 +61,7 @@ func ViewValues(rec arrow.Record, l int) ([]float64, int) {
 // RecordBuilder builds canonical records of one spec. It is the only
 // writer of them: decoders fill whole columns in place and Append adds
 // one row, both into the Arrow buffers the record is then made of, so a
-// value is written once and never copied into the record.
+// value is written once, where the record holds it.
 //
 // A decoder reserves room for a batch (Reserve), writes rows [0, Cap())
 // through IDs, SetLabel and View, compacts with MoveRow when it drops
