@@ -333,10 +333,8 @@ type batchScorer struct {
 }
 
 func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) *batchScorer {
-	withContributions := schema.HasField(schemas.FieldContributions)
-	s := &batchScorer{model: m, scorer: m.NewScorer(),
-		out: schemas.NewOutputBuilder(mem, m.Outputs(), len(m.Spec.Views), withContributions)}
-	if withContributions {
+	s := &batchScorer{model: m, scorer: m.NewScorer(), out: schemas.NewOutputBuilder(mem, schema)}
+	if schema.HasField(schemas.FieldContributions) {
 		s.contrib = &mat.Dense{}
 	}
 	return s

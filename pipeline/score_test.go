@@ -407,7 +407,7 @@ func TestWriterRestoresOrder(t *testing.T) {
 	results := make(chan scoredBatch, len(order))
 	for _, seq := range order {
 		slots <- struct{}{}
-		b := schemas.NewOutputBuilder(mem, 1, 3, false)
+		b := schemas.NewOutputBuilder(mem, schema)
 		b.Append(10*seq, "v", 0, []float64{-1}, nil)
 		b.Append(10*seq+1, "v", 1, []float64{1}, nil)
 		rec := b.NewRecord()

@@ -88,7 +88,7 @@ func ExampleRecordBuilder_Append() {
 func ExampleOutputBuilder() {
 	// A three-class model's scores, with each of its two views'
 	// contribution to the decision of the predicted class.
-	b := schemas.NewOutputBuilder(memory.NewGoAllocator(), 3, 2, true)
+	b := schemas.NewOutputBuilder(memory.NewGoAllocator(), schemas.OutputSchema(3, 2, true))
 	defer b.Release()
 	b.Append(17, "5f2c0e9a1b3d", 2, []float64{-0.75, 0.125, 1.5}, []float64{1, 0.5})
 	b.Append(18, "5f2c0e9a1b3d", 1, []float64{-0.5, 0.25, -1}, []float64{0.125, 0.125})

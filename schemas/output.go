@@ -61,11 +61,23 @@ type OutputBuilder struct {
 	contrib     []float64
 }
 
-// NewOutputBuilder returns a builder for records of OutputSchema.
-func NewOutputBuilder(mem memory.Allocator, decisionWidth, nViews int, withContributions bool) *OutputBuilder {
-	ob := &OutputBuilder{mem: mem, schema: OutputSchema(decisionWidth, nViews, withContributions), width: decisionWidth}
-	if withContributions {
-		ob.views = nViews
+// NewOutputBuilder returns a builder for records of schema, which
+// OutputSchema made; anything else is a programmer error. The records
+// share schema, so a sink made for it accepts them at a pointer
+// comparison instead of a field-by-field one.
+func NewOutputBuilder(mem memory.Allocator, schema *arrow.Schema) *OutputBuilder {
+	ob := &OutputBuilder{mem: mem, schema: schema}
+	listLen := func(name string) int {
+		if i := schema.FieldIndices(name); len(i) == 1 {
+			if t, ok := schema.Field(i[0]).Type.(*arrow.FixedSizeListType); ok {
+				return int(t.Len())
+			}
+		}
+		return 0
+	}
+	ob.width, ob.views = listLen(FieldDecision), listLen(FieldContributions)
+	if !schema.Equal(OutputSchema(ob.width, ob.views, ob.views > 0)) {
+		panic(fmt.Sprintf("schemas: %v is not an output schema", schema))
 	}
 	return ob
 }
@@ -130,7 +142,7 @@ func (ob *OutputBuilder) NewRecord() arrow.Record {
 	}
 	ob.offsetBuf.ResizeNoShrink((n + 1) * arrow.Int32SizeBytes)
 	ob.versionBuf.ResizeNoShrink(versionBytes)
-	cols := make(columns, 0, len(ob.schema.Fields()))
+	cols := make(columns, 0, ob.schema.NumFields())
 	cols.primitive(arrow.PrimitiveTypes.Int64, n, nil, ob.idBuf, 0)
 	cols.add(array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, ob.offsetBuf, ob.versionBuf}, nil, 0, 0))
 	cols.primitive(arrow.PrimitiveTypes.Float64, n, nil, ob.predBuf, 0)

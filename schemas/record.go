@@ -194,7 +194,7 @@ func (b *RecordBuilder) NewRecord() arrow.Record {
 	b.Reserve(n) // a record of no rows still needs its buffers
 	nulls := n - bitutil.CountSetBits(b.labelBits, 0, n)
 	b.validBuf.ResizeNoShrink(int(bitutil.BytesForBits(int64(n))))
-	cols := make(columns, 0, len(b.schema.Fields()))
+	cols := make(columns, 0, b.schema.NumFields())
 	cols.primitive(arrow.PrimitiveTypes.Int64, n, nil, b.idBuf, 0)
 	cols.primitive(arrow.PrimitiveTypes.Float64, n, b.validBuf, b.labelBuf, nulls)
 	for l, dim := range b.dims {

@@ -88,7 +88,7 @@ func TestCheckRecord(t *testing.T) {
 func TestOutputBuilder(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	ob := NewOutputBuilder(mem, 3, 2, true)
+	ob := NewOutputBuilder(mem, OutputSchema(3, 2, true))
 	defer ob.Release()
 	ob.Append(1, "v1", 2, []float64{0.1, 0.7, 0.2}, []float64{0.3, 0.4})
 	rec := ob.NewRecord()
@@ -310,7 +310,8 @@ func TestOutputBuilderRows(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(dirtyAllocator{memory.NewGoAllocator()})
 			defer mem.AssertSize(t, 0)
-			ob := NewOutputBuilder(mem, tc.width, tc.views, tc.contrib)
+			schema := OutputSchema(tc.width, tc.views, tc.contrib)
+			ob := NewOutputBuilder(mem, schema)
 			defer ob.Release()
 			// Two records from one builder: the second is sized by the
 			// first's versions, and neither sees the other's rows.
@@ -334,8 +335,8 @@ func TestOutputBuilderRows(t *testing.T) {
 				defer recs[k].Release()
 			}
 			for k, rec := range recs {
-				if !rec.Schema().Equal(OutputSchema(tc.width, tc.views, tc.contrib)) {
-					t.Fatalf("schema %v", rec.Schema())
+				if rec.Schema() != schema {
+					t.Fatalf("schema %v is not the builder's", rec.Schema())
 				}
 				var got []row
 				ids := rec.Column(0).(*array.Int64)
@@ -359,24 +360,31 @@ func TestOutputBuilderRows(t *testing.T) {
 	}
 }
 
-func TestOutputBuilderPanicsOnWrongWidth(t *testing.T) {
+func TestOutputBuilderPanicsOnProgrammerErrors(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	appendRow := func(decision, contrib []float64) func() {
+		return func() {
+			ob := NewOutputBuilder(mem, OutputSchema(3, 2, true))
+			defer ob.Release()
+			ob.Append(1, "v", 0, decision, contrib)
+		}
+	}
 	cases := []struct {
-		name              string
-		decision, contrib []float64
+		name string
+		do   func()
 	}{
-		{"decision", []float64{1}, []float64{1, 2}},
-		{"contributions", []float64{1, 2, 3}, []float64{1}},
+		{"wrong decision width", appendRow([]float64{1}, []float64{1, 2})},
+		{"wrong contributions width", appendRow([]float64{1, 2, 3}, []float64{1})},
+		{"not an output schema", func() { NewOutputBuilder(mem, InputSchema(twoViewSpec())) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ob := NewOutputBuilder(memory.NewGoAllocator(), 3, 2, true)
-			defer ob.Release()
 			defer func() {
 				if recover() == nil {
 					t.Error("no panic")
 				}
 			}()
-			ob.Append(1, "v", 0, tc.decision, tc.contrib)
+			tc.do()
 		})
 	}
 }
