@@ -39,7 +39,7 @@ type csvSource struct {
 	records  csvRecords
 	gz       *gzip.Reader
 	owned    io.Closer // the file opened by Open, closed with the source
-	buf      *batchBuffers
+	buf      *schemas.RecordBuilder
 	row      int64 // data rows consumed so far
 	lastRows int   // rows of the previous batch
 	idBase   int64
@@ -83,7 +83,7 @@ func newCSVSource(r io.Reader, name string, spec *schemas.ViewSpec, opts Options
 		s.Close()
 		return nil, err
 	}
-	s.buf = newBatchBuffers(opts.Allocator, spec)
+	s.buf = schemas.NewRecordBuilder(opts.Allocator, spec)
 	return s, nil
 }
 
@@ -155,7 +155,7 @@ func (s *csvSource) Next(ctx context.Context) (Batch, error) {
 	}
 	size := s.opts.BatchSize
 	// After a full batch the file likely has more: skip the growth steps.
-	s.buf.reserve(min(size, max(csvInitialRows, s.lastRows)))
+	s.buf.Reserve(min(size, max(csvInitialRows, s.lastRows)))
 	var (
 		rows    []int64
 		rejects []schemas.RowError
@@ -169,12 +169,12 @@ func (s *csvSource) Next(ctx context.Context) (Batch, error) {
 		}
 		if err != nil {
 			// Nothing after a read error can be trusted.
-			s.buf.release()
+			s.buf.Release()
 			s.done = true
 			return Batch{}, fileErr(s.name, s.row, "", err)
 		}
-		if k == s.buf.capacity {
-			s.buf.reserve(min(size, 2*k))
+		if k == s.buf.Cap() {
+			s.buf.Reserve(min(size, 2*k))
 		}
 		column, reason := malformedColumn, malformed
 		if malformed == "" {
@@ -189,11 +189,12 @@ func (s *csvSource) Next(ctx context.Context) (Batch, error) {
 		s.row++
 	}
 	if k == 0 && len(rejects) == 0 {
-		s.buf.release()
+		s.buf.Release()
 		return Batch{}, io.EOF
 	}
 	s.lastRows = k
-	return Batch{Record: s.buf.record(k), Source: s.name, Rows: rows, Rejects: rejects}, nil
+	s.buf.SetLen(k)
+	return Batch{Record: s.buf.NewRecord(), Source: s.name, Rows: rows, Rejects: rejects}, nil
 }
 
 // malformedColumn is the column of a record whose quoting is broken: the
@@ -212,9 +213,9 @@ func (s *csvSource) decodeRow(k int) (column, reason string) {
 	}
 	b := s.buf
 	if !s.hasID {
-		b.ids[k] = s.idBase + s.row
+		b.IDs()[k] = s.idBase + s.row
 	}
-	b.setLabel(k, 0, false)
+	b.SetLabel(k, 0, false)
 	start := 0
 	for i, f := range s.fields {
 		end := r.ends[i]
@@ -226,9 +227,9 @@ func (s *csvSource) decodeRow(k int) (column, reason string) {
 			if !ok {
 				return s.header[i], describeBadNumber(field)
 			}
-			b.views[f.view][k*b.dims[f.view]+f.feature] = v
+			b.View(f.view)[k*b.Dim(f.view)+f.feature] = v
 		case roleList:
-			if reason := s.decodeList(field, b.views[f.view][k*b.dims[f.view]:(k+1)*b.dims[f.view]]); reason != "" {
+			if reason := s.decodeList(field, b.View(f.view)[k*b.Dim(f.view):(k+1)*b.Dim(f.view)]); reason != "" {
 				return s.header[i], reason
 			}
 		case roleID:
@@ -239,7 +240,7 @@ func (s *csvSource) decodeRow(k int) (column, reason string) {
 			if err != nil {
 				return s.header[i], fmt.Sprintf("id %s is not an integer", quoteCell(field))
 			}
-			b.ids[k] = id
+			b.IDs()[k] = id
 		case roleLabel:
 			if len(field) == 0 {
 				continue
@@ -248,7 +249,7 @@ func (s *csvSource) decodeRow(k int) (column, reason string) {
 			if !ok {
 				return s.header[i], "label " + describeBadNumber(field)
 			}
-			b.setLabel(k, v, true)
+			b.SetLabel(k, v, true)
 		}
 	}
 	return "", ""
@@ -322,7 +323,7 @@ func trimBlanks(b []byte) []byte {
 
 func (s *csvSource) Close() error {
 	if s.buf != nil {
-		s.buf.release()
+		s.buf.Release()
 		s.buf = nil
 	}
 	s.done = true

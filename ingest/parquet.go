@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/mvml/mvml/schemas"
@@ -39,7 +38,7 @@ type parquetSource struct {
 	total     int64
 	row       int64 // data rows consumed so far
 	idBase    int64
-	buf       *batchBuffers
+	buf       *schemas.RecordBuilder
 	rejects   rejectSet
 	done      bool
 	// toldUnchecked is set once the log says that the file has pages
@@ -92,7 +91,7 @@ func newParquetSource(f io.ReaderAt, size int64, name string, spec *schemas.View
 	if err := s.resolveColumns(spec); err != nil {
 		return fail(err)
 	}
-	s.buf = newBatchBuffers(opts.Allocator, spec)
+	s.buf = schemas.NewRecordBuilder(opts.Allocator, spec)
 	return s, nil
 }
 
@@ -188,7 +187,7 @@ func (s *parquetSource) Next(ctx context.Context) (Batch, error) {
 		return Batch{}, io.EOF
 	}
 	n := int(min(int64(s.opts.BatchSize), left))
-	s.buf.reserve(n)
+	s.buf.Reserve(n)
 	s.rejects.reset(n)
 	for filled := 0; filled < n; {
 		if s.groupLeft == 0 {
@@ -212,12 +211,13 @@ func (s *parquetSource) Next(ctx context.Context) (Batch, error) {
 			continue
 		}
 		if k != i {
-			s.buf.moveRow(k, i)
+			s.buf.MoveRow(k, i)
 		}
 		rows = append(rows, s.row+int64(i))
 		k++
 	}
-	b := Batch{Record: s.buf.record(k), Source: s.name, Rows: rows, Rejects: s.rejects.sorted()}
+	s.buf.SetLen(k)
+	b := Batch{Record: s.buf.NewRecord(), Source: s.name, Rows: rows, Rejects: s.rejects.sorted()}
 	s.row += int64(n)
 	return b, nil
 }
@@ -229,13 +229,13 @@ func (s *parquetSource) decode(first, n int) error {
 	rows := rowSink{rejects: &s.rejects, source: s.name, fileRow0: fileRow}
 	if !s.hasID {
 		for i := first; i < first+n; i++ {
-			s.buf.ids[i] = s.idBase + fileRow + int64(i)
+			s.buf.IDs()[i] = s.idBase + fileRow + int64(i)
 		}
 	}
 	if !s.hasLabel {
 		// Allocators need not hand out zeroed memory.
-		clear(s.buf.labels[first : first+n])
-		bitutil.SetBitsTo(s.buf.labelBits, int64(first), int64(n), false)
+		clear(s.buf.Labels()[first : first+n])
+		s.buf.SetLabelsValid(first, n, false)
 	}
 	for t := first; t < first+n; t += tileRows {
 		m := min(tileRows, first+n-t)
@@ -252,7 +252,7 @@ func (s *parquetSource) decode(first, n int) error {
 // fail ends the source after a file-level error: what follows the error
 // cannot be trusted.
 func (s *parquetSource) fail(err error) error {
-	s.buf.release()
+	s.buf.Release()
 	s.done = true
 	return err
 }
@@ -319,7 +319,7 @@ func (s *parquetSource) closeRowGroup(fileRow int64) error {
 
 func (s *parquetSource) Close() error {
 	if s.buf != nil {
-		s.buf.release()
+		s.buf.Release()
 		s.buf = nil
 	}
 	s.done = true

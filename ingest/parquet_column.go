@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
@@ -120,30 +119,30 @@ func checkNumeric(leaf *parquet.Column, integer bool) (unsigned bool, err error)
 }
 
 // read decodes batch rows [first, first+n) of the column into b.
-func (c *columnReader) read(b *batchBuffers, rows *rowSink, first, n int) error {
+func (c *columnReader) read(b *schemas.RecordBuilder, rows *rowSink, first, n int) error {
 	switch c.role {
 	case roleID:
-		ids := b.ids[first : first+n]
+		ids := b.IDs()[first : first+n]
 		return c.scalars(n,
 			func(row, vi, m int) { c.vals.ints(ids[row:row+m], vi) },
 			func(row int) { rows.reject(first+row, c.name, "id is missing") })
 	case roleLabel:
-		labels := b.labels[first : first+n]
+		labels := b.Labels()[first : first+n]
 		return c.scalars(n,
 			func(row, vi, m int) {
 				c.vals.scatter(labels[row:row+m], 1, vi, m)
-				bitutil.SetBitsTo(b.labelBits, int64(first+row), int64(m), true)
+				b.SetLabelsValid(first+row, m, true)
 			},
-			func(row int) { b.setLabel(first+row, 0, false) })
+			func(row int) { b.SetLabel(first+row, 0, false) })
 	case roleFeature:
-		dim := b.dims[c.view]
-		dst := b.views[c.view][first*dim+c.feature:]
+		dim := b.Dim(c.view)
+		dst := b.View(c.view)[first*dim+c.feature:]
 		return c.scalars(n,
 			func(row, vi, m int) { c.vals.scatter(dst[row*dim:], dim, vi, m) },
 			func(row int) { rows.reject(first+row, c.name, "value is null") })
 	default:
-		dim := b.dims[c.view]
-		return c.lists(b.views[c.view][first*dim:(first+n)*dim], dim, rows, first)
+		dim := b.Dim(c.view)
+		return c.lists(b.View(c.view)[first*dim:(first+n)*dim], dim, rows, first)
 	}
 }
 

@@ -326,16 +326,14 @@ func (j *scoreJob) scoreBatch(s *batchScorer, b inputBatch) scoredBatch {
 type batchScorer struct {
 	model   *model.Model
 	scorer  *model.Scorer
-	schema  *arrow.Schema
-	mem     memory.Allocator
 	dec     mat.Dense
 	contrib *mat.Dense
 	pred    []float64
-	cols    scoreColumns
+	out     *schemas.OutputBuilder
 }
 
 func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) *batchScorer {
-	s := &batchScorer{model: m, scorer: m.NewScorer(), schema: schema, mem: mem}
+	s := &batchScorer{model: m, scorer: m.NewScorer(), out: schemas.NewOutputBuilder(mem, schema)}
 	if schema.HasField(schemas.FieldContributions) {
 		s.contrib = &mat.Dense{}
 	}
@@ -378,24 +376,19 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []sc
 	if kept == 0 {
 		return nil, unscorable, skip
 	}
-	c := &s.cols
-	c.ids, c.prediction, c.decision = c.ids[:0], c.prediction[:0], c.decision[:0]
-	if s.contrib != nil {
-		c.contrib = c.contrib[:0]
-	}
+	s.out.Reserve(kept)
 	ids := schemas.IDs(rec).Int64Values()
+	var contrib []float64
 	for i := range n {
 		if skip != nil && skip[i] {
 			continue
 		}
-		c.ids = append(c.ids, ids[i])
-		c.prediction = append(c.prediction, s.pred[i])
-		c.decision = append(c.decision, s.dec.RawRowView(i)...)
 		if s.contrib != nil {
-			c.contrib = append(c.contrib, s.contrib.RawRowView(i)...)
+			contrib = s.contrib.RawRowView(i)
 		}
+		s.out.Append(ids[i], m.Version, s.pred[i], s.dec.RawRowView(i), contrib)
 	}
-	return newScoreRecord(s.mem, s.schema, m.Version, c), unscorable, skip
+	return s.out.NewRecord(), unscorable, skip
 }
 
 // unscorableRow is the bad row of b that Scorer.Predict reported as u,

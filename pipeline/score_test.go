@@ -407,8 +407,10 @@ func TestWriterRestoresOrder(t *testing.T) {
 	results := make(chan scoredBatch, len(order))
 	for _, seq := range order {
 		slots <- struct{}{}
-		ids := []int64{10 * seq, 10*seq + 1}
-		rec := newScoreRecord(mem, schema, "v", &scoreColumns{ids: ids, prediction: []float64{0, 1}, decision: []float64{-1, 1}})
+		b := schemas.NewOutputBuilder(mem, schema)
+		b.Append(10*seq, "v", 0, []float64{-1}, nil)
+		b.Append(10*seq+1, "v", 1, []float64{1}, nil)
+		rec := b.NewRecord()
 		results <- scoredBatch{seq: seq, in: 3, scores: rec, bad: []schemas.RowError{{Row: 10*seq + 2, Reason: "bad"}}}
 	}
 	close(results)

@@ -15,7 +15,7 @@ import (
 
 // scores builds a two-row output record of a three-class model.
 func scores(mem memory.Allocator) arrow.Record {
-	b := schemas.NewOutputBuilder(mem, 3, 0, false)
+	b := schemas.NewOutputBuilder(mem, schemas.OutputSchema(3, 0, false))
 	defer b.Release()
 	b.Append(17, "2026-11-25.1", 2, []float64{-0.75, 0.125, 1.5}, nil)
 	b.Append(18, "2026-11-25.1", 1, []float64{-0.5, 0.25, -1}, nil)

@@ -278,7 +278,7 @@ func FuzzJSONL(f *testing.F) {
 
 // scoreRecord is one output row with a single-column decision.
 func scoreRecord(mem memory.Allocator, id int64, version string, value float64) arrow.Record {
-	b := schemas.NewOutputBuilder(mem, 1, 0, false)
+	b := schemas.NewOutputBuilder(mem, schemas.OutputSchema(1, 0, false))
 	defer b.Release()
 	b.Append(id, version, value, []float64{value}, nil)
 	return b.NewRecord()

@@ -304,10 +304,12 @@ func planLayout(schema *arrow.Schema, opts ParquetOptions) (*layout, error) {
 				}
 				// A flat column is one feature of a list that is present
 				// whenever the field is; it is optional only when the field
-				// is nullable. Item nullability does not count: Arrow Go's
-				// list builders always declare items nullable, and optional
-				// columns would halve the write speed of every input-layout
-				// file. Write rejects records that do hold null items.
+				// is nullable. Item nullability does not count:
+				// arrow.FixedSizeListOf declares items nullable, so the
+				// canonical records' views have nullable items that are
+				// never null, and optional columns would halve the write
+				// speed of every input-layout file. Write rejects records
+				// that do hold null items.
 				nullable := f.Nullable
 				l.encoders = append(l.encoders, flatColumn{width: width, optional: nullable, float32: opts.Float32})
 				for _, name := range names {

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -89,32 +88,20 @@ func (d *demoRows) slice(lo, hi int) *demoRows {
 	return out
 }
 
-// record is d as a canonical record of spec. The list columns are
-// assembled from arrays because their items are not nullable.
+// record is d as a canonical record of spec.
 func (d *demoRows) record(mem memory.Allocator, spec *schemas.ViewSpec) arrow.Record {
-	schema := schemas.InputSchema(spec)
-	ids := array.NewInt64Builder(mem)
-	defer ids.Release()
-	ids.AppendValues(d.ids, nil)
-	labels := array.NewFloat64Builder(mem)
-	defer labels.Release()
-	labels.AppendValues(d.labels, nil)
-	cols := []arrow.Array{ids.NewArray(), labels.NewArray()}
+	b := schemas.NewRecordBuilder(mem, spec)
+	defer b.Release()
+	n := len(d.ids)
+	b.Reserve(n)
+	copy(b.IDs(), d.ids)
+	copy(b.Labels(), d.labels)
+	b.SetLabelsValid(0, n, true)
 	for l, v := range d.views {
-		values := array.NewFloat64Builder(mem)
-		values.AppendValues(v, nil)
-		child := values.NewArray()
-		values.Release()
-		data := array.NewData(schema.Field(schemas.FirstViewField+l).Type, len(d.ids), []*memory.Buffer{nil}, []arrow.ArrayData{child.Data()}, 0, 0)
-		cols = append(cols, array.NewFixedSizeListData(data))
-		data.Release()
-		child.Release()
+		copy(b.View(l), v)
 	}
-	rec := array.NewRecord(schema, cols, int64(len(d.ids)))
-	for _, col := range cols {
-		col.Release()
-	}
-	return rec
+	b.SetLen(n)
+	return b.NewRecord()
 }
 
 // writeParquet writes d in the flat layout (plain_0, plain_1, ...), as a
