@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -22,6 +22,14 @@ const (
 	DefaultKafkaMaxBytes = 10 << 20
 )
 
+// The start offsets of KafkaConfig.StartOffset, as kafka-go numbers them.
+const (
+	// KafkaOldest starts at the oldest message kept.
+	KafkaOldest = kafka.FirstOffset
+	// KafkaNewest starts with the messages produced from now on.
+	KafkaNewest = kafka.LastOffset
+)
+
 // transientRetryPause is how long Next waits after a transient error
 // before it asks kafka-go again, which paces its own retries: a floor, so
 // that an error returned at once again cannot spin.
@@ -29,8 +37,9 @@ const transientRetryPause = 100 * time.Millisecond
 
 // KafkaConfig says where a KafkaSource reads.
 type KafkaConfig struct {
-	// Brokers are the bootstrap addresses (host:port). Required.
-	Brokers []string
+	// Conn says how to reach the brokers (addresses, TLS, SASL). Required:
+	// its Brokers.
+	Conn kafkaconn.Config
 	// Topic is the topic to read. Required.
 	Topic string
 	// GroupID is the consumer group. Required: the group's offsets are
@@ -47,38 +56,36 @@ type KafkaConfig struct {
 	// MaxBytes is the most data one fetch returns. Default (0) 10 MiB.
 	MaxBytes int
 	// StartOffset is where a group that has no committed offset for a
-	// partition starts: kafka.FirstOffset (the oldest message kept) or
-	// kafka.LastOffset (only messages produced from now on). Default (0)
-	// kafka.FirstOffset.
+	// partition starts: KafkaOldest (the oldest message kept) or
+	// KafkaNewest (only messages produced from now on). Default (0)
+	// KafkaOldest.
 	StartOffset int64
-	// Dialer opens the connections (TLS, SASL, timeouts). Default (nil)
-	// kafka-go's default dialer: plain TCP.
-	Dialer *kafka.Dialer
 }
 
 func (c KafkaConfig) resolve() (KafkaConfig, error) {
 	if c.GroupID == "" {
 		return c, errors.New("ingest: kafka: no consumer group (GroupID)")
 	}
-	if err := resolveFetch(c.Brokers, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
+	if err := resolveFetch(c.Conn, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
 		return c, err
 	}
 	switch c.StartOffset {
 	case 0:
-		c.StartOffset = kafka.FirstOffset
-	case kafka.FirstOffset, kafka.LastOffset:
+		c.StartOffset = KafkaOldest
+	case KafkaOldest, KafkaNewest:
 	default:
-		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want kafka.FirstOffset or kafka.LastOffset", c.StartOffset)
+		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want KafkaOldest (%d) or KafkaNewest (%d)", c.StartOffset, KafkaOldest, KafkaNewest)
 	}
 	return c, nil
 }
 
 // resolveFetch checks the settings both Kafka sources share and fills in
 // their defaults.
-func resolveFetch(brokers []string, topic string, maxWait *time.Duration, minBytes, maxBytes *int) error {
+func resolveFetch(conn kafkaconn.Config, topic string, maxWait *time.Duration, minBytes, maxBytes *int) error {
+	if err := conn.Validate(); err != nil {
+		return fmt.Errorf("ingest: kafka: %w", err)
+	}
 	switch {
-	case len(brokers) == 0:
-		return errors.New("ingest: kafka: no brokers")
 	case topic == "":
 		return errors.New("ingest: kafka: no topic")
 	case *maxWait < 0:
@@ -160,10 +167,10 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 	logger := opts.Logger
 	health := &kafkaHealth{group: cfg.GroupID}
 	rc := kafka.ReaderConfig{
-		Brokers:     cfg.Brokers,
+		Brokers:     cfg.Conn.Brokers,
 		GroupID:     cfg.GroupID,
 		Topic:       cfg.Topic,
-		Dialer:      cfg.Dialer,
+		Dialer:      cfg.Conn.Dialer(),
 		MinBytes:    cfg.MinBytes,
 		MaxBytes:    cfg.MaxBytes,
 		MaxWait:     cfg.MaxWait,
@@ -244,7 +251,7 @@ func (s *KafkaSource) fetch(ctx context.Context) (kafka.Message, error) {
 			s.health.progressed(time.Now())
 			return m, nil
 		}
-		if ctx.Err() != nil || !transient(err) {
+		if ctx.Err() != nil || !kafkaconn.Transient(err) {
 			return m, err
 		}
 		s.health.failed(time.Now(), err.Error())
@@ -254,22 +261,6 @@ func (s *KafkaSource) fetch(ctx context.Context) (kafka.Message, error) {
 		case <-time.After(transientRetryPause):
 		}
 	}
-}
-
-// transient reports whether a fetch error is the brokers being out of
-// reach or the group changing, which kafka-go recovers from by itself,
-// rather than a refusal that waiting cannot mend.
-func transient(err error) bool {
-	var kerr kafka.Error
-	if errors.As(err, &kerr) {
-		switch kerr {
-		case kafka.RebalanceInProgress, kafka.UnknownMemberId, kafka.IllegalGeneration, kafka.BrokerNotAvailable:
-			return true
-		}
-		return kerr.Temporary()
-	}
-	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // Ready reports whether the source is consuming: nil once the reader has

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -319,7 +319,7 @@ func kafkaReadN(t *testing.T, src *KafkaSource, n int, ack bool) (readResult, []
 
 func newTestKafka(t *testing.T, c *kafkatest.Cluster, topic, group string, mem memory.Allocator, batch int, maxWait time.Duration) *KafkaSource {
 	t.Helper()
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: topic, GroupID: group, MaxWait: maxWait},
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: topic, GroupID: group, MaxWait: maxWait},
 		Options{BatchSize: batch, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
@@ -529,7 +529,7 @@ func TestKafkaSourceAckCommitsAtLeastOnce(t *testing.T) {
 func TestKafkaSourceStartOffsetLast(t *testing.T) {
 	c := kafkatest.Start(t, 1, "late")
 	c.ProduceValues(t, "late", kafkaMessage(0), kafkaMessage(1))
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: "late", GroupID: "g",
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "late", GroupID: "g",
 		MaxWait: 50 * time.Millisecond, StartOffset: kafka.LastOffset}, Options{Allocator: checkedAllocator(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -551,7 +551,7 @@ func TestKafkaSourceCancelLeavesNoGoroutine(t *testing.T) {
 	c := kafkatest.Start(t, 1, "quiet")
 	before := runtime.NumGoroutine()
 
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: "quiet", GroupID: "g"},
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "quiet", GroupID: "g"},
 		Options{Allocator: checkedAllocator(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -580,13 +580,13 @@ func TestKafkaSourceCancelLeavesNoGoroutine(t *testing.T) {
 }
 
 func TestNewKafkaChecksConfig(t *testing.T) {
-	good := KafkaConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "t", GroupID: "g"}
+	good := KafkaConfig{Conn: kafkaconn.Config{Brokers: []string{"127.0.0.1:1"}}, Topic: "t", GroupID: "g"}
 	tests := []struct {
 		name string
 		edit func(*KafkaConfig, *Options)
 		want string
 	}{
-		{"no brokers", func(c *KafkaConfig, _ *Options) { c.Brokers = nil }, "no brokers"},
+		{"no brokers", func(c *KafkaConfig, _ *Options) { c.Conn.Brokers = nil }, "no brokers"},
 		{"no topic", func(c *KafkaConfig, _ *Options) { c.Topic = "" }, "no topic"},
 		{"no group", func(c *KafkaConfig, _ *Options) { c.GroupID = "" }, "no consumer group"},
 		{"negative wait", func(c *KafkaConfig, _ *Options) { c.MaxWait = -time.Second }, "MaxWait"},
@@ -710,34 +710,6 @@ func expectGoroutinesBack(t *testing.T, before int) {
 	if after := runtime.NumGoroutine(); after > before {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
-	}
-}
-
-// The brokers being out of reach or the group changing is waited
-// through; a refusal is not.
-func TestKafkaTransientErrors(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"connection refused", fmt.Errorf("failed to dial: %w", fmt.Errorf("failed to open connection to 127.0.0.1:9: %w", refused)), true},
-		{"connection cut", io.ErrUnexpectedEOF, true},
-		{"rebalance", kafka.RebalanceInProgress, true},
-		{"coordinator moving", kafka.NotCoordinatorForGroup, true},
-		{"evicted member", kafka.UnknownMemberId, true},
-		{"leader election", kafka.LeaderNotAvailable, true},
-		{"wrong password", kafka.SASLAuthenticationFailed, false},
-		{"group not allowed", kafka.GroupAuthorizationFailed, false},
-		{"topic not allowed", kafka.TopicAuthorizationFailed, false},
-		{"end of the source", io.EOF, false},
-		{"anything else", errors.New("unknown codec"), false},
-	}
-	for _, tt := range tests {
-		if got := transient(tt.err); got != tt.want {
-			t.Errorf("%s: transient(%v) = %t, want %t", tt.name, tt.err, got, tt.want)
-		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -65,7 +66,7 @@ func BenchmarkServeKafka(b *testing.B) {
 				b.StopTimer()
 				cluster := kafkatest.Start(b, 3, "in", "out", "dead")
 				cluster.ProduceBulk(b, "in", values...)
-				src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Brokers: cluster.Brokers, Topic: "in", GroupID: "bench"}, ingest.Options{BatchSize: 1024})
+				src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "in", GroupID: "bench"}, ingest.Options{BatchSize: 1024})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -74,12 +75,12 @@ func BenchmarkServeKafka(b *testing.B) {
 					out, err = sink.NewRollingParquet(b.TempDir(), "scores", schemas.OutputSchema(m.Outputs(), len(spec.Views), false),
 						sink.ParquetOptions{}, sink.RollingPolicy{Rows: 5000})
 				} else {
-					out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "out"})
+					out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "out"})
 				}
 				if err != nil {
 					b.Fatal(err)
 				}
-				dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "dead"})
+				dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "dead"})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -49,8 +50,9 @@ const recordBatchFraming = 128
 // writes. Every write waits until all in-sync replicas of the partition
 // leader have the messages (kafka.RequireAll).
 type KafkaWriterConfig struct {
-	// Brokers are the bootstrap addresses (host:port). Required.
-	Brokers []string
+	// Conn says how to reach the brokers (addresses, TLS, SASL). Required:
+	// its Brokers. The writer opens its own connections, closed by Close.
+	Conn kafkaconn.Config
 	// Topic is the topic to write; it must exist. Required.
 	Topic string
 	// BatchSize is the most messages sent to one partition in one produce
@@ -74,17 +76,15 @@ type KafkaWriterConfig struct {
 	// WriteTimeout bounds each produce request. Default (0)
 	// DefaultKafkaWriteTimeout, 10s.
 	WriteTimeout time.Duration
-	// Transport carries the requests (TLS, SASL, dial timeouts). Default
-	// (nil): plain TCP connections of the sink's own, closed by Close.
-	Transport *kafka.Transport
 }
 
 // newKafkaWriter checks cfg and returns its writer and the transport the
-// writer owns (nil when cfg gave one).
+// writer owns.
 func newKafkaWriter(cfg KafkaWriterConfig) (*kafka.Writer, *kafka.Transport, error) {
+	if err := cfg.Conn.Validate(); err != nil {
+		return nil, nil, err
+	}
 	switch {
-	case len(cfg.Brokers) == 0:
-		return nil, nil, errors.New("no brokers")
 	case cfg.Topic == "":
 		return nil, nil, errors.New("no topic")
 	case cfg.BatchSize < 0 || cfg.BatchBytes < 0 || cfg.BatchTimeout < 0 || cfg.WriteTimeout < 0:
@@ -92,7 +92,7 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafka.Writer, *kafka.Transport, err
 			cfg.BatchSize, cfg.BatchBytes, cfg.BatchTimeout, cfg.WriteTimeout)
 	}
 	w := &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
+		Addr:         cfg.Conn.Addr(),
 		Topic:        cfg.Topic,
 		Balancer:     cfg.Balancer,
 		BatchSize:    cfg.BatchSize,
@@ -117,23 +117,16 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafka.Writer, *kafka.Transport, err
 	if w.WriteTimeout == 0 {
 		w.WriteTimeout = DefaultKafkaWriteTimeout
 	}
-	var owned *kafka.Transport
-	if cfg.Transport != nil {
-		w.Transport = cfg.Transport
-	} else {
-		owned = &kafka.Transport{}
-		w.Transport = owned
-	}
-	return w, owned, nil
+	transport := cfg.Conn.Transport()
+	w.Transport = transport
+	return w, transport, nil
 }
 
 // closeKafkaWriter closes w, which waits for the requests under way, and
-// the transport the writer owns.
-func closeKafkaWriter(w *kafka.Writer, owned *kafka.Transport) error {
+// its transport.
+func closeKafkaWriter(w *kafka.Writer, transport *kafka.Transport) error {
 	err := w.Close()
-	if owned != nil {
-		owned.CloseIdleConnections()
-	}
+	transport.CloseIdleConnections()
 	return err
 }
 
@@ -146,15 +139,15 @@ func closeKafkaWriter(w *kafka.Writer, owned *kafka.Transport) error {
 // have written some rows, which the retry writes again). The sink is not
 // safe for concurrent use.
 type KafkaSink struct {
-	topic  string
-	w      *kafka.Writer
-	owned  *kafka.Transport
-	schema *arrow.Schema // schema fields and idCol were built for
-	fields []jsonField
-	idCol  int // index of the int64 id column, or -1
-	buf    []byte
-	msgs   []kafka.Message
-	closed bool
+	topic     string
+	w         *kafka.Writer
+	transport *kafka.Transport
+	schema    *arrow.Schema // schema fields and idCol were built for
+	fields    []jsonField
+	idCol     int // index of the int64 id column, or -1
+	buf       []byte
+	msgs      []kafka.Message
+	closed    bool
 }
 
 var _ Sink = (*KafkaSink)(nil)
@@ -162,11 +155,11 @@ var _ Sink = (*KafkaSink)(nil)
 // NewKafka returns a Sink writing to cfg.Topic. It does not contact the
 // brokers: the first Write does.
 func NewKafka(cfg KafkaWriterConfig) (*KafkaSink, error) {
-	w, owned, err := newKafkaWriter(cfg)
+	w, transport, err := newKafkaWriter(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
-	return &KafkaSink{topic: cfg.Topic, w: w, owned: owned, idCol: -1}, nil
+	return &KafkaSink{topic: cfg.Topic, w: w, transport: transport, idCol: -1}, nil
 }
 
 // Write sends one message per row of rec and waits for the broker's
@@ -336,7 +329,7 @@ func (s *KafkaSink) Close() error {
 		return nil
 	}
 	s.closed = true
-	if err := closeKafkaWriter(s.w, s.owned); err != nil {
+	if err := closeKafkaWriter(s.w, s.transport); err != nil {
 		return fmt.Errorf("kafka sink %s: close: %w", s.topic, err)
 	}
 	return nil
@@ -355,9 +348,9 @@ func (s *KafkaSink) Close() error {
 // message. Writes are synchronous like KafkaSink's. It is safe for
 // concurrent use.
 type KafkaDeadLetters struct {
-	topic string
-	w     *kafka.Writer
-	owned *kafka.Transport
+	topic     string
+	w         *kafka.Writer
+	transport *kafka.Transport
 }
 
 var _ DeadLetters = (*KafkaDeadLetters)(nil)
@@ -365,11 +358,11 @@ var _ DeadLetters = (*KafkaDeadLetters)(nil)
 // NewKafkaDeadLetters returns a DeadLetters writing to cfg.Topic. It does
 // not contact the brokers: the first WriteRejects does.
 func NewKafkaDeadLetters(cfg KafkaWriterConfig) (*KafkaDeadLetters, error) {
-	w, owned, err := newKafkaWriter(cfg)
+	w, transport, err := newKafkaWriter(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka dead letters: %w", err)
 	}
-	return &KafkaDeadLetters{topic: cfg.Topic, w: w, owned: owned}, nil
+	return &KafkaDeadLetters{topic: cfg.Topic, w: w, transport: transport}, nil
 }
 
 // WriteRejects sends one message per reject and waits for the broker's
@@ -445,7 +438,7 @@ func cutToFit(m *kafka.Message, limit int64) {
 
 // Close closes the writer and its connections; later WriteRejects fail.
 func (d *KafkaDeadLetters) Close() error {
-	if err := closeKafkaWriter(d.w, d.owned); err != nil {
+	if err := closeKafkaWriter(d.w, d.transport); err != nil {
 		return fmt.Errorf("kafka dead letters %s: close: %w", d.topic, err)
 	}
 	return nil

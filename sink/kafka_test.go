@@ -20,6 +20,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -44,7 +45,7 @@ func jsonlLines(t *testing.T, recs ...arrow.Record) []string {
 
 func newTestKafkaSink(t *testing.T, c *kafkatest.Cluster, topic string) *KafkaSink {
 	t.Helper()
-	s, err := NewKafka(KafkaWriterConfig{Brokers: c.Brokers, Topic: topic})
+	s, err := NewKafka(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,13 +225,13 @@ func TestKafkaSinkErrors(t *testing.T) {
 }
 
 func TestKafkaWriterConfig(t *testing.T) {
-	good := KafkaWriterConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "t"}
+	good := KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: []string{"127.0.0.1:1"}}, Topic: "t"}
 	tests := []struct {
 		name string
 		edit func(*KafkaWriterConfig)
 		want string
 	}{
-		{"no brokers", func(c *KafkaWriterConfig) { c.Brokers = nil }, "no brokers"},
+		{"no brokers", func(c *KafkaWriterConfig) { c.Conn.Brokers = nil }, "no brokers"},
 		{"no topic", func(c *KafkaWriterConfig) { c.Topic = "" }, "no topic"},
 		{"negative size", func(c *KafkaWriterConfig) { c.BatchSize = -1 }, "must not be negative"},
 		{"negative timeout", func(c *KafkaWriterConfig) { c.WriteTimeout = -time.Second }, "must not be negative"},
@@ -264,7 +265,7 @@ func TestKafkaWriterConfig(t *testing.T) {
 
 func TestKafkaDeadLetters(t *testing.T) {
 	c := kafkatest.Start(t, 2, "dead")
-	d, err := NewKafkaDeadLetters(KafkaWriterConfig{Brokers: c.Brokers, Topic: "dead"})
+	d, err := NewKafkaDeadLetters(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "dead"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestKafkaDeadLettersTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(c.ConsumeAll(t, tt.topic))
-			d, err := NewKafkaDeadLetters(KafkaWriterConfig{Brokers: c.Brokers, Topic: tt.topic, BatchBytes: tt.batchBytes})
+			d, err := NewKafkaDeadLetters(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: tt.topic, BatchBytes: tt.batchBytes})
 			if err != nil {
 				t.Fatal(err)
 			}

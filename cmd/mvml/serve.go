@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
@@ -65,17 +63,16 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	brokerList := kf.list()
-	dialer, transport, err := kf.connection()
+	conn, err := kf.connection()
 	if err != nil {
 		return err
 	}
-	start := kafka.FirstOffset
+	start := ingest.KafkaOldest
 	if *fromLatest {
-		start = kafka.LastOffset
+		start = ingest.KafkaNewest
 	}
 	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{
-		Brokers: brokerList, Topic: *topic, GroupID: *group, MaxWait: *maxWait, StartOffset: start, Dialer: dialer,
+		Conn: conn, Topic: *topic, GroupID: *group, MaxWait: *maxWait, StartOffset: start,
 	}, ingest.Options{BatchSize: opts.BatchSize, Logger: a.log})
 	if err != nil {
 		return err
@@ -85,12 +82,12 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), *contributions)
 		out, err = sink.NewRollingParquet(*outDir, "scores", schema, sink.ParquetOptions{}, sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery})
 	} else {
-		out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *outTopic, Transport: transport})
+		out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: *outTopic})
 	}
 	if err != nil {
 		return errors.Join(err, src.Close())
 	}
-	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *deadTopic, Transport: transport})
+	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: conn, Topic: *deadTopic})
 	if err != nil {
 		return errors.Join(err, src.Close(), out.Close())
 	}
