@@ -4,7 +4,8 @@
 // the readers of package ingest and a *kafka.Transport for the writers of
 // package sink and for admin requests — so that every client of one job
 // connects alike. It also says which Kafka errors pass by themselves
-// (Transient), and Produce feeds a topic for tools and demos.
+// (Transient) and how a write or commit retries them (Retry), and Produce
+// feeds a topic for tools and demos.
 //
 // kafkaconn knows the Kafka protocol client, never records or formats.
 package kafkaconn
@@ -46,16 +47,23 @@ type Config struct {
 	// DialTimeout bounds the opening of a connection, TLS handshake and
 	// SASL exchange included. Default (0) DefaultDialTimeout, 10s.
 	DialTimeout time.Duration
+	// Retry says how the writes of package sink and the offset commits of
+	// package ingest retry a transient failure. Default (zero) the
+	// defaults of Retry: up to 10 tries in 30s.
+	Retry Retry
 }
 
 // Validate reports a configuration that cannot connect: no brokers, an
-// empty address, a negative timeout.
+// empty address, a negative timeout or retry setting.
 func (c Config) Validate() error {
 	switch {
 	case len(c.Brokers) == 0:
 		return errors.New("no brokers")
 	case c.DialTimeout < 0:
 		return fmt.Errorf("DialTimeout %v must not be negative", c.DialTimeout)
+	}
+	if err := c.Retry.Validate(); err != nil {
+		return err
 	}
 	for i, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {
