@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"syscall"
 	"testing"
@@ -107,10 +108,8 @@ func BenchmarkServeKafka(b *testing.B) {
 				if st.Scored != rows || (refit > 0 && st.Refits+st.RefitFailures == 0) {
 					b.Fatalf("stats %+v", st)
 				}
-				for _, c := range []interface{ Close() error }{src, out, dead} {
-					if err := c.Close(); err != nil {
-						b.Fatal(err)
-					}
+				if err := errors.Join(src.Close(), out.Close(context.Background()), dead.Close(context.Background())); err != nil {
+					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")

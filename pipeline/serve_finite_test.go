@@ -51,12 +51,12 @@ func TestServeKafkaDeadLettersNonFiniteScores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close()
+	defer out.Close(context.Background())
 	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "dead"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dead.Close()
+	defer dead.Close(context.Background())
 	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead, Refit: RefitPolicy{Rows: 20}})
 	if err != nil {
 		t.Fatal(err)

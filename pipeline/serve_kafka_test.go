@@ -68,12 +68,12 @@ func TestServeKafkaOutputFailureLosesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer out.Close()
+		defer out.Close(context.Background())
 		dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "dead"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer dead.Close()
+		defer dead.Close(context.Background())
 		svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead})
 		if err != nil {
 			t.Fatal(err)
@@ -180,12 +180,12 @@ func TestServeKafkaDeadLettersEveryMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close()
+	defer out.Close(context.Background())
 	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "dead"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dead.Close()
+	defer dead.Close(context.Background())
 	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead})
 	if err != nil {
 		t.Fatal(err)

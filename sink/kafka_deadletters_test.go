@@ -24,7 +24,7 @@ func TestReadKafkaDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer d.Close(context.Background())
 	rejects := []schemas.RowError{
 		{Source: "in/0", Row: 12, Column: "a", Reason: `view "a" item 1 is null, want a number`, Payload: []byte(`{"id":1,"a":[1,null]}`)},
 		{Source: "in/0", Row: 13, Reason: "empty message", Payload: []byte{}},

@@ -49,7 +49,7 @@ func newTestKafkaSink(t *testing.T, c *kafkatest.Cluster, topic string) *KafkaSi
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 
@@ -66,7 +66,7 @@ func TestKafkaSinkRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	want := jsonlLines(t, recs...)
@@ -200,10 +200,10 @@ func TestKafkaSinkErrors(t *testing.T) {
 	})
 	t.Run("closed", func(t *testing.T) {
 		s := newTestKafkaSink(t, c, "out")
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			t.Errorf("second Close: %v", err)
 		}
 		if err := s.Write(context.Background(), rec); !errors.Is(err, errClosed) {
@@ -252,8 +252,8 @@ func TestKafkaWriterConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	w := s.w
+	defer s.Close(context.Background())
+	w := s.w.w
 	if w.RequiredAcks != kafka.RequireAll || w.Async || w.BatchSize != DefaultKafkaBatchSize || w.BatchBytes != DefaultKafkaBatchBytes ||
 		w.BatchTimeout != DefaultKafkaBatchTimeout || w.WriteTimeout != DefaultKafkaWriteTimeout {
 		t.Errorf("writer %+v", w)
@@ -269,7 +269,7 @@ func TestKafkaDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer d.Close(context.Background())
 	rejects := []schemas.RowError{
 		{Source: "in/0", Row: 12, Column: "a", Reason: `view "a" item 1 is null, want a number`, Payload: []byte(`{"id":1,"a":[1,null]}`)},
 		{Source: "in/0", Row: 13, Reason: "invalid JSON: unexpected end of input at offset 3", Payload: []byte{'{', 0xff, '"'}},
@@ -326,7 +326,7 @@ func TestKafkaDeadLetters(t *testing.T) {
 	if len(partitions) != 2 || partitions[0] != partitions[1] || rows[0] != "12" || rows[1] != "13" {
 		t.Errorf("rejects of in/0: partitions %v rows %v, want one partition, rows 12 and 13", partitions, rows)
 	}
-	if err := d.Close(); err != nil {
+	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.WriteRejects(context.Background(), rejects); err == nil {
@@ -423,7 +423,7 @@ func TestKafkaDeadLettersTooLarge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer d.Close()
+			defer d.Close(context.Background())
 			if err := d.WriteRejects(context.Background(), tt.rejects); err != nil {
 				t.Fatal(err)
 			}

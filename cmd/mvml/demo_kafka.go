@@ -49,12 +49,12 @@ func demoKafka(ctx context.Context, w io.Writer, m *model.Model, rows *demoRows)
 	if err != nil {
 		return err
 	}
-	defer scores.Close()
+	defer scores.Close(ctx)
 	letters, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: conn, Topic: dead})
 	if err != nil {
 		return err
 	}
-	defer letters.Close()
+	defer letters.Close(ctx)
 	svc, err := pipeline.NewService(pipeline.ServeConfig{
 		Model: m, Source: src, Output: scores, DeadLetters: letters,
 		Refit: pipeline.RefitPolicy{Rows: len(msgs) / 3, MinRows: 50},

@@ -89,7 +89,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: conn, Topic: *deadTopic})
 	if err != nil {
-		return errors.Join(err, src.Close(), out.Close())
+		return errors.Join(err, src.Close(), out.Close(ctx))
 	}
 	cfg := pipeline.ServeConfig{
 		Model: m, Source: src, Output: out, DeadLetters: dead, Contributions: *contributions,
@@ -101,7 +101,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	svc, err := pipeline.NewService(cfg)
 	if err != nil {
-		return errors.Join(err, src.Close(), out.Close(), dead.Close())
+		return errors.Join(err, src.Close(), out.Close(ctx), dead.Close(ctx))
 	}
 	if *reload > 0 {
 		watchCtx, stopWatching := context.WithCancel(ctx)
@@ -116,13 +116,13 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	st := svc.Stats()
 	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d + not committed %d; %d labelled (%d labels rejected), %d refits (%d failed), %d reloads (%d failed), model %s\n",
 		st.In, st.Scored, st.DeadLettered, st.NotCommitted, st.Labelled, st.LabelsRejected, st.Refits, st.RefitFailures, st.Reloads, st.ReloadFailures, st.ModelVersion)
-	closeOut := out.Close
+	closeOut := func() error { return out.Close(context.WithoutCancel(ctx)) }
 	if aborter, ok := out.(sink.Aborter); ok && err != nil {
 		// The records of an uncommitted file were not acknowledged and
 		// will be scored again: committing it would only duplicate them.
 		closeOut = aborter.Abort
 	}
-	return errors.Join(err, src.Close(), closeOut(), dead.Close())
+	return errors.Join(err, src.Close(), closeOut(), dead.Close(context.WithoutCancel(ctx)))
 }
 
 // serveWithHTTP runs svc, with its health and metrics on addr while it
