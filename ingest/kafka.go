@@ -30,6 +30,10 @@ const (
 	KafkaNewest = kafka.LastOffset
 )
 
+// commitTimeout bounds one try of an offset commit: a coordinator that
+// does not answer costs a retry (kafkaconn.Retry), not a hung service.
+const commitTimeout = 10 * time.Second
+
 // transientRetryPause is how long Next waits after a transient error
 // before it asks kafka-go again, which paces its own retries: a floor, so
 // that an error returned at once again cannot spin.
@@ -112,7 +116,9 @@ func resolveFetch(conn kafkaconn.Config, topic string, maxWait *time.Duration, m
 // consumer group (see the package documentation for the message format).
 // A topic has no end: Next waits for messages, and returns io.EOF only
 // after Close. Offsets are committed only by Batch.Ack, so every message
-// not acked is delivered again after a restart (at least once). While the
+// not acked is delivered again after a restart (at least once); a commit
+// that fails for a transient reason (the group coordinator moving, a
+// dropped connection) is tried again as KafkaConfig.Conn.Retry says. While the
 // brokers cannot be reached or the group rebalances, Next keeps waiting
 // (kafka-go reconnects and rejoins by itself) and Ready says why it does
 // not consume; only errors that waiting cannot mend (a refused
@@ -390,7 +396,14 @@ func (s *KafkaSource) acker(msgs []kafka.Message) func(context.Context) error {
 		if len(todo) == 0 {
 			return nil
 		}
-		if err := s.reader.CommitMessages(ctx, todo...); err != nil {
+		err := s.cfg.Conn.Retry.Do(ctx, func() error {
+			attempt, cancel := context.WithTimeout(ctx, commitTimeout)
+			defer cancel()
+			return s.reader.CommitMessages(attempt, todo...)
+		}, func(err error, pause time.Duration) {
+			s.opts.Logger.Warn("ingest: kafka: committing offsets failed, retrying", "topic", s.cfg.Topic, "group", s.cfg.GroupID, "in", pause, "err", err)
+		})
+		if err != nil {
 			return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.Topic, err)
 		}
 		for _, m := range todo {
