@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
@@ -523,6 +524,57 @@ func TestKafkaSourceAckCommitsAtLeastOnce(t *testing.T) {
 	other := newTestKafka(t, c, "acks", "other", mem, 100, 100*time.Millisecond)
 	if b := next(other); len(b.Rows) != 9 {
 		t.Errorf("other group got offsets %v, want 0..8", b.Rows)
+	}
+}
+
+// An offset commit whose connection drops is tried again (one such drop
+// used to stop the service); one that keeps failing fails the Ack once
+// the retry policy gives up.
+func TestKafkaSourceAckRidesOutHiccup(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		hiccup time.Duration
+		retry  kafkaconn.Retry
+		want   int64 // the offset committed; -1 for none
+	}{
+		{"one second", time.Second, kafkaconn.Retry{}, 3},
+		{"for good", time.Hour, kafkaconn.Retry{MaxElapsed: time.Second, MaxBackoff: 200 * time.Millisecond}, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := checkedAllocator(t)
+			c := kafkatest.Start(t, 1, "acks")
+			for id := range 3 {
+				c.ProduceValues(t, "acks", kafkaMessage(id))
+			}
+			src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers, Retry: tt.retry}, Topic: "acks", GroupID: "g",
+				MaxWait: 100 * time.Millisecond}, Options{BatchSize: 3, Allocator: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b, err := src.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Record.Release()
+			end := time.Now().Add(tt.hiccup)
+			c.Drop(kmsg.OffsetCommit, func() bool { return time.Now().Before(end) })
+			err = b.Ack(ctx)
+			if tt.want < 0 {
+				if !errors.Is(err, kafkaconn.ErrGaveUp) {
+					t.Errorf("Ack while commits fail for good: %v, want it to give up", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Ack during a %v hiccup: %v", tt.hiccup, err)
+			}
+			if got := c.CommittedOffsets(t, "g", "acks"); !slices.Equal(got, []int64{tt.want}) {
+				t.Errorf("committed %v, want [%d]", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,3 +42,20 @@ func (c *Cluster) FailProduce(topic string, code int16, fail func(partitions []i
 		return resp, nil, true
 	})
 }
+
+// Drop makes the broker close the connection of every request of key (a
+// kmsg.Key, such as kmsg.OffsetCommit) for which fail returns true,
+// unanswered, as a broker that restarts or a network that hiccups does.
+// It lasts as long as the cluster.
+func (c *Cluster) Drop(key kmsg.Key, fail func() bool) {
+	c.fake.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.fake.KeepControl()
+		if !fail() {
+			return nil, nil, false
+		}
+		return nil, errDropped, true
+	})
+}
+
+// errDropped is what a control function returns to close a connection.
+var errDropped = errors.New("kafkatest: connection dropped")
