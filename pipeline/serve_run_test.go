@@ -112,10 +112,7 @@ func TestServeGraceCountsFromCancellation(t *testing.T) {
 			if tt.cancelAfter > 0 {
 				time.AfterFunc(tt.cancelAfter, cancel)
 			} else {
-				go func() {
-					waitFor(t, "the batch scored", func() bool { return svc.Stats().Scored == 20 })
-					cancel()
-				}()
+				when(t, "the batch scored", func() bool { return svc.Stats().Scored == 20 }, cancel)
 			}
 			start := time.Now()
 			err = svc.Run(ctx)

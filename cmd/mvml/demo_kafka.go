@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
@@ -23,8 +22,9 @@ import (
 // demoKafka shows the Kafka deployment on an in-process broker (franz-go's
 // kfake, speaking the Kafka protocol over a loopback TCP port): the test
 // rows go to a topic as JSON records, labelled, with two malformed ones,
-// and `mvml serve`'s Service scores them, dead-letters the malformed ones
-// and refits on the labels as they arrive.
+// and the runner of `mvml serve` (pipeline.KafkaRunner) scores them,
+// dead-letters the malformed ones and refits on the labels as they
+// arrive.
 func demoKafka(ctx context.Context, w io.Writer, m *model.Model, rows *demoRows) error {
 	const in, out, dead = "records", "scores", "dead-letters"
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, in, out), kfake.SeedTopics(1, dead),
@@ -39,32 +39,17 @@ func demoKafka(ctx context.Context, w io.Writer, m *model.Model, rows *demoRows)
 	if err := conn.Produce(ctx, in, msgs); err != nil {
 		return fmt.Errorf("demo records: %w", err)
 	}
-	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: in, GroupID: "mvml-demo", MaxWait: 50 * time.Millisecond},
-		ingest.Options{BatchSize: 100})
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	scores, err := sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: out})
-	if err != nil {
-		return err
-	}
-	defer scores.Close(ctx)
-	letters, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: conn, Topic: dead})
-	if err != nil {
-		return err
-	}
-	defer letters.Close(ctx)
-	svc, err := pipeline.NewService(pipeline.ServeConfig{
-		Model: m, Source: src, Output: scores, DeadLetters: letters,
-		Refit: pipeline.RefitPolicy{Rows: len(msgs) / 3, MinRows: 50},
+	runner, err := pipeline.NewKafkaRunner(pipeline.KafkaServeConfig{
+		Conn: conn, Topic: in, Group: "mvml-demo", MaxWait: 50 * time.Millisecond, OutputTopic: out, DeadLetterTopic: dead,
+		Model: m, Refit: pipeline.RefitPolicy{Rows: len(msgs) / 3, MinRows: 50}, Options: pipeline.Options{BatchSize: 100},
 	})
 	if err != nil {
 		return err
 	}
+	svc := runner.Service()
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	go func() { done <- runner.Run(runCtx) }()
 	// A topic has no end: stop once every record is accounted for and a
 	// refit is in service (or has failed).
 	deadline := time.After(time.Minute)
