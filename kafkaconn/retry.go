@@ -1,6 +1,7 @@
 package kafkaconn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,18 +52,10 @@ func (r Retry) Validate() error {
 }
 
 func (r Retry) withDefaults() Retry {
-	if r.MaxAttempts == 0 {
-		r.MaxAttempts = DefaultRetryAttempts
-	}
-	if r.MaxElapsed == 0 {
-		r.MaxElapsed = DefaultRetryMaxElapsed
-	}
-	if r.MinBackoff == 0 {
-		r.MinBackoff = DefaultRetryMinBackoff
-	}
-	if r.MaxBackoff == 0 {
-		r.MaxBackoff = DefaultRetryMaxBackoff
-	}
+	r.MaxAttempts = cmp.Or(r.MaxAttempts, DefaultRetryAttempts)
+	r.MaxElapsed = cmp.Or(r.MaxElapsed, DefaultRetryMaxElapsed)
+	r.MinBackoff = cmp.Or(r.MinBackoff, DefaultRetryMinBackoff)
+	r.MaxBackoff = cmp.Or(r.MaxBackoff, DefaultRetryMaxBackoff)
 	return r
 }
 

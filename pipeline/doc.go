@@ -32,9 +32,8 @@
 // A training run reads its rows through a SourceFunc, so it can read a
 // time range of a topic (ingest.KafkaRangeOpener) as well as files.
 //
-// The numerical work — kernels, features, fits, scores, sufficient
-// statistics — is model's and transform's. pipeline gathers and routes
-// rows (the reservoir sample of a streamed training included), decides
-// what happens to bad rows and in which order rows leave a job, and parses
-// no flags (cmd/mvml does).
+// The numerical work — kernels, features, samples, fits, scores,
+// sufficient statistics — is model's and transform's. pipeline gathers and
+// routes rows, decides what happens to bad rows and in which order rows
+// leave a job, and parses no flags (cmd/mvml does).
 package pipeline

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -89,10 +90,10 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
 		Addr:         cfg.Conn.Addr(),
 		Topic:        cfg.Topic,
 		Balancer:     cfg.Balancer,
-		BatchSize:    cfg.BatchSize,
-		BatchBytes:   cfg.BatchBytes,
-		BatchTimeout: cfg.BatchTimeout,
-		WriteTimeout: cfg.WriteTimeout,
+		BatchSize:    cmp.Or(cfg.BatchSize, DefaultKafkaBatchSize),
+		BatchBytes:   cmp.Or(cfg.BatchBytes, DefaultKafkaBatchBytes),
+		BatchTimeout: cmp.Or(cfg.BatchTimeout, DefaultKafkaBatchTimeout),
+		WriteTimeout: cmp.Or(cfg.WriteTimeout, DefaultKafkaWriteTimeout),
 		RequiredAcks: kafka.RequireAll,
 		Async:        false,
 		// Retries are writeMessages', bounded by Conn.Retry and the
@@ -101,19 +102,8 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
 		Transport:   transport,
 	}
 	if w.Balancer == nil {
+		// Not cmp.Or: a kafka.BalancerFunc cannot be compared.
 		w.Balancer = &kafka.Hash{}
-	}
-	if w.BatchSize == 0 {
-		w.BatchSize = DefaultKafkaBatchSize
-	}
-	if w.BatchBytes == 0 {
-		w.BatchBytes = DefaultKafkaBatchBytes
-	}
-	if w.BatchTimeout == 0 {
-		w.BatchTimeout = DefaultKafkaBatchTimeout
-	}
-	if w.WriteTimeout == 0 {
-		w.WriteTimeout = DefaultKafkaWriteTimeout
 	}
 	logger := cfg.Logger
 	if logger == nil {
