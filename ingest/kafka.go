@@ -118,10 +118,10 @@ func resolveFetch(conn kafkaconn.Config, topic string, maxWait *time.Duration, m
 // after Close. Offsets are committed only by Batch.Ack, so every message
 // not acked is delivered again after a restart (at least once); a commit
 // that fails for a transient reason (the group coordinator moving, a
-// dropped connection) is tried again as KafkaConfig.Conn.Retry says. While the
-// brokers cannot be reached or the group rebalances, Next keeps waiting
-// (kafka-go reconnects and rejoins by itself) and Ready says why it does
-// not consume; only errors that waiting cannot mend (a refused
+// dropped connection) is tried again as KafkaConfig.Conn.Retry says. While
+// the brokers cannot be reached or the group rebalances, Next keeps
+// waiting (kafka-go reconnects and rejoins by itself) and Ready says why it
+// does not consume; only errors that waiting cannot mend (a refused
 // authentication or authorisation, say) end it.
 //
 // Next and Close must not be called concurrently; to stop a Next that

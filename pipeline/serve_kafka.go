@@ -55,11 +55,13 @@ type KafkaServeConfig struct {
 	Model *model.Model
 	// ModelFile, when ReloadInterval is positive, is checked that often,
 	// and the model a retraining job writes there is served (WatchModel).
+	// Default (0) no checks.
 	ModelFile      string
 	ReloadInterval time.Duration
 	// ModelDir, when set, receives every refitted model as VERSION.mvml
 	// and current.mvml (PublishModel); it is created, or refused, by
-	// NewKafkaRunner, not at the first refit.
+	// NewKafkaRunner, not at the first refit. Default ("") refitted models
+	// are served, not saved.
 	ModelDir string
 	// Refit, Contributions and ShutdownGrace are the Service's (see
 	// ServeConfig).
@@ -70,7 +72,8 @@ type KafkaServeConfig struct {
 	// service runs. Default ("") none.
 	HTTPAddr string
 	// Options set the batch size, the allocator and the logger, which
-	// receives the lines of the source, the sinks and the service.
+	// receives the lines of the source, the sinks and the service (see
+	// Options for their defaults).
 	Options Options
 }
 

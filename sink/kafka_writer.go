@@ -136,26 +136,33 @@ func (k *kafkaWriter) close(ctx context.Context) error {
 // message's lasting failure (nil for those written), or the failure of the
 // whole call.
 func (k *kafkaWriter) writeMessages(ctx context.Context, batch []kafka.Message) error {
-	outcome := make(kafka.WriteErrors, len(batch))
+	// Bookkept only once a message failed: outcome[i] is the lasting
+	// failure of batch[i], and at[j] the index in batch of todo[j] (nil
+	// while todo is batch).
+	var outcome kafka.WriteErrors
+	var at []int
 	todo := batch
-	at := make([]int, len(batch)) // the index in batch of todo[j]
-	for j := range at {
-		at[j] = j
-	}
 	err := k.retry.Do(ctx, func() error {
 		err := k.w.WriteMessages(ctx, todo...)
 		var perMessage kafka.WriteErrors
 		if !errors.As(err, &perMessage) || len(perMessage) != len(todo) {
 			return err
 		}
+		if outcome == nil {
+			outcome = make(kafka.WriteErrors, len(batch))
+		}
 		var again []kafka.Message
 		var againAt []int
 		var transient error
 		for j, e := range perMessage {
+			i := j
+			if at != nil {
+				i = at[j]
+			}
 			if e != nil && kafkaconn.Transient(e) {
-				again, againAt, transient = append(again, todo[j]), append(againAt, at[j]), e
+				again, againAt, transient = append(again, todo[j]), append(againAt, i), e
 			} else {
-				outcome[at[j]] = e
+				outcome[i] = e
 			}
 		}
 		todo, at = again, againAt
