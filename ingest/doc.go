@@ -79,7 +79,9 @@
 // Partitions are read one after the other, in partition order and offset
 // order; rejects are as for NewKafka. It uses no consumer group and
 // commits nothing (Batch.Ack is nil); KafkaRangeSource.Reopen reads the
-// same offsets again.
+// same offsets again, and KafkaRangeOpener gives a job that reads its
+// input twice an opener whose second opening does so. Both Kafka sources
+// reach the brokers as a kafkaconn.Config says.
 //
 // ingest knows formats and schemas, never the math.
 package ingest

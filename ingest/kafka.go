@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -22,6 +22,18 @@ const (
 	DefaultKafkaMaxBytes = 10 << 20
 )
 
+// The start offsets of KafkaConfig.StartOffset, as kafka-go numbers them.
+const (
+	// KafkaOldest starts at the oldest message kept.
+	KafkaOldest = kafka.FirstOffset
+	// KafkaNewest starts with the messages produced from now on.
+	KafkaNewest = kafka.LastOffset
+)
+
+// commitTimeout bounds one try of an offset commit: a coordinator that
+// does not answer costs a retry (kafkaconn.Retry), not a hung service.
+const commitTimeout = 10 * time.Second
+
 // transientRetryPause is how long Next waits after a transient error
 // before it asks kafka-go again, which paces its own retries: a floor, so
 // that an error returned at once again cannot spin.
@@ -29,8 +41,9 @@ const transientRetryPause = 100 * time.Millisecond
 
 // KafkaConfig says where a KafkaSource reads.
 type KafkaConfig struct {
-	// Brokers are the bootstrap addresses (host:port). Required.
-	Brokers []string
+	// Conn says how to reach the brokers (addresses, TLS, SASL). Required:
+	// its Brokers.
+	Conn kafkaconn.Config
 	// Topic is the topic to read. Required.
 	Topic string
 	// GroupID is the consumer group. Required: the group's offsets are
@@ -47,38 +60,36 @@ type KafkaConfig struct {
 	// MaxBytes is the most data one fetch returns. Default (0) 10 MiB.
 	MaxBytes int
 	// StartOffset is where a group that has no committed offset for a
-	// partition starts: kafka.FirstOffset (the oldest message kept) or
-	// kafka.LastOffset (only messages produced from now on). Default (0)
-	// kafka.FirstOffset.
+	// partition starts: KafkaOldest (the oldest message kept) or
+	// KafkaNewest (only messages produced from now on). Default (0)
+	// KafkaOldest.
 	StartOffset int64
-	// Dialer opens the connections (TLS, SASL, timeouts). Default (nil)
-	// kafka-go's default dialer: plain TCP.
-	Dialer *kafka.Dialer
 }
 
 func (c KafkaConfig) resolve() (KafkaConfig, error) {
 	if c.GroupID == "" {
 		return c, errors.New("ingest: kafka: no consumer group (GroupID)")
 	}
-	if err := resolveFetch(c.Brokers, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
+	if err := resolveFetch(c.Conn, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
 		return c, err
 	}
 	switch c.StartOffset {
 	case 0:
-		c.StartOffset = kafka.FirstOffset
-	case kafka.FirstOffset, kafka.LastOffset:
+		c.StartOffset = KafkaOldest
+	case KafkaOldest, KafkaNewest:
 	default:
-		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want kafka.FirstOffset or kafka.LastOffset", c.StartOffset)
+		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want KafkaOldest (%d) or KafkaNewest (%d)", c.StartOffset, KafkaOldest, KafkaNewest)
 	}
 	return c, nil
 }
 
 // resolveFetch checks the settings both Kafka sources share and fills in
 // their defaults.
-func resolveFetch(brokers []string, topic string, maxWait *time.Duration, minBytes, maxBytes *int) error {
+func resolveFetch(conn kafkaconn.Config, topic string, maxWait *time.Duration, minBytes, maxBytes *int) error {
+	if err := conn.Validate(); err != nil {
+		return fmt.Errorf("ingest: kafka: %w", err)
+	}
 	switch {
-	case len(brokers) == 0:
-		return errors.New("ingest: kafka: no brokers")
 	case topic == "":
 		return errors.New("ingest: kafka: no topic")
 	case *maxWait < 0:
@@ -105,10 +116,12 @@ func resolveFetch(brokers []string, topic string, maxWait *time.Duration, minByt
 // consumer group (see the package documentation for the message format).
 // A topic has no end: Next waits for messages, and returns io.EOF only
 // after Close. Offsets are committed only by Batch.Ack, so every message
-// not acked is delivered again after a restart (at least once). While the
-// brokers cannot be reached or the group rebalances, Next keeps waiting
-// (kafka-go reconnects and rejoins by itself) and Ready says why it does
-// not consume; only errors that waiting cannot mend (a refused
+// not acked is delivered again after a restart (at least once); a commit
+// that fails for a transient reason (the group coordinator moving, a
+// dropped connection) is tried again as KafkaConfig.Conn.Retry says. While
+// the brokers cannot be reached or the group rebalances, Next keeps
+// waiting (kafka-go reconnects and rejoins by itself) and Ready says why it
+// does not consume; only errors that waiting cannot mend (a refused
 // authentication or authorisation, say) end it.
 //
 // Next and Close must not be called concurrently; to stop a Next that
@@ -160,10 +173,10 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 	logger := opts.Logger
 	health := &kafkaHealth{group: cfg.GroupID}
 	rc := kafka.ReaderConfig{
-		Brokers:     cfg.Brokers,
+		Brokers:     cfg.Conn.Brokers,
 		GroupID:     cfg.GroupID,
 		Topic:       cfg.Topic,
-		Dialer:      cfg.Dialer,
+		Dialer:      cfg.Conn.Dialer(),
 		MinBytes:    cfg.MinBytes,
 		MaxBytes:    cfg.MaxBytes,
 		MaxWait:     cfg.MaxWait,
@@ -244,7 +257,7 @@ func (s *KafkaSource) fetch(ctx context.Context) (kafka.Message, error) {
 			s.health.progressed(time.Now())
 			return m, nil
 		}
-		if ctx.Err() != nil || !transient(err) {
+		if ctx.Err() != nil || !kafkaconn.Transient(err) {
 			return m, err
 		}
 		s.health.failed(time.Now(), err.Error())
@@ -254,22 +267,6 @@ func (s *KafkaSource) fetch(ctx context.Context) (kafka.Message, error) {
 		case <-time.After(transientRetryPause):
 		}
 	}
-}
-
-// transient reports whether a fetch error is the brokers being out of
-// reach or the group changing, which kafka-go recovers from by itself,
-// rather than a refusal that waiting cannot mend.
-func transient(err error) bool {
-	var kerr kafka.Error
-	if errors.As(err, &kerr) {
-		switch kerr {
-		case kafka.RebalanceInProgress, kafka.UnknownMemberId, kafka.IllegalGeneration, kafka.BrokerNotAvailable:
-			return true
-		}
-		return kerr.Temporary()
-	}
-	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // Ready reports whether the source is consuming: nil once the reader has
@@ -399,7 +396,14 @@ func (s *KafkaSource) acker(msgs []kafka.Message) func(context.Context) error {
 		if len(todo) == 0 {
 			return nil
 		}
-		if err := s.reader.CommitMessages(ctx, todo...); err != nil {
+		err := s.cfg.Conn.Retry.Do(ctx, func() error {
+			attempt, cancel := context.WithTimeout(ctx, commitTimeout)
+			defer cancel()
+			return s.reader.CommitMessages(attempt, todo...)
+		}, func(err error, pause time.Duration) {
+			s.opts.Logger.Warn("ingest: kafka: committing offsets failed, retrying", "topic", s.cfg.Topic, "group", s.cfg.GroupID, "in", pause, "err", err)
+		})
+		if err != nil {
 			return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.Topic, err)
 		}
 		for _, m := range todo {

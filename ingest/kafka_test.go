@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,8 +17,10 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -319,7 +320,7 @@ func kafkaReadN(t *testing.T, src *KafkaSource, n int, ack bool) (readResult, []
 
 func newTestKafka(t *testing.T, c *kafkatest.Cluster, topic, group string, mem memory.Allocator, batch int, maxWait time.Duration) *KafkaSource {
 	t.Helper()
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: topic, GroupID: group, MaxWait: maxWait},
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: topic, GroupID: group, MaxWait: maxWait},
 		Options{BatchSize: batch, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
@@ -526,10 +527,61 @@ func TestKafkaSourceAckCommitsAtLeastOnce(t *testing.T) {
 	}
 }
 
+// An offset commit whose connection drops is tried again (one such drop
+// used to stop the service); one that keeps failing fails the Ack once
+// the retry policy gives up.
+func TestKafkaSourceAckRidesOutHiccup(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		hiccup time.Duration
+		retry  kafkaconn.Retry
+		want   int64 // the offset committed; -1 for none
+	}{
+		{"one second", time.Second, kafkaconn.Retry{}, 3},
+		{"for good", time.Hour, kafkaconn.Retry{MaxElapsed: time.Second, MaxBackoff: 200 * time.Millisecond}, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := checkedAllocator(t)
+			c := kafkatest.Start(t, 1, "acks")
+			for id := range 3 {
+				c.ProduceValues(t, "acks", kafkaMessage(id))
+			}
+			src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers, Retry: tt.retry}, Topic: "acks", GroupID: "g",
+				MaxWait: 100 * time.Millisecond}, Options{BatchSize: 3, Allocator: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b, err := src.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Record.Release()
+			end := time.Now().Add(tt.hiccup)
+			c.Drop(kmsg.OffsetCommit, func() bool { return time.Now().Before(end) })
+			err = b.Ack(ctx)
+			if tt.want < 0 {
+				if !errors.Is(err, kafkaconn.ErrGaveUp) {
+					t.Errorf("Ack while commits fail for good: %v, want it to give up", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Ack during a %v hiccup: %v", tt.hiccup, err)
+			}
+			if got := c.CommittedOffsets(t, "g", "acks"); !slices.Equal(got, []int64{tt.want}) {
+				t.Errorf("committed %v, want [%d]", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestKafkaSourceStartOffsetLast(t *testing.T) {
 	c := kafkatest.Start(t, 1, "late")
 	c.ProduceValues(t, "late", kafkaMessage(0), kafkaMessage(1))
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: "late", GroupID: "g",
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "late", GroupID: "g",
 		MaxWait: 50 * time.Millisecond, StartOffset: kafka.LastOffset}, Options{Allocator: checkedAllocator(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -551,7 +603,7 @@ func TestKafkaSourceCancelLeavesNoGoroutine(t *testing.T) {
 	c := kafkatest.Start(t, 1, "quiet")
 	before := runtime.NumGoroutine()
 
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: "quiet", GroupID: "g"},
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "quiet", GroupID: "g"},
 		Options{Allocator: checkedAllocator(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -580,13 +632,13 @@ func TestKafkaSourceCancelLeavesNoGoroutine(t *testing.T) {
 }
 
 func TestNewKafkaChecksConfig(t *testing.T) {
-	good := KafkaConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "t", GroupID: "g"}
+	good := KafkaConfig{Conn: kafkaconn.Config{Brokers: []string{"127.0.0.1:1"}}, Topic: "t", GroupID: "g"}
 	tests := []struct {
 		name string
 		edit func(*KafkaConfig, *Options)
 		want string
 	}{
-		{"no brokers", func(c *KafkaConfig, _ *Options) { c.Brokers = nil }, "no brokers"},
+		{"no brokers", func(c *KafkaConfig, _ *Options) { c.Conn.Brokers = nil }, "no brokers"},
 		{"no topic", func(c *KafkaConfig, _ *Options) { c.Topic = "" }, "no topic"},
 		{"no group", func(c *KafkaConfig, _ *Options) { c.GroupID = "" }, "no consumer group"},
 		{"negative wait", func(c *KafkaConfig, _ *Options) { c.MaxWait = -time.Second }, "MaxWait"},
@@ -710,34 +762,6 @@ func expectGoroutinesBack(t *testing.T, before int) {
 	if after := runtime.NumGoroutine(); after > before {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
-	}
-}
-
-// The brokers being out of reach or the group changing is waited
-// through; a refusal is not.
-func TestKafkaTransientErrors(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"connection refused", fmt.Errorf("failed to dial: %w", fmt.Errorf("failed to open connection to 127.0.0.1:9: %w", refused)), true},
-		{"connection cut", io.ErrUnexpectedEOF, true},
-		{"rebalance", kafka.RebalanceInProgress, true},
-		{"coordinator moving", kafka.NotCoordinatorForGroup, true},
-		{"evicted member", kafka.UnknownMemberId, true},
-		{"leader election", kafka.LeaderNotAvailable, true},
-		{"wrong password", kafka.SASLAuthenticationFailed, false},
-		{"group not allowed", kafka.GroupAuthorizationFailed, false},
-		{"topic not allowed", kafka.TopicAuthorizationFailed, false},
-		{"end of the source", io.EOF, false},
-		{"anything else", errors.New("unknown codec"), false},
-	}
-	for _, tt := range tests {
-		if got := transient(tt.err); got != tt.want {
-			t.Errorf("%s: transient(%v) = %t, want %t", tt.name, tt.err, got, tt.want)
-		}
 	}
 }
 

@@ -321,7 +321,7 @@ func TestParquetSinkWritesChecksums(t *testing.T) {
 	err = out.Write(context.Background(), rec)
 	rec.Release()
 	if err == nil {
-		err = out.Close()
+		err = out.Close(context.Background())
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -141,7 +141,7 @@ func writeParquet(t testing.TB, path string, spec *schemas.ViewSpec, d *dataset,
 			t.Fatal(err)
 		}
 	}
-	if err := out.Close(); err != nil {
+	if err := out.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -31,8 +32,8 @@ func createOutput(path string, stdout io.Writer, schema *arrow.Schema, opts sink
 	return &output{Sink: s, name: path}, nil
 }
 
-func (o *output) commit() error {
-	if err := o.Close(); err != nil {
+func (o *output) commit(ctx context.Context) error {
+	if err := o.Close(ctx); err != nil {
 		return fmt.Errorf("output %s: %w", o.name, err)
 	}
 	return nil
@@ -44,5 +45,6 @@ func (o *output) discard() error {
 	if a, ok := o.Sink.(sink.Aborter); ok {
 		return a.Abort()
 	}
-	return o.Close()
+	// Standard output, which has nothing left to flush.
+	return o.Close(context.Background())
 }

@@ -181,7 +181,7 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 		}
 		return counts, errors.Join(err, out.discard())
 	}
-	if err := out.commit(); err != nil {
+	if err := out.commit(ctx); err != nil {
 		if cfg.Output != sink.Stdout {
 			counts = counts.withOutputDiscarded()
 		}
@@ -485,7 +485,7 @@ func createRejects(path string) (*rejectsFile, error) {
 }
 
 func (r *rejectsFile) close() error {
-	if err := errors.Join(r.Rejects.Close(), r.file.Close()); err != nil {
+	if err := errors.Join(r.Rejects.Close(context.Background()), r.file.Close()); err != nil {
 		return fmt.Errorf("rejects file %s: %w", r.file.Name(), err)
 	}
 	return nil

@@ -419,7 +419,7 @@ func TestWriterRestoresOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := out.commit(); err != nil {
+	if err := out.commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if want := (Counts{In: 15, Scored: 10, Rejected: 5}); counts != want {

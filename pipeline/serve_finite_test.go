@@ -10,6 +10,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -40,22 +41,22 @@ func TestServeKafkaDeadLettersNonFiniteScores(t *testing.T) {
 	}
 	cluster.ProduceValues(t, "in", values...)
 
-	src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Brokers: cluster.Brokers, Topic: "in", GroupID: "g", MaxWait: 20 * time.Millisecond},
+	src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "in", GroupID: "g", MaxWait: 20 * time.Millisecond},
 		ingest.Options{BatchSize: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	out, err := sink.NewKafka(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "out"})
+	out, err := sink.NewKafka(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "out"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close()
-	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "dead"})
+	defer out.Close(context.Background())
+	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "dead"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dead.Close()
+	defer dead.Close(context.Background())
 	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead, Refit: RefitPolicy{Rows: 20}})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -57,22 +58,22 @@ func TestServeKafkaOutputFailureLosesNothing(t *testing.T) {
 
 	// run serves until want records are scored, or the service stops.
 	run := func(want int64) (ServeStats, error) {
-		src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Brokers: cluster.Brokers, Topic: "in", GroupID: "g", MaxWait: 20 * time.Millisecond},
+		src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "in", GroupID: "g", MaxWait: 20 * time.Millisecond},
 			ingest.Options{BatchSize: 20})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer src.Close()
-		out, err := sink.NewKafka(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "out"})
+		out, err := sink.NewKafka(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "out"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer out.Close()
-		dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "dead"})
+		defer out.Close(context.Background())
+		dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "dead"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer dead.Close()
+		defer dead.Close(context.Background())
 		svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead})
 		if err != nil {
 			t.Fatal(err)
@@ -169,22 +170,22 @@ func TestServeKafkaDeadLettersEveryMessage(t *testing.T) {
 	}
 	cluster.Produce(t, "in", msgs...)
 
-	src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Brokers: cluster.Brokers, Topic: "in", GroupID: "g", MaxWait: 20 * time.Millisecond},
+	src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "in", GroupID: "g", MaxWait: 20 * time.Millisecond},
 		ingest.Options{BatchSize: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	out, err := sink.NewKafka(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "out"})
+	out, err := sink.NewKafka(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "out"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close()
-	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "dead"})
+	defer out.Close(context.Background())
+	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "dead"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dead.Close()
+	defer dead.Close(context.Background())
 	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,9 @@
 // writers, so no one message stops a job. Both Kafka writers are synchronous and wait for every
 // in-sync replica (RequiredAcks all): when a write returns nil the broker
 // has the messages, so a job may then commit its input offsets, which
-// gives at-least-once delivery.
+// gives at-least-once delivery. They reach the brokers as a
+// kafkaconn.Config says, on connections of their own; ReadKafkaDeadLetters
+// reads dead letters back.
 //
 // RollingParquet writes an unending stream into a directory of Parquet
 // files, each committed atomically when it reaches RollingPolicy.Rows rows

@@ -29,7 +29,7 @@ func ExampleNewJSONL() {
 	if err := out.Write(context.Background(), rec); err != nil {
 		fmt.Println(err)
 	}
-	if err := out.Close(); err != nil {
+	if err := out.Close(context.Background()); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
@@ -55,7 +55,7 @@ func ExampleCreate() {
 	if err := out.Write(context.Background(), rec); err != nil {
 		fmt.Println(err)
 	}
-	if err := out.Close(); err != nil { // the file appears under path only now
+	if err := out.Close(context.Background()); err != nil { // the file appears under path only now
 		fmt.Println(err)
 	}
 	_, err = os.Stat(path)

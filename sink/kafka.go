@@ -1,15 +1,9 @@
 package sink
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -17,125 +11,6 @@ import (
 
 	"github.com/mvml/mvml/schemas"
 )
-
-// Defaults of KafkaWriterConfig.
-const (
-	DefaultKafkaBatchSize    = 1000
-	DefaultKafkaBatchBytes   = 1 << 20
-	DefaultKafkaBatchTimeout = time.Millisecond
-	DefaultKafkaWriteTimeout = 10 * time.Second
-)
-
-// Header keys of a dead-letter message.
-const (
-	HeaderReason = "mvml-reason"
-	HeaderSource = "mvml-source"
-	HeaderRow    = "mvml-row"
-	HeaderColumn = "mvml-column"
-	// HeaderTruncated marks a dead letter whose value holds only the first
-	// bytes of the message (possibly none) because the whole did not fit
-	// the dead-letter topic; its value is the message's size in bytes.
-	HeaderTruncated = "mvml-truncated"
-)
-
-// recordBatchFraming is the room left beside a dead letter cut to the
-// writer's BatchBytes for the framing of the record batch that carries it
-// (61 bytes of batch header and a record's varints), so that a broker
-// whose message.max.bytes is the writer's limit plus its usual margin
-// takes it.
-const recordBatchFraming = 128
-
-// KafkaWriterConfig says where a Kafka sink or dead-letter destination
-// writes. Every write waits until all in-sync replicas of the partition
-// leader have the messages (kafka.RequireAll).
-type KafkaWriterConfig struct {
-	// Brokers are the bootstrap addresses (host:port). Required.
-	Brokers []string
-	// Topic is the topic to write; it must exist. Required.
-	Topic string
-	// BatchSize is the most messages sent to one partition in one produce
-	// request. Default (0) DefaultKafkaBatchSize, 1000: a Write is one batch
-	// of scores, so it should leave in few requests.
-	BatchSize int
-	// BatchBytes is the most bytes of one produce request; a message
-	// larger than that cannot be written. Default (0) 1 MiB, the broker's
-	// default message.max.bytes.
-	BatchBytes int64
-	// BatchTimeout is how long the last, partial produce request of a
-	// partition waits for more messages before it is sent. Writes are
-	// synchronous, so each Write waits this long at most once. Default (0)
-	// DefaultKafkaBatchTimeout, 1ms.
-	BatchTimeout time.Duration
-	// Balancer chooses the partition of each message. Default (nil)
-	// &kafka.Hash{}: the FNV-1a hash of the key (Sarama's partitioner), so
-	// one id always lands on one partition; messages without a key are
-	// spread round robin.
-	Balancer kafka.Balancer
-	// WriteTimeout bounds each produce request. Default (0)
-	// DefaultKafkaWriteTimeout, 10s.
-	WriteTimeout time.Duration
-	// Transport carries the requests (TLS, SASL, dial timeouts). Default
-	// (nil): plain TCP connections of the sink's own, closed by Close.
-	Transport *kafka.Transport
-}
-
-// newKafkaWriter checks cfg and returns its writer and the transport the
-// writer owns (nil when cfg gave one).
-func newKafkaWriter(cfg KafkaWriterConfig) (*kafka.Writer, *kafka.Transport, error) {
-	switch {
-	case len(cfg.Brokers) == 0:
-		return nil, nil, errors.New("no brokers")
-	case cfg.Topic == "":
-		return nil, nil, errors.New("no topic")
-	case cfg.BatchSize < 0 || cfg.BatchBytes < 0 || cfg.BatchTimeout < 0 || cfg.WriteTimeout < 0:
-		return nil, nil, fmt.Errorf("BatchSize %d, BatchBytes %d, BatchTimeout %v and WriteTimeout %v must not be negative",
-			cfg.BatchSize, cfg.BatchBytes, cfg.BatchTimeout, cfg.WriteTimeout)
-	}
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
-		Topic:        cfg.Topic,
-		Balancer:     cfg.Balancer,
-		BatchSize:    cfg.BatchSize,
-		BatchBytes:   cfg.BatchBytes,
-		BatchTimeout: cfg.BatchTimeout,
-		WriteTimeout: cfg.WriteTimeout,
-		RequiredAcks: kafka.RequireAll,
-		Async:        false,
-	}
-	if w.Balancer == nil {
-		w.Balancer = &kafka.Hash{}
-	}
-	if w.BatchSize == 0 {
-		w.BatchSize = DefaultKafkaBatchSize
-	}
-	if w.BatchBytes == 0 {
-		w.BatchBytes = DefaultKafkaBatchBytes
-	}
-	if w.BatchTimeout == 0 {
-		w.BatchTimeout = DefaultKafkaBatchTimeout
-	}
-	if w.WriteTimeout == 0 {
-		w.WriteTimeout = DefaultKafkaWriteTimeout
-	}
-	var owned *kafka.Transport
-	if cfg.Transport != nil {
-		w.Transport = cfg.Transport
-	} else {
-		owned = &kafka.Transport{}
-		w.Transport = owned
-	}
-	return w, owned, nil
-}
-
-// closeKafkaWriter closes w, which waits for the requests under way, and
-// the transport the writer owns.
-func closeKafkaWriter(w *kafka.Writer, owned *kafka.Transport) error {
-	err := w.Close()
-	if owned != nil {
-		owned.CloseIdleConnections()
-	}
-	return err
-}
 
 // KafkaSink writes every row of a record as one Kafka message: the value is
 // the JSON object the JSON Lines sink writes for the row (without the line
@@ -147,8 +22,7 @@ func closeKafkaWriter(w *kafka.Writer, owned *kafka.Transport) error {
 // safe for concurrent use.
 type KafkaSink struct {
 	topic  string
-	w      *kafka.Writer
-	owned  *kafka.Transport
+	w      *kafkaWriter
 	schema *arrow.Schema // schema fields and idCol were built for
 	fields []jsonField
 	idCol  int // index of the int64 id column, or -1
@@ -162,11 +36,11 @@ var _ Sink = (*KafkaSink)(nil)
 // NewKafka returns a Sink writing to cfg.Topic. It does not contact the
 // brokers: the first Write does.
 func NewKafka(cfg KafkaWriterConfig) (*KafkaSink, error) {
-	w, owned, err := newKafkaWriter(cfg)
+	w, err := newKafkaWriter(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
-	return &KafkaSink{topic: cfg.Topic, w: w, owned: owned, idCol: -1}, nil
+	return &KafkaSink{topic: cfg.Topic, w: w, idCol: -1}, nil
 }
 
 // Write sends one message per row of rec and waits for the broker's
@@ -222,7 +96,7 @@ func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
 		}
 		msgs = append(msgs, kafka.Message{Key: key, Value: value})
 	}
-	refused, err := writeFitting(ctx, s.w, msgs)
+	refused, err := s.w.writeFitting(ctx, msgs)
 	if err == nil && len(refused) > 0 {
 		// Every score of a model has about the same size: one that does
 		// not fit means the topic's limit is below this model's scores.
@@ -241,83 +115,6 @@ func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
 	return nil
 }
 
-// writeFitting writes msgs with w and, where the broker refuses a batch
-// as too large (its message.max.bytes below the writer's BatchBytes, or
-// several messages of one partition adding up past it), writes the
-// refused messages again in halves, down to single messages. It returns
-// the indexes of the messages the broker or the writer refuses even
-// alone; everything else was written. Any other failure is returned as is.
-func writeFitting(ctx context.Context, w *kafka.Writer, msgs []kafka.Message) (refused []int, err error) {
-	idx := make([]int, 0, len(msgs))
-	for i := range msgs {
-		// kafka-go refuses the whole call, writing nothing, for one
-		// message above BatchBytes: keep such messages out of it.
-		if messageBytes(&msgs[i]) > w.BatchBytes {
-			refused = append(refused, i)
-		} else {
-			idx = append(idx, i)
-		}
-	}
-	more, err := writeHalving(ctx, w, msgs, idx)
-	refused = append(refused, more...)
-	slices.Sort(refused)
-	return refused, err
-}
-
-// writeHalving writes the messages msgs[idx] and those of them the broker
-// refuses as too large again in halves; it returns the indexes refused
-// alone.
-func writeHalving(ctx context.Context, w *kafka.Writer, msgs []kafka.Message, idx []int) ([]int, error) {
-	if len(idx) == 0 {
-		return nil, nil
-	}
-	batch := make([]kafka.Message, len(idx))
-	for j, i := range idx {
-		batch[j] = msgs[i]
-	}
-	err := w.WriteMessages(ctx, batch...)
-	if err == nil {
-		return nil, nil
-	}
-	var perMessage kafka.WriteErrors
-	if !errors.As(err, &perMessage) || len(perMessage) != len(batch) {
-		return nil, err
-	}
-	var tooLarge []int
-	for j, e := range perMessage {
-		switch {
-		case e == nil:
-		case errors.Is(e, kafka.MessageSizeTooLarge) || errors.Is(e, kafka.RecordListTooLarge):
-			tooLarge = append(tooLarge, idx[j])
-		default:
-			return nil, err
-		}
-	}
-	// The broker answers for a whole batch: a message refused with no
-	// other was refused alone.
-	if len(tooLarge) == 1 {
-		return tooLarge, nil
-	}
-	half := len(tooLarge) / 2
-	refused, err := writeHalving(ctx, w, msgs, tooLarge[:half])
-	if err != nil {
-		return nil, err
-	}
-	rest, err := writeHalving(ctx, w, msgs, tooLarge[half:])
-	return append(refused, rest...), err
-}
-
-// messageBytes is at least the size kafka-go's writer counts for m against
-// BatchBytes: the message framing of Kafka's v1 format and the headers
-// with the longest varint lengths.
-func messageBytes(m *kafka.Message) int64 {
-	n := 4 + 1 + 1 + 8 + 4 + len(m.Key) + 4 + len(m.Value) + binary.MaxVarintLen32
-	for _, h := range m.Headers {
-		n += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
-	}
-	return int64(n)
-}
-
 // appendRow appends row i as the JSON Lines sink writes it, without the
 // line break.
 func (s *KafkaSink) appendRow(dst []byte, cols []arrow.Array, i int) []byte {
@@ -329,124 +126,16 @@ func (s *KafkaSink) appendRow(dst []byte, cols []arrow.Array, i int) []byte {
 	return append(dst, '}')
 }
 
-// Close closes the writer and its connections. Every Write has already
-// been acknowledged, so nothing is left to flush. Closing twice is a no-op.
-func (s *KafkaSink) Close() error {
+// Close closes the writer and its connections, within ctx. Every Write has
+// already been acknowledged, so nothing is left to flush. Closing twice is
+// a no-op.
+func (s *KafkaSink) Close(ctx context.Context) error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	if err := closeKafkaWriter(s.w, s.owned); err != nil {
+	if err := s.w.close(ctx); err != nil {
 		return fmt.Errorf("kafka sink %s: close: %w", s.topic, err)
-	}
-	return nil
-}
-
-// KafkaDeadLetters writes rejected rows to a Kafka topic, one message per
-// row: the value is the row's input as received (RowError.Payload, an
-// empty message too) or, when there is none, the RowError as JSON
-// ({"source":..,"row":..,"column":..,"reason":..}); the headers
-// mvml-reason, mvml-source, mvml-row (decimal) and mvml-column say why and
-// where; the key is the source, so the rejects of one input partition stay
-// in order. A dead letter that does not fit the topic is still written,
-// its value cut: to the writer's BatchBytes, or to nothing when the broker
-// refuses even that; the header mvml-truncated then holds the value's
-// original size, and mvml-source and mvml-row still locate the whole
-// message. Writes are synchronous like KafkaSink's. It is safe for
-// concurrent use.
-type KafkaDeadLetters struct {
-	topic string
-	w     *kafka.Writer
-	owned *kafka.Transport
-}
-
-var _ DeadLetters = (*KafkaDeadLetters)(nil)
-
-// NewKafkaDeadLetters returns a DeadLetters writing to cfg.Topic. It does
-// not contact the brokers: the first WriteRejects does.
-func NewKafkaDeadLetters(cfg KafkaWriterConfig) (*KafkaDeadLetters, error) {
-	w, owned, err := newKafkaWriter(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kafka dead letters: %w", err)
-	}
-	return &KafkaDeadLetters{topic: cfg.Topic, w: w, owned: owned}, nil
-}
-
-// WriteRejects sends one message per reject and waits for the broker's
-// acknowledgement of all of them. Only a broker that refuses a dead letter
-// cut to its headers, or a failure other than a message too large, makes
-// it fail.
-func (d *KafkaDeadLetters) WriteRejects(ctx context.Context, rejects []schemas.RowError) error {
-	if len(rejects) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka dead letters %s: %w", d.topic, err)
-	}
-	msgs := make([]kafka.Message, len(rejects))
-	var js bytes.Buffer
-	enc := json.NewEncoder(&js)
-	enc.SetEscapeHTML(false) // as the rejects file writes it
-	for i := range rejects {
-		r := &rejects[i]
-		value := r.Payload
-		if value == nil {
-			js.Reset()
-			if err := enc.Encode(r); err != nil {
-				return fmt.Errorf("kafka dead letters %s: encode %s: %w", d.topic, r.Error(), err)
-			}
-			value = bytes.Clone(bytes.TrimSuffix(js.Bytes(), []byte{'\n'}))
-		}
-		var key []byte
-		if r.Source != "" {
-			key = []byte(r.Source)
-		}
-		msgs[i] = kafka.Message{Key: key, Value: value, Headers: []kafka.Header{
-			{Key: HeaderReason, Value: []byte(r.Reason)},
-			{Key: HeaderSource, Value: []byte(r.Source)},
-			{Key: HeaderRow, Value: strconv.AppendInt(nil, r.Row, 10)},
-			{Key: HeaderColumn, Value: []byte(r.Column)},
-		}}
-		cutToFit(&msgs[i], d.w.BatchBytes-recordBatchFraming)
-	}
-	refused, err := writeFitting(ctx, d.w, msgs)
-	if err != nil {
-		return fmt.Errorf("kafka dead letters %s: writing %d rejects: %w", d.topic, len(msgs), err)
-	}
-	// The broker's limit is below the writer's: these go without their
-	// value, which the input topic still holds.
-	for _, i := range refused {
-		cutToFit(&msgs[i], 0)
-		again, err := writeFitting(ctx, d.w, msgs[i:i+1])
-		if err == nil && len(again) > 0 {
-			err = fmt.Errorf("the broker refuses it as too large even without its value (%d bytes of headers)", messageBytes(&msgs[i]))
-		}
-		if err != nil {
-			return fmt.Errorf("kafka dead letters %s: writing the reject of %s: %w", d.topic, rejects[i].Error(), err)
-		}
-	}
-	return nil
-}
-
-// cutToFit shortens the value of dead letter m until the writer counts at
-// most limit bytes for it, or the value is empty, and records its original
-// size in the header mvml-truncated. A message that fits is left as is.
-func cutToFit(m *kafka.Message, limit int64) {
-	if messageBytes(m) <= limit {
-		return
-	}
-	if !slices.ContainsFunc(m.Headers, func(h kafka.Header) bool { return h.Key == HeaderTruncated }) {
-		m.Headers = append(m.Headers, kafka.Header{Key: HeaderTruncated, Value: strconv.AppendInt(nil, int64(len(m.Value)), 10)})
-	}
-	keep := max(0, int64(len(m.Value))-(messageBytes(m)-limit))
-	// A nil value would be a null message; the value stays empty instead.
-	m.Value = m.Value[:keep:keep]
-}
-
-// Close closes the writer and its connections; later WriteRejects fail.
-func (d *KafkaDeadLetters) Close() error {
-	if err := closeKafkaWriter(d.w, d.owned); err != nil {
-		return fmt.Errorf("kafka dead letters %s: close: %w", d.topic, err)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -44,11 +45,11 @@ func jsonlLines(t *testing.T, recs ...arrow.Record) []string {
 
 func newTestKafkaSink(t *testing.T, c *kafkatest.Cluster, topic string) *KafkaSink {
 	t.Helper()
-	s, err := NewKafka(KafkaWriterConfig{Brokers: c.Brokers, Topic: topic})
+	s, err := NewKafka(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 
@@ -65,7 +66,7 @@ func TestKafkaSinkRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	want := jsonlLines(t, recs...)
@@ -199,10 +200,10 @@ func TestKafkaSinkErrors(t *testing.T) {
 	})
 	t.Run("closed", func(t *testing.T) {
 		s := newTestKafkaSink(t, c, "out")
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			t.Errorf("second Close: %v", err)
 		}
 		if err := s.Write(context.Background(), rec); !errors.Is(err, errClosed) {
@@ -224,13 +225,13 @@ func TestKafkaSinkErrors(t *testing.T) {
 }
 
 func TestKafkaWriterConfig(t *testing.T) {
-	good := KafkaWriterConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "t"}
+	good := KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: []string{"127.0.0.1:1"}}, Topic: "t"}
 	tests := []struct {
 		name string
 		edit func(*KafkaWriterConfig)
 		want string
 	}{
-		{"no brokers", func(c *KafkaWriterConfig) { c.Brokers = nil }, "no brokers"},
+		{"no brokers", func(c *KafkaWriterConfig) { c.Conn.Brokers = nil }, "no brokers"},
 		{"no topic", func(c *KafkaWriterConfig) { c.Topic = "" }, "no topic"},
 		{"negative size", func(c *KafkaWriterConfig) { c.BatchSize = -1 }, "must not be negative"},
 		{"negative timeout", func(c *KafkaWriterConfig) { c.WriteTimeout = -time.Second }, "must not be negative"},
@@ -251,8 +252,8 @@ func TestKafkaWriterConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	w := s.w
+	defer s.Close(context.Background())
+	w := s.w.w
 	if w.RequiredAcks != kafka.RequireAll || w.Async || w.BatchSize != DefaultKafkaBatchSize || w.BatchBytes != DefaultKafkaBatchBytes ||
 		w.BatchTimeout != DefaultKafkaBatchTimeout || w.WriteTimeout != DefaultKafkaWriteTimeout {
 		t.Errorf("writer %+v", w)
@@ -264,11 +265,11 @@ func TestKafkaWriterConfig(t *testing.T) {
 
 func TestKafkaDeadLetters(t *testing.T) {
 	c := kafkatest.Start(t, 2, "dead")
-	d, err := NewKafkaDeadLetters(KafkaWriterConfig{Brokers: c.Brokers, Topic: "dead"})
+	d, err := NewKafkaDeadLetters(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "dead"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer d.Close(context.Background())
 	rejects := []schemas.RowError{
 		{Source: "in/0", Row: 12, Column: "a", Reason: `view "a" item 1 is null, want a number`, Payload: []byte(`{"id":1,"a":[1,null]}`)},
 		{Source: "in/0", Row: 13, Reason: "invalid JSON: unexpected end of input at offset 3", Payload: []byte{'{', 0xff, '"'}},
@@ -325,7 +326,7 @@ func TestKafkaDeadLetters(t *testing.T) {
 	if len(partitions) != 2 || partitions[0] != partitions[1] || rows[0] != "12" || rows[1] != "13" {
 		t.Errorf("rejects of in/0: partitions %v rows %v, want one partition, rows 12 and 13", partitions, rows)
 	}
-	if err := d.Close(); err != nil {
+	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.WriteRejects(context.Background(), rejects); err == nil {
@@ -418,11 +419,11 @@ func TestKafkaDeadLettersTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(c.ConsumeAll(t, tt.topic))
-			d, err := NewKafkaDeadLetters(KafkaWriterConfig{Brokers: c.Brokers, Topic: tt.topic, BatchBytes: tt.batchBytes})
+			d, err := NewKafkaDeadLetters(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: tt.topic, BatchBytes: tt.batchBytes})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer d.Close()
+			defer d.Close(context.Background())
 			if err := d.WriteRejects(context.Background(), tt.rejects); err != nil {
 				t.Fatal(err)
 			}

@@ -214,14 +214,18 @@ func (s *parquetSink) writeRows(rec arrow.Record) error {
 	return nil
 }
 
-// Close writes the last row group and the footer. Closing twice is a no-op.
-func (s *parquetSink) Close() error {
+// Close writes the last row group and the footer, unless ctx has ended:
+// the file is then left incomplete. Closing twice is a no-op.
+func (s *parquetSink) Close(ctx context.Context) error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
 	if s.failed != nil {
 		return fmt.Errorf("parquet sink: file is incomplete after an earlier failure: %w", s.failed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("parquet sink: close: %w", err)
 	}
 	if err := s.w.Close(); err != nil {
 		return fmt.Errorf("parquet sink: close: %w", err)

@@ -118,9 +118,9 @@ func (d *demoRows) writeParquet(ctx context.Context, path string, spec *schemas.
 	rec := d.record(memory.NewGoAllocator(), spec)
 	defer rec.Release()
 	if err := out.Write(ctx, rec); err != nil {
-		return fmt.Errorf("%w (%w)", err, out.Close())
+		return fmt.Errorf("%w (%w)", err, out.Close(ctx))
 	}
-	return out.Close()
+	return out.Close(ctx)
 }
 
 func runDemo(ctx context.Context, a *app, args []string) error {

@@ -2,18 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/ingest"
-	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
-	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -55,100 +47,31 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *modelDir != "" {
-		// Now, not at the first refit, hours later.
-		if err := pipeline.PrepareModelDir(*modelDir); err != nil {
-			return err
-		}
-	}
 	m, err := pipeline.LoadModel(*modelPath)
 	if err != nil {
 		return err
 	}
-	brokerList := kf.list()
-	dialer, transport, err := kf.connection()
+	conn, err := kf.connection()
 	if err != nil {
 		return err
 	}
-	start := kafka.FirstOffset
+	start := ingest.KafkaOldest
 	if *fromLatest {
-		start = kafka.LastOffset
+		start = ingest.KafkaNewest
 	}
-	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{
-		Brokers: brokerList, Topic: *topic, GroupID: *group, MaxWait: *maxWait, StartOffset: start, Dialer: dialer,
-	}, ingest.Options{BatchSize: opts.BatchSize, Logger: a.log})
+	runner, err := pipeline.NewKafkaRunner(pipeline.KafkaServeConfig{
+		Conn: conn, Topic: *topic, Group: *group, StartOffset: start, MaxWait: *maxWait,
+		OutputTopic: *outTopic, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
+		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
+		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
+		Contributions: *contributions, HTTPAddr: *httpAddr, Options: pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
+	})
 	if err != nil {
 		return err
 	}
-	var out sink.Sink
-	if *outDir != "" {
-		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), *contributions)
-		out, err = sink.NewRollingParquet(*outDir, "scores", schema, sink.ParquetOptions{}, sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery})
-	} else {
-		out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *outTopic, Transport: transport})
-	}
-	if err != nil {
-		return errors.Join(err, src.Close())
-	}
-	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *deadTopic, Transport: transport})
-	if err != nil {
-		return errors.Join(err, src.Close(), out.Close())
-	}
-	cfg := pipeline.ServeConfig{
-		Model: m, Source: src, Output: out, DeadLetters: dead, Contributions: *contributions,
-		Refit:  pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
-		Logger: a.log,
-	}
-	if *modelDir != "" {
-		cfg.OnRefit = func(_ context.Context, m *model.Model) error { return pipeline.PublishModel(*modelDir, m) }
-	}
-	svc, err := pipeline.NewService(cfg)
-	if err != nil {
-		return errors.Join(err, src.Close(), out.Close(), dead.Close())
-	}
-	if *reload > 0 {
-		watchCtx, stopWatching := context.WithCancel(ctx)
-		watching := make(chan struct{})
-		go func() {
-			defer close(watching)
-			svc.WatchModel(watchCtx, *modelPath, *reload)
-		}()
-		defer func() { stopWatching(); <-watching }()
-	}
-	err = serveWithHTTP(ctx, a, svc, *httpAddr)
-	st := svc.Stats()
+	err = runner.Run(ctx)
+	st := runner.Service().Stats()
 	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d + not committed %d; %d labelled (%d labels rejected), %d refits (%d failed), %d reloads (%d failed), model %s\n",
 		st.In, st.Scored, st.DeadLettered, st.NotCommitted, st.Labelled, st.LabelsRejected, st.Refits, st.RefitFailures, st.Reloads, st.ReloadFailures, st.ModelVersion)
-	closeOut := out.Close
-	if aborter, ok := out.(sink.Aborter); ok && err != nil {
-		// The records of an uncommitted file were not acknowledged and
-		// will be scored again: committing it would only duplicate them.
-		closeOut = aborter.Abort
-	}
-	return errors.Join(err, src.Close(), closeOut(), dead.Close())
-}
-
-// serveWithHTTP runs svc, with its health and metrics on addr while it
-// runs.
-func serveWithHTTP(ctx context.Context, a *app, svc *pipeline.Service, addr string) error {
-	if addr == "" {
-		return svc.Run(ctx)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("http: %w", err)
-	}
-	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
-	a.log.Info("serving", "health", base+"/healthz", "ready", base+"/readyz", "metrics", base+"/metrics")
-	runErr := svc.Run(ctx)
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shutdown)
-	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	return errors.Join(runErr, err)
+	return err
 }

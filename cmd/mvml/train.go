@@ -60,11 +60,11 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	}
 	var source pipeline.SourceFunc
 	if fromKafka {
-		dialer, _, err := kf.connection()
+		conn, err := kf.connection()
 		if err != nil {
 			return err
 		}
-		rng := ingest.KafkaRangeConfig{Brokers: kf.list(), Topic: *topic, Dialer: dialer}
+		rng := ingest.KafkaRangeConfig{Conn: conn, Topic: *topic}
 		now := time.Now()
 		if rng.From, err = parseTime("from", *from, now); err != nil {
 			return err
@@ -72,7 +72,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 		if rng.To, err = parseTime("to", *to, now); err != nil {
 			return err
 		}
-		source = kafkaRange(spec, rng)
+		source = ingest.KafkaRangeOpener(spec, rng)
 	}
 	cfg, err := fit.config(len(spec.Views))
 	if err != nil {
@@ -110,24 +110,6 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",
 		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, dest)
 	return nil
-}
-
-// kafkaRange opens the records of a time range of a topic; a second
-// opening (the second pass of --stream) reads exactly the offsets the
-// first one resolved, whatever arrived since.
-func kafkaRange(spec *schemas.ViewSpec, cfg ingest.KafkaRangeConfig) pipeline.SourceFunc {
-	var first *ingest.KafkaRangeSource
-	return func(ctx context.Context, opts ingest.Options) (ingest.Source, error) {
-		if first != nil {
-			return first.Reopen(), nil
-		}
-		src, err := ingest.NewKafkaRange(ctx, spec, cfg, opts)
-		if err != nil {
-			return nil, err
-		}
-		first = src
-		return src, nil
-	}
 }
 
 // parseTime reads --from or --to: empty (the zero time), an RFC 3339

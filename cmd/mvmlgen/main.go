@@ -138,7 +138,7 @@ func generate(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return err
 	}
-	if err := out.Close(); err != nil {
+	if err := out.Close(ctx); err != nil {
 		return err
 	}
 	if *specPath != "" {
