@@ -324,8 +324,9 @@ func TestRefitColdEqualsTrain(t *testing.T) {
 }
 
 // The statistics of four disjoint shards, each gathered on its own copy
-// of the model (as four replicas do) and merged, refit cold to the model
-// one accumulator of all the rows refits to.
+// of the model from the rows' projected features (as four replicas do),
+// sent as bytes and merged on a fifth copy (the refitter's), refit cold
+// to the model one accumulator of all the rows refits to.
 func TestMergedShardsRefitColdEqualsOne(t *testing.T) {
 	for _, tc := range coldCases() {
 		for _, mode := range coldModes {
@@ -349,7 +350,8 @@ func TestMergedShardsRefitColdEqualsOne(t *testing.T) {
 				if err := one.Add(views, labels); err != nil {
 					t.Fatal(err)
 				}
-				merged := copyOf(t, base).NewAccumulator()
+				refitter := copyOf(t, base)
+				merged := refitter.NewAccumulator()
 				for shard := range 4 {
 					replica := copyOf(t, base)
 					acc := replica.NewAccumulator()
@@ -359,7 +361,15 @@ func TestMergedShardsRefitColdEqualsOne(t *testing.T) {
 					if err := acc.AddProjected(&u, l); err != nil {
 						t.Fatal(err)
 					}
-					if err := merged.Merge(acc); err != nil {
+					delta, err := acc.MarshalBinary()
+					if err != nil {
+						t.Fatal(err)
+					}
+					received, err := UnmarshalAccumulator(delta, refitter)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := merged.Merge(received); err != nil {
 						t.Fatal(err)
 					}
 				}
