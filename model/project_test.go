@@ -231,3 +231,36 @@ func TestAddProjectedRefuses(t *testing.T) {
 		t.Errorf("no rows: %v, %v rows", err, acc.Rows())
 	}
 }
+
+// BenchmarkScoreProjected compares, at the uWave shape (3 views × 315,
+// p = 12% of 896 rows, 8 classes, batches of 4096 rows), the decisions
+// alone (score), the decisions and the projected features a late-label
+// join keeps from one kernel per row (project+score-projected), and the
+// same from two (score+project).
+func BenchmarkScoreProjected(b *testing.B) {
+	views, labels := uwaveShaped(896)
+	m, err := Train(context.Background(), testSpec(schemas.Classification, 315, 315, 315), views, labels,
+		trainWith(func(c *TrainConfig) { c.Fit.Mode, c.Fit.Lambda = ModeIdentity, 0.01 }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch, _ := uwaveShaped(4096)
+	s := m.NewScorer()
+	var u, dec mat.Dense
+	for _, tc := range []struct {
+		name string
+		run  func()
+	}{
+		{"score", func() { s.Score(&dec, nil, batch) }},
+		{"project+score-projected", func() { m.Project(&u, batch); s.ScoreProjected(&dec, nil, &u) }},
+		{"score+project", func() { s.Score(&dec, nil, batch); m.Project(&u, batch) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				tc.run()
+			}
+			b.ReportMetric(float64(4096*b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+	b.Logf("D = %d", m.Dim())
+}
