@@ -172,7 +172,8 @@ func (a *Accumulator) Refit(ctx context.Context, fit Config, warm *Model) (*Mode
 		warm = a.m
 	}
 	if warm.Features != a.m.Features && warm.Lineage() != a.Lineage() {
-		return nil, fmt.Errorf("refit: warm start from model %s, whose feature maps are not the accumulator's", warm.Version)
+		return nil, fmt.Errorf("refit: warm start from model %s of lineage %s, the statistics are of lineage %s (other feature maps or target encoding)",
+			warm.Version, warm.Lineage(), a.Lineage())
 	}
 	return a.refit(ctx, fit, warm)
 }

@@ -91,8 +91,8 @@ func TestAccumulateAndRefit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acc.Refit(context.Background(), cfg.Fit, stranger); err == nil {
-		t.Error("warm start from a model of other feature maps: no error")
+	if _, err := acc.Refit(context.Background(), cfg.Fit, stranger); err == nil || !strings.Contains(err.Error(), stranger.Lineage()) {
+		t.Errorf("warm start from a model of other feature maps: %v, want an error naming its lineage", err)
 	}
 	var after mat.Dense
 	m.NewScorer().Score(&after, nil, views)

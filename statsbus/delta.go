@@ -177,18 +177,20 @@ func (d *Delta) check() error {
 // Accumulator reads the delta's statistics into an accumulator of m,
 // which must be of the delta's lineage (errors.Is model.ErrOtherLineage
 // otherwise, naming both). Statistics that do not hold the header's
-// number of rows are refused.
+// lineage or number of rows are refused (ErrCorruptDelta). A refitter
+// skips deltas of other lineages by their header before reading them.
 func (d *Delta) Accumulator(m *model.Model) (*model.Accumulator, error) {
 	id := d.ID()
-	if want := m.Lineage(); d.Lineage != want {
-		return nil, fmt.Errorf("statistics delta %s: %w: gathered on lineage %s, model %s is of lineage %s",
-			id, model.ErrOtherLineage, d.Lineage, m.Version, want)
-	}
 	acc, err := model.UnmarshalAccumulator(d.Stats, m)
 	if err != nil {
 		return nil, fmt.Errorf("statistics delta %s: %w", id, err)
 	}
-	if acc.Rows() != float64(d.Rows) {
+	// The statistics carry their own lineage, which UnmarshalAccumulator
+	// checked against m's; the header must say the same.
+	switch {
+	case d.Lineage != acc.Lineage():
+		return nil, fmt.Errorf("statistics delta %s: %w: the header says lineage %s, the statistics are of lineage %s", id, ErrCorruptDelta, d.Lineage, acc.Lineage())
+	case acc.Rows() != float64(d.Rows):
 		return nil, fmt.Errorf("statistics delta %s: %w: the header says %d rows, the statistics hold %v", id, ErrCorruptDelta, d.Rows, acc.Rows())
 	}
 	return acc, nil

@@ -177,6 +177,11 @@ func TestDeltaRefuses(t *testing.T) {
 	if _, err := lying.Accumulator(m); !errors.Is(err, ErrCorruptDelta) || !strings.Contains(err.Error(), "header says 41 rows, the statistics hold 40") {
 		t.Errorf("a header's row count that the statistics do not hold: %v", err)
 	}
+	mislabelled := *d
+	mislabelled.Lineage = "0123456789abcdef"
+	if _, err := mislabelled.Accumulator(m); !errors.Is(err, ErrCorruptDelta) || !strings.Contains(err.Error(), "header says lineage 0123456789abcdef") {
+		t.Errorf("a header's lineage that the statistics do not have: %v", err)
+	}
 	damaged := *d
 	damaged.Stats = bytes.Clone(d.Stats)
 	damaged.Stats[50] ^= 1
