@@ -80,6 +80,31 @@ func (m *Model) nonFiniteFeatures(views, u []*mat.Dense) error {
 	return nil
 }
 
+// nonFiniteProjected returns a RowError for the first row of projected
+// features u (n×D) that is not finite or whose squared norm overflows,
+// naming the view whose block did; Row is the matrix row. There are no
+// input values to name, only the view.
+func (m *Model) nonFiniteProjected(u *mat.Dense) error {
+	n, _ := u.Dims()
+	for i := range n {
+		var ss float64
+		off := 0
+		for l, vm := range m.Features.Views {
+			r := vm.Rank()
+			for _, x := range u.RawRowView(i)[off : off+r] {
+				ss += x * x
+			}
+			off += r
+			if !math.IsInf(ss, 0) && !math.IsNaN(ss) {
+				continue
+			}
+			return &schemas.RowError{Row: int64(i),
+				Reason: fmt.Sprintf("view %s: its projected features are not finite or too large for the statistics", m.Spec.Views[l].Name)}
+		}
+	}
+	return nil
+}
+
 // finiteSolution reports a head whose fitted values are not all finite.
 func finiteSolution(s *Solution) error {
 	finite := func(vals ...float64) bool {
@@ -115,9 +140,10 @@ func (u Unscorable) RowError() *schemas.RowError {
 	return &schemas.RowError{Row: int64(u.Row), Column: u.Column, Reason: "no finite score: " + u.Reason}
 }
 
-// Unscorable lists the rows of the last Score call (dec, contrib and views
-// as given to it) whose decision or contributions are not all finite, in
-// row order; such a row has no score.
+// Unscorable lists the rows of the last Score or ScoreProjected call (dec
+// and contrib as given to it, views the rows scored or projected) whose
+// decision or contributions are not all finite, in row order; such a row
+// has no score.
 func (s *Scorer) Unscorable(dec, contrib *mat.Dense, views []*mat.Dense) []Unscorable {
 	var out []Unscorable
 	n, _ := dec.Dims()
@@ -137,10 +163,22 @@ func (s *Scorer) explain(i int, views []*mat.Dense) Unscorable {
 		column := spec.Views[l].FeatureName(largestAbs(views[l].RawRowView(i)[:d]))
 		return Unscorable{Row: i, View: l, Column: column, Reason: reason}
 	}
-	for l, k := range s.kern {
-		if !finiteRow(k, i) {
-			return culprit(l, fmt.Sprintf("view %s: its %s kernel against the landmarks overflows (values too large for it)",
-				spec.Views[l].Name, s.m.Features.Views[l].Kernel.Type))
+	if s.feats != nil {
+		off := 0
+		for l, vm := range s.m.Features.Views {
+			r := vm.Rank()
+			if !finiteRow(s.feats.Slice(i, i+1, off, off+r).(*mat.Dense), 0) {
+				return culprit(l, fmt.Sprintf("view %s: its features overflow (values too large for its %s kernel)",
+					spec.Views[l].Name, vm.Kernel.Type))
+			}
+			off += r
+		}
+	} else {
+		for l, k := range s.kern {
+			if !finiteRow(k, i) {
+				return culprit(l, fmt.Sprintf("view %s: its %s kernel against the landmarks overflows (values too large for it)",
+					spec.Views[l].Name, s.m.Features.Views[l].Kernel.Type))
+			}
 		}
 	}
 	for l, p := range s.partial {

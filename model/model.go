@@ -119,6 +119,10 @@ type Model struct {
 	// coef[l] is p×outputs: w_l β_l of every head side by side, so that a
 	// batch's decisions are Σ_l k_l(X, Z_l)·coef[l].
 	coef []*mat.Dense
+	// featCoef[l] is r_l×outputs: w_l g̃_l of every head side by side, so
+	// that the decisions of rows given by their features u are
+	// Σ_l U_l·featCoef[l] (Scorer.ScoreProjected).
+	featCoef []*mat.Dense
 	// offset holds every output's intercept, in head order.
 	offset []float64
 	// legacyFormat1 marks a model read from a format 1 file, whose version
@@ -430,9 +434,11 @@ func headErrors(errs []error) error {
 func (m *Model) prepare() {
 	off := offsets(m.Features.Ranks())
 	m.coef = make([]*mat.Dense, len(m.Features.Views))
+	m.featCoef = make([]*mat.Dense, len(m.Features.Views))
 	for l, vm := range m.Features.Views {
-		p, _ := vm.Proj.Dims()
+		p, r := vm.Proj.Dims()
 		m.coef[l] = mat.NewDense(p, m.Outputs(), nil)
+		m.featCoef[l] = mat.NewDense(r, m.Outputs(), nil)
 	}
 	col := 0
 	m.offset = make([]float64, 0, m.Outputs())
@@ -448,6 +454,8 @@ func (m *Model) prepare() {
 			}
 			dst := m.coef[l].Slice(0, p, col, col+k).(*mat.Dense)
 			dst.Scale(h.W[l], h.Beta[l])
+			fdst := m.featCoef[l].Slice(0, off[l+1]-off[l], col, col+k).(*mat.Dense)
+			fdst.Scale(h.W[l], h.G.Slice(off[l], off[l+1], 0, k))
 		}
 		col += k
 	}
@@ -475,6 +483,10 @@ type Scorer struct {
 	m       *Model
 	kern    []*mat.Dense // per view n×p kernel against the landmarks
 	partial []*mat.Dense // per view n×outputs contribution
+	// feats are the projected features the last batch was scored from
+	// (ScoreProjected), nil when it was scored from its views (Score):
+	// Unscorable looks there for the view that overflowed.
+	feats *mat.Dense
 }
 
 // NewScorer returns a scorer of m.
@@ -492,15 +504,25 @@ func (m *Model) NewScorer() *Scorer {
 func (s *Scorer) Score(dec, contrib *mat.Dense, views []*mat.Dense) {
 	m := s.m
 	n, _ := views[0].Dims()
-	out := m.Outputs()
-	resize(dec, n, out)
-	dec.Zero()
+	s.feats = nil
 	for l, vm := range m.Features.Views {
 		s.kern[l] = reuse(s.kern[l])
 		vm.KernelTo(s.kern[l], views[l])
 		s.partial[l] = reuse(s.partial[l])
 		s.partial[l].Mul(s.kern[l], m.coef[l])
-		dec.Add(dec, s.partial[l])
+	}
+	s.combine(dec, contrib, n)
+}
+
+// combine sets dec (and contrib) from the views' shares of the decision in
+// s.partial: their sum plus the intercepts, in label units.
+func (s *Scorer) combine(dec, contrib *mat.Dense, n int) {
+	m := s.m
+	out := m.Outputs()
+	resize(dec, n, out)
+	dec.Zero()
+	for _, p := range s.partial {
+		dec.Add(dec, p)
 	}
 	raw := dec.RawMatrix()
 	for i := 0; i < n; i++ {

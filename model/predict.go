@@ -21,6 +21,12 @@ func (s *Scorer) Predict(pred []float64, dec, contrib *mat.Dense, views []*mat.D
 		return nil
 	}
 	s.Score(dec, contrib, views)
+	return s.predictions(pred, dec, contrib, views)
+}
+
+// predictions sets pred from the decisions of the batch just scored and
+// returns its rows without a finite score, whose prediction is NaN.
+func (s *Scorer) predictions(pred []float64, dec, contrib *mat.Dense, views []*mat.Dense) []Unscorable {
 	for i := range pred {
 		pred[i] = s.m.Predict(dec.RawRowView(i))
 	}

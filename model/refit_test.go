@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"strings"
@@ -90,8 +91,8 @@ func TestAccumulateAndRefit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acc.Refit(context.Background(), cfg.Fit, stranger); err == nil {
-		t.Error("warm start from a model of other feature maps: no error")
+	if _, err := acc.Refit(context.Background(), cfg.Fit, stranger); err == nil || !strings.Contains(err.Error(), stranger.Lineage()) {
+		t.Errorf("warm start from a model of other feature maps: %v, want an error naming its lineage", err)
 	}
 	var after mat.Dense
 	m.NewScorer().Score(&after, nil, views)
@@ -113,9 +114,57 @@ func TestAccumulateAndRefit(t *testing.T) {
 	if acc.Rows() != 120 {
 		t.Error("a refused batch was partly added")
 	}
-	other, _ := p.Fit(context.Background(), cfg.Fit, nil)
-	if err := acc.Merge(other.NewAccumulator()); err == nil {
-		t.Error("merging accumulators of different models succeeded")
+	// Statistics merge by lineage: those of another fit on the same
+	// features do, those of other features do not, and the error names
+	// both lineages.
+	other, _ := p.Fit(context.Background(), fitWith(func(c *Config) { c.Lambda = 1 }), nil)
+	if err := acc.Merge(other.NewAccumulator()); err != nil {
+		t.Errorf("merging the statistics of another fit on the same features: %v", err)
+	}
+	err = acc.Merge(stranger.NewAccumulator())
+	if err == nil || !strings.Contains(err.Error(), stranger.Lineage()) || !strings.Contains(err.Error(), m.Lineage()) {
+		t.Errorf("merging statistics of another lineage: %v, want an error naming both lineages", err)
+	}
+}
+
+// Lineage, not the model value, decides what merges and what warm-starts:
+// a copy of the model read back from its file (as another replica or the
+// refitter holds it) merges with the original's statistics and warm-starts
+// its refit.
+func TestMergeAcrossCopiesOfALineage(t *testing.T) {
+	m, views := trainedToy(t)
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	copied, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := make([]float64, 120)
+	for i := range labels {
+		labels[i] = float64(i%3 + 1)
+	}
+	whole, here, there := m.NewAccumulator(), m.NewAccumulator(), copied.NewAccumulator()
+	if err := whole.Add(views, labels); err != nil {
+		t.Fatal(err)
+	}
+	v, l := rowsOf(views, labels, 0, 50)
+	if err := here.Add(v, l); err != nil {
+		t.Fatal(err)
+	}
+	v, l = rowsOf(views, labels, 50, 120)
+	if err := there.Add(v, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := here.Merge(there); err != nil {
+		t.Fatalf("merging the statistics of a decoded copy: %v", err)
+	}
+	if d := relDiff(here.stats.S, whole.stats.S); d > 1e-12 {
+		t.Errorf("merged S differs from one pass by %g", d)
+	}
+	if _, err := here.Refit(context.Background(), m.Config.Fit, copied); err != nil {
+		t.Errorf("warm start from a decoded copy: %v", err)
 	}
 }
 
@@ -193,4 +242,167 @@ func TestCheckLabel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// coldModes are the metric modes in which a cold refit of merged
+// statistics must equal training on the rows (issue 10): the fixed metrics
+// and the learned one from the paper's initialisation.
+var coldModes = []Mode{ModeIdentity, ModeCov, ModeLearned}
+
+// coldCase is one task of the cold refit tests: a spec, the views and
+// labels of its rows, and a training configuration per mode.
+type coldCase struct {
+	name   string
+	spec   *schemas.ViewSpec
+	views  []*mat.Dense
+	labels []float64
+}
+
+func coldCases() []coldCase {
+	views, labels := toyViews(21, 240)
+	target := make([]float64, len(labels))
+	for i := range target {
+		target[i] = 2*views[0].At(i, 0) - views[1].At(i, 2) + 0.1*labels[i]
+	}
+	return []coldCase{
+		{"three classes", testSpec(schemas.Classification, 2, 3), views, labels},
+		{"regression", testSpec(schemas.Regression, 2, 3), views, target},
+	}
+}
+
+func coldConfig(mode Mode) TrainConfig {
+	return trainWith(func(c *TrainConfig) { c.Landmarks, c.Fit.Mode, c.Fit.Lambda, c.Fit.MaxIter = 30, mode, 0.01, 5 })
+}
+
+// A cold refit of a trained model's statistics, gathered again batch by
+// batch, gives the trained model's decisions: it starts where training
+// starts, not from the model in hand. Gathered in one batch, the
+// statistics are the training pass's own and the refit is the same model
+// (same version).
+func TestRefitColdEqualsTrain(t *testing.T) {
+	for _, tc := range coldCases() {
+		for _, mode := range coldModes {
+			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
+				cfg := coldConfig(mode)
+				trained, err := Train(context.Background(), tc.spec, tc.views, tc.labels, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				batched, whole := trained.NewAccumulator(), trained.NewAccumulator()
+				for lo := 0; lo < 240; lo += 50 {
+					v, l := rowsOf(tc.views, tc.labels, lo, min(lo+50, 240))
+					if err := batched.Add(v, l); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := whole.Add(tc.views, tc.labels); err != nil {
+					t.Fatal(err)
+				}
+				cold, err := batched.RefitCold(context.Background(), cfg.Fit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want, got mat.Dense
+				trained.NewScorer().Score(&want, nil, tc.views)
+				cold.NewScorer().Score(&got, nil, tc.views)
+				if d := closeRel(&got, &want); d > 1e-8 {
+					t.Errorf("cold refit's decisions differ from training's by %g", d)
+				}
+				if cold.Lineage() != trained.Lineage() {
+					t.Errorf("cold refit of lineage %s, the model's is %s", cold.Lineage(), trained.Lineage())
+				}
+				same, err := whole.RefitCold(context.Background(), cfg.Fit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if same.Version != trained.Version {
+					t.Errorf("cold refit of the training pass's statistics is version %s, training's %s", same.Version, trained.Version)
+				}
+			})
+		}
+	}
+}
+
+// The statistics of four disjoint shards, each gathered on its own copy
+// of the model from the rows' projected features (as four replicas do),
+// sent as bytes and merged on a fifth copy (the refitter's), refit cold
+// to the model one accumulator of all the rows refits to.
+func TestMergedShardsRefitColdEqualsOne(t *testing.T) {
+	for _, tc := range coldCases() {
+		for _, mode := range coldModes {
+			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
+				cfg := coldConfig(mode)
+				base, err := Train(context.Background(), tc.spec, tc.views, tc.labels, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// New rows, labelled by the base model's own task.
+				views, _ := toyViews(22, 300)
+				labels := make([]float64, 300)
+				if base.Classes != nil {
+					_, labels = toyViews(22, 300)
+				} else {
+					for i := range labels {
+						labels[i] = 2*views[0].At(i, 0) - views[1].At(i, 2)
+					}
+				}
+				one := base.NewAccumulator()
+				if err := one.Add(views, labels); err != nil {
+					t.Fatal(err)
+				}
+				refitter := copyOf(t, base)
+				merged := refitter.NewAccumulator()
+				for shard := range 4 {
+					replica := copyOf(t, base)
+					acc := replica.NewAccumulator()
+					var u mat.Dense
+					v, l := rowsOf(views, labels, shard*75, (shard+1)*75)
+					replica.Project(&u, v)
+					if err := acc.AddProjected(&u, l); err != nil {
+						t.Fatal(err)
+					}
+					delta, err := acc.MarshalBinary()
+					if err != nil {
+						t.Fatal(err)
+					}
+					received, err := UnmarshalAccumulator(delta, refitter)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := merged.Merge(received); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want, err := one.RefitCold(context.Background(), cfg.Fit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := merged.RefitCold(context.Background(), cfg.Fit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var a, b mat.Dense
+				want.NewScorer().Score(&a, nil, views)
+				got.NewScorer().Score(&b, nil, views)
+				if d := closeRel(&b, &a); d > 1e-8 {
+					t.Errorf("refit of merged shards differs from one accumulator's by %g", d)
+				}
+			})
+		}
+	}
+}
+
+// copyOf is m read back from its file: an equal model that shares no
+// pointer with m, as a replica's or the refitter's copy is.
+func copyOf(t *testing.T, m *Model) *Model {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
