@@ -304,7 +304,11 @@ func kafkaReadN(t *testing.T, src *KafkaSource, n int, ack bool) (readResult, []
 			vals, _ := schemas.ViewValues(b.Record, l)
 			res.views[l] = append(res.views[l], vals...)
 		}
+		if len(b.Partitions) != len(b.Rows) {
+			t.Errorf("batch has %d offsets but %d partitions", len(b.Rows), len(b.Partitions))
+		}
 		res.rows = append(res.rows, b.Rows...)
+		res.partitions = append(res.partitions, b.Partitions...)
 		res.rejects = append(res.rejects, b.Rejects...)
 		res.batches++
 		sizes = append(sizes, len(b.Rows)+len(b.Rejects))
@@ -361,6 +365,9 @@ func TestKafkaSourceReadsRows(t *testing.T) {
 		// Message id went to partition id%3 at offset id/3.
 		if want := res.ids[i] / 3; res.rows[i] != want {
 			t.Errorf("id %d: offset %d, want %d", res.ids[i], res.rows[i], want)
+		}
+		if want := int32(res.ids[i] % 3); res.partitions[i] != want {
+			t.Errorf("id %d: partition %d, want %d", res.ids[i], res.partitions[i], want)
 		}
 	}
 	want := make([]int64, n)
