@@ -167,10 +167,10 @@ func labelOf(r int) any {
 // readAll drains src, checking each batch's bookkeeping, and returns the
 // batches' contents; records are released.
 type readResult struct {
-	ids     []int64
-	labels  []any // float64 or nil
-	views   [][]float64
-	rows    []int64
+	ids    []int64
+	labels []any // float64 or nil
+	views  [][]float64
+	rows   []int64
 	// partitions are the rows' partitions, from Kafka.
 	partitions []int32
 	rejects    []schemas.RowError
