@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ const (
 	DefaultKafkaMaxBytes          = 10 << 20
 	DefaultKafkaHeartbeatInterval = 3 * time.Second
 	DefaultKafkaSessionTimeout    = 30 * time.Second
+	DefaultKafkaRebalanceTimeout  = 30 * time.Second
 )
 
 // The start offsets of KafkaConfig.StartOffset, as kafka-go numbers them.
@@ -82,6 +84,13 @@ type KafkaConfig struct {
 	// to 5 minutes unless configured otherwise. Default (0)
 	// DefaultKafkaSessionTimeout, 30s.
 	SessionTimeout time.Duration
+	// RebalanceTimeout is how long the coordinator waits for the members
+	// to rejoin when the group rebalances; a member that does not is
+	// dropped from the group. A member ends its generation (waits for its
+	// batches to be acked, calls OnRevoke) within two thirds of it, so
+	// that it rejoins in time. Default (0) DefaultKafkaRebalanceTimeout,
+	// 30s.
+	RebalanceTimeout time.Duration
 	// OnAssign, when set, is called at the start of every generation of
 	// the group with what this member owns, before any label of it is
 	// delivered: the place to restore the state of newly owned partitions
@@ -91,12 +100,11 @@ type KafkaConfig struct {
 	// fails the source (Next and NextLabels return it).
 	OnAssign func(ctx context.Context, a Assignment) error
 	// OnRevoke, when set, is called when a generation ends (a rebalance, or
-	// Close), after the record batches delivered in it were acked (or a
-	// bound of revokeTimeout, 20s, passed) and before the member rejoins
-	// the group, so that nobody owns its partitions yet: the place to
-	// publish what was gathered from them and commit their labels
-	// (CommitLabels with a.Generation still works). ctx ends at that same
-	// bound, below the group's rebalance timeout of 30s.
+	// Close), after the record batches delivered in it were acked (or two
+	// thirds of RebalanceTimeout passed) and before the member rejoins the
+	// group, so that nobody owns its partitions yet: the place to publish
+	// what was gathered from them and commit their labels (CommitLabels
+	// with a.Generation still works). ctx ends at that same bound.
 	OnRevoke func(ctx context.Context, a Assignment)
 }
 
@@ -117,15 +125,13 @@ func (c KafkaConfig) resolve() (KafkaConfig, error) {
 	default:
 		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want KafkaOldest (%d) or KafkaNewest (%d)", c.StartOffset, KafkaOldest, KafkaNewest)
 	}
-	switch {
-	case c.HeartbeatInterval < 0 || c.SessionTimeout < 0:
-		return c, fmt.Errorf("ingest: kafka: HeartbeatInterval %v and SessionTimeout %v must not be negative", c.HeartbeatInterval, c.SessionTimeout)
-	case c.HeartbeatInterval == 0:
-		c.HeartbeatInterval = DefaultKafkaHeartbeatInterval
+	if c.HeartbeatInterval < 0 || c.SessionTimeout < 0 || c.RebalanceTimeout < 0 {
+		return c, fmt.Errorf("ingest: kafka: HeartbeatInterval %v, SessionTimeout %v and RebalanceTimeout %v must not be negative",
+			c.HeartbeatInterval, c.SessionTimeout, c.RebalanceTimeout)
 	}
-	if c.SessionTimeout == 0 {
-		c.SessionTimeout = DefaultKafkaSessionTimeout
-	}
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultKafkaHeartbeatInterval)
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultKafkaSessionTimeout)
+	c.RebalanceTimeout = cmp.Or(c.RebalanceTimeout, DefaultKafkaRebalanceTimeout)
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return c, fmt.Errorf("ingest: kafka: HeartbeatInterval %v must be shorter than SessionTimeout %v", c.HeartbeatInterval, c.SessionTimeout)
 	}
@@ -285,6 +291,7 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		GroupBalancers:    []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
 		StartOffset:       cfg.StartOffset,
 		ErrorLogger:       s.kafkaLogger(cfg.Topic, -1),
 	})
@@ -489,8 +496,9 @@ func nextOffsets(msgs []kafka.Message) []partitionOffset {
 // Close ends the member's generation (OnRevoke is called), leaves the
 // consumer group and closes the connections; it waits for an Ack under
 // way, and later Acks fail. Offsets not committed by an Ack stay
-// uncommitted. It takes at most about revokeTimeout, 20s, plus the time
-// to leave the group. Closing twice is a no-op.
+// uncommitted. It takes at most two thirds of KafkaConfig.RebalanceTimeout
+// (for OnRevoke) plus the time to leave the group. Closing twice is a
+// no-op.
 func (s *KafkaSource) Close() error {
 	if s.closed {
 		return nil

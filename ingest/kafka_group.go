@@ -14,12 +14,6 @@ import (
 	"github.com/mvml/mvml/kafkaconn"
 )
 
-// revokeTimeout bounds the end of a generation: the wait for the batches
-// delivered in it to be acked, then KafkaConfig.OnRevoke. It stays below
-// the group's rebalance timeout (kafka-go's 30s), within which a member
-// must rejoin or lose its place.
-const revokeTimeout = 20 * time.Second
-
 // Assignment is what a member of the group owns in one generation.
 type Assignment struct {
 	// Generation is the coordinator's number of the generation; label
@@ -279,11 +273,14 @@ func (s *KafkaSource) end(g *groupGen) {
 	for _, r := range g.readerList() {
 		r.Close()
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), revokeTimeout)
+	// The bound of the end leaves a third of the rebalance timeout, within
+	// which a member must rejoin or lose its place, to rejoin.
+	bound := s.cfg.RebalanceTimeout * 2 / 3
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), bound)
 	defer cancel()
 	if !g.waitAcked(ctx, s.closingCh) && ctx.Err() != nil {
 		s.opts.Logger.Warn("ingest: kafka: record batches not acked before the generation ended: their records will be delivered again",
-			"group", s.cfg.GroupID, "generation", g.a.Generation, "waited", revokeTimeout)
+			"group", s.cfg.GroupID, "generation", g.a.Generation, "waited", bound)
 	}
 	if s.cfg.OnRevoke != nil {
 		s.cfg.OnRevoke(ctx, g.a)

@@ -652,6 +652,14 @@ func TestNewKafkaChecksConfig(t *testing.T) {
 		{"negative bytes", func(c *KafkaConfig, _ *Options) { c.MinBytes = -1 }, "must not be negative"},
 		{"min over max", func(c *KafkaConfig, _ *Options) { c.MinBytes, c.MaxBytes = 10, 5 }, "exceeds MaxBytes"},
 		{"odd start", func(c *KafkaConfig, _ *Options) { c.StartOffset = 42 }, "StartOffset 42"},
+		{"labels in the input topic", func(c *KafkaConfig, _ *Options) { c.LabelsTopic = "t" }, `the labels topic is the input topic "t"`},
+		{"negative session", func(c *KafkaConfig, _ *Options) { c.SessionTimeout = -time.Second }, "must not be negative"},
+		{"negative rebalance", func(c *KafkaConfig, _ *Options) { c.RebalanceTimeout = -time.Second }, "must not be negative"},
+		{"heartbeat as long as the session", func(c *KafkaConfig, _ *Options) {
+			c.HeartbeatInterval, c.SessionTimeout = 10*time.Second, 10*time.Second
+		},
+			"HeartbeatInterval 10s must be shorter than SessionTimeout 10s"},
+		{"heartbeat past the default session", func(c *KafkaConfig, _ *Options) { c.HeartbeatInterval = time.Minute }, "shorter than SessionTimeout 30s"},
 		{"negative batch", func(_ *KafkaConfig, o *Options) { o.BatchSize = -1 }, "batch size"},
 	}
 	for _, tt := range tests {
@@ -674,7 +682,8 @@ func TestNewKafkaChecksConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src.cfg.MaxWait != DefaultKafkaMaxWait || src.cfg.MinBytes != 1 || src.cfg.MaxBytes != 10<<20 || src.cfg.StartOffset != kafka.FirstOffset {
+	if src.cfg.MaxWait != DefaultKafkaMaxWait || src.cfg.MinBytes != 1 || src.cfg.MaxBytes != 10<<20 || src.cfg.StartOffset != kafka.FirstOffset ||
+		src.cfg.HeartbeatInterval != 3*time.Second || src.cfg.SessionTimeout != 30*time.Second || src.cfg.RebalanceTimeout != 30*time.Second {
 		t.Errorf("defaults %+v", src.cfg)
 	}
 	if err := src.Close(); err != nil {
