@@ -226,13 +226,16 @@ type KafkaSource struct {
 	err     error
 	changed chan struct{}
 
-	// ackMu serialises commits and Close. closing is set, and closingCh
-	// closed, when Close starts: later Acks fail. left is set once the
-	// member left the group: later CommitLabels fail.
+	// ackMu serialises the commits of records and Close. closing is set,
+	// and closingCh closed, when Close starts: later Acks fail.
 	ackMu     sync.Mutex
 	closing   bool
 	closingCh chan struct{}
-	left      bool
+	// labelMu serialises the commits of labels apart, so that they never
+	// wait for an Ack that retries; left is set once the member left the
+	// group: later CommitLabels fail.
+	labelMu sync.Mutex
+	left    bool
 }
 
 var _ Source = (*KafkaSource)(nil)
@@ -515,9 +518,9 @@ func (s *KafkaSource) Close() error {
 	err := s.group.Close()
 	s.cancel()
 	s.running.Wait()
-	s.ackMu.Lock()
+	s.labelMu.Lock()
 	s.left = true
-	s.ackMu.Unlock()
+	s.labelMu.Unlock()
 	s.transport.CloseIdleConnections()
 	s.rb.Release()
 	if err != nil {

@@ -647,3 +647,83 @@ func TestKafkaDecodeLabels(t *testing.T) {
 		}
 	}
 }
+
+// OnRevoke runs before the member rejoins, so labels it commits there, in
+// the generation that ends, are where the partition's next owner starts:
+// what a replica publishes and commits on a rebalance is not read twice.
+func TestKafkaGroupCommitLabelsOnRevoke(t *testing.T) {
+	const partitions, n = 2, 20
+	c := kafkatest.Start(t, partitions, "in", "labels")
+	var labels []kafkatest.Message
+	for id := range n {
+		labels = append(labels, kafkatest.Message{Partition: id % partitions, Value: fmt.Appendf(nil, `{"id":%d,"label":1}`, id)})
+	}
+	c.Produce(t, "labels", labels...)
+
+	var mu sync.Mutex
+	read := map[int32]map[int]int64{} // by generation, the next offset of each partition read
+	count := 0
+	var first *KafkaSource
+	cfg := groupConfig(c, "labels")
+	cfg.OnRevoke = func(ctx context.Context, a Assignment) {
+		mu.Lock()
+		offsets := maps.Clone(read[a.Generation])
+		mu.Unlock()
+		if err := first.CommitLabels(ctx, a.Generation, offsets); err != nil {
+			t.Errorf("CommitLabels in OnRevoke: %v", err)
+		}
+	}
+	first, err := NewKafka(kafkaSpec(t), cfg, Options{Allocator: checkedAllocator(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var reading sync.WaitGroup
+	reading.Go(func() {
+		for {
+			b, err := first.NextLabels(ctx)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if read[b.Generation] == nil {
+				read[b.Generation] = map[int]int64{}
+			}
+			for _, l := range b.Labels {
+				read[b.Generation][l.Partition] = max(read[b.Generation][l.Partition], l.Offset+1)
+			}
+			count += len(b.Labels)
+			mu.Unlock()
+		}
+	})
+	waitFor(t, "the labels", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return count == n
+	})
+	if got := c.CommittedOffsets(t, "g", "labels"); !slices.Equal(got, []int64{-1, -1}) {
+		t.Fatalf("committed %v before any rebalance, want none", got)
+	}
+
+	second := startMember(t, groupConfig(c, "labels"), false)
+	var took Assignment
+	waitFor(t, "the second member's partition", func() bool {
+		var ok bool
+		took, ok = second.lastAssignment()
+		return ok && len(took.Labels) == 1
+	})
+	for p, off := range took.Labels {
+		if off != n/partitions {
+			t.Errorf("the second member starts labels partition %d at committed offset %d, want %d", p, off, n/partitions)
+		}
+	}
+	cancel()
+	reading.Wait()
+	// Closing ends the generation too: OnRevoke commits the rest.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.CommittedOffsets(t, "g", "labels"); !slices.Equal(got, []int64{n / partitions, n / partitions}) {
+		t.Errorf("committed %v, want every label", got)
+	}
+}

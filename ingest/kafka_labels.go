@@ -129,8 +129,8 @@ func (s *KafkaSource) CommitLabels(ctx context.Context, generation int32, offset
 	if s.cfg.LabelsTopic == "" {
 		return errNoLabelsTopic
 	}
-	s.ackMu.Lock()
-	defer s.ackMu.Unlock()
+	s.labelMu.Lock()
+	defer s.labelMu.Unlock()
 	if s.left {
 		return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.LabelsTopic, errSourceClosed)
 	}
