@@ -12,7 +12,9 @@
 // cell, a null feature, a list of the wrong length, a missing id), so no
 // row is lost silently. Where a row came from is Batch.Source and
 // Batch.Rows: for a file, its name and the row's index among its data rows;
-// for a topic, the topic and the message's offset in its partition. NaN and ±Inf are
+// for a topic, the topic and the message's offset in its partition, with
+// the partition in Batch.Partitions (Batch.RowSource names a row as a
+// reject would, "topic/partition"). NaN and ±Inf are
 // valid numbers here: schemas.CheckRecord reports them where they matter.
 // Problems of a whole file (a missing column, a column of the wrong type, a
 // corrupt Parquet or gzip stream) are errors of type *FileError naming the
@@ -41,7 +43,11 @@
 // NewParquet returns io.EOF. The context is checked between batches.
 //
 // NewKafka reads a Kafka topic as a member of a consumer group instead of
-// files. Each message value is one JSON object, one row:
+// files, with kafka-go's ConsumerGroup: in each generation of the group a
+// member reads every partition it was assigned from the group's committed
+// offset, and KafkaConfig.OnAssign and OnRevoke tell it when a generation
+// starts (which partitions it owns, from which offsets) and ends (before
+// it rejoins). Each message value is one JSON object, one row:
 //
 //	{"id": 17, "label": 1, "acc": [0.5, -1.25, 3], "gyro_0": 0.1, "gyro_1": 0.2}
 //
@@ -64,14 +70,34 @@
 // Options.BatchSize messages: Next waits for the first one, then at most
 // KafkaConfig.MaxWait for more. Offsets are committed only when a batch's
 // Ack is called, so a message whose batch was not acked is read again by
-// the group after a restart: delivery is at least once.
+// the group after a restart or a rebalance: delivery is at least once.
+//
+// With KafkaConfig.LabelsTopic the same group also reads a topic of labels
+// that arrive apart from their records, each message a JSON object with
+// the spec's id and label fields, the label a number or null (no label
+// known):
+//
+//	{"id": 17, "label": 1}
+//
+// Other fields are ignored; a message that is not such an object, lacks
+// either field or gives one twice is a reject, as a record's is. The two
+// topics must be co-partitioned — as many partitions, both keyed by id
+// with the same partitioner — so that the member owning partition p of
+// the records owns partition p of the labels: the range assignor gives it
+// both, and a generation that finds the partition counts differ fails the
+// source. KafkaSource.NextLabels delivers the labels of a partition only
+// once OnAssign returned for its generation (a member restores what it
+// needs of a newly owned partition there, reading the records before the
+// committed offset with NewKafkaRange and KafkaRangeConfig.Ends), and
+// KafkaSource.CommitLabels commits them when the caller is done with them.
 //
 // NewKafkaRange reads a bounded range of a topic, in the same message
 // format, for jobs that must end, such as a scheduled retraining on the
 // records produced between two times: the messages with a timestamp in
 // [KafkaRangeConfig.From, KafkaRangeConfig.To), a zero bound being none.
-// When it is opened it looks up, for every partition, the first offset
-// whose timestamp is at or after From and the end offset (the high
+// When it is opened it looks up, for every partition (or those of
+// KafkaRangeConfig.Ends, each up to the offset given there), the first
+// offset whose timestamp is at or after From and the end offset (the high
 // watermark then), so messages produced later are never read and Next
 // returns io.EOF once every partition was read to its end offset. As
 // Kafka timestamps need not grow with offsets, a message out of [From,

@@ -167,12 +167,14 @@ func labelOf(r int) any {
 // readAll drains src, checking each batch's bookkeeping, and returns the
 // batches' contents; records are released.
 type readResult struct {
-	ids     []int64
-	labels  []any // float64 or nil
-	views   [][]float64
-	rows    []int64
-	rejects []schemas.RowError
-	batches int
+	ids    []int64
+	labels []any // float64 or nil
+	views  [][]float64
+	rows   []int64
+	// partitions are the rows' partitions, from Kafka.
+	partitions []int32
+	rejects    []schemas.RowError
+	batches    int
 }
 
 func readAll(tb testing.TB, src Source, nViews int) (readResult, error) {
@@ -204,7 +206,11 @@ func readAll(tb testing.TB, src Source, nViews int) (readResult, error) {
 			vals, _ := schemas.ViewValues(rec, l)
 			res.views[l] = append(res.views[l], vals...)
 		}
+		if b.Partitions != nil && len(b.Partitions) != len(b.Rows) {
+			tb.Errorf("batch has %d row numbers but %d partitions", len(b.Rows), len(b.Partitions))
+		}
 		res.rows = append(res.rows, b.Rows...)
+		res.partitions = append(res.partitions, b.Partitions...)
 		res.rejects = append(res.rejects, b.Rejects...)
 		rec.Release()
 	}

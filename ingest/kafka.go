@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +18,12 @@ import (
 
 // Defaults of KafkaConfig.
 const (
-	DefaultKafkaMaxWait  = 250 * time.Millisecond
-	DefaultKafkaMinBytes = 1
-	DefaultKafkaMaxBytes = 10 << 20
+	DefaultKafkaMaxWait           = 250 * time.Millisecond
+	DefaultKafkaMinBytes          = 1
+	DefaultKafkaMaxBytes          = 10 << 20
+	DefaultKafkaHeartbeatInterval = 3 * time.Second
+	DefaultKafkaSessionTimeout    = 30 * time.Second
+	DefaultKafkaRebalanceTimeout  = 30 * time.Second
 )
 
 // The start offsets of KafkaConfig.StartOffset, as kafka-go numbers them.
@@ -34,7 +38,7 @@ const (
 // does not answer costs a retry (kafkaconn.Retry), not a hung service.
 const commitTimeout = 10 * time.Second
 
-// transientRetryPause is how long Next waits after a transient error
+// transientRetryPause is how long a fetch waits after a transient error
 // before it asks kafka-go again, which paces its own retries: a floor, so
 // that an error returned at once again cannot spin.
 const transientRetryPause = 100 * time.Millisecond
@@ -44,11 +48,17 @@ type KafkaConfig struct {
 	// Conn says how to reach the brokers (addresses, TLS, SASL). Required:
 	// its Brokers.
 	Conn kafkaconn.Config
-	// Topic is the topic to read. Required.
+	// Topic is the input topic of JSON records. Required.
 	Topic string
+	// LabelsTopic, when set, is a topic of labels read by the same group
+	// (see KafkaSource.NextLabels): each member owns partition p of both
+	// topics together, so it must have as many partitions as Topic (a
+	// generation that finds otherwise fails the source), and both must be
+	// keyed by id with the same partitioner. Default ("") none.
+	LabelsTopic string
 	// GroupID is the consumer group. Required: the group's offsets are
-	// committed to Kafka by Batch.Ack, and partitions are shared among the
-	// group's members.
+	// committed to Kafka by Batch.Ack (and KafkaSource.CommitLabels), and
+	// partitions are shared among the group's members.
 	GroupID string
 	// MaxWait is how long Next waits to fill a batch once it has at least
 	// one message; it is also the longest a fetch waits at the broker for
@@ -64,6 +74,38 @@ type KafkaConfig struct {
 	// KafkaNewest (only messages produced from now on). Default (0)
 	// KafkaOldest.
 	StartOffset int64
+	// HeartbeatInterval is how often the member tells the group
+	// coordinator it is alive; it is also how soon it learns that the
+	// group rebalances. Default (0) DefaultKafkaHeartbeatInterval, 3s.
+	HeartbeatInterval time.Duration
+	// SessionTimeout is how long the coordinator waits for a heartbeat
+	// before it gives a silent member's partitions to the others: the
+	// records of a member that crashed wait that long. Brokers accept 6s
+	// to 5 minutes unless configured otherwise. Default (0)
+	// DefaultKafkaSessionTimeout, 30s.
+	SessionTimeout time.Duration
+	// RebalanceTimeout is how long the coordinator waits for the members
+	// to rejoin when the group rebalances; a member that does not is
+	// dropped from the group. A member ends its generation (waits for its
+	// batches to be acked, calls OnRevoke) within two thirds of it, so
+	// that it rejoins in time. Default (0) DefaultKafkaRebalanceTimeout,
+	// 30s.
+	RebalanceTimeout time.Duration
+	// OnAssign, when set, is called at the start of every generation of
+	// the group with what this member owns, before any label of it is
+	// delivered: the place to restore the state of newly owned partitions
+	// (see NewKafkaRange and KafkaRangeConfig.Ends). Records flow
+	// meanwhile. It is called on the source's own goroutine; ctx ends when
+	// the generation does, and then its error is ignored; any other error
+	// fails the source (Next and NextLabels return it).
+	OnAssign func(ctx context.Context, a Assignment) error
+	// OnRevoke, when set, is called when a generation ends (a rebalance, or
+	// Close), after the record batches delivered in it were acked (or two
+	// thirds of RebalanceTimeout passed) and before the member rejoins the
+	// group, so that nobody owns its partitions yet: the place to publish
+	// what was gathered from them and commit their labels (CommitLabels
+	// with a.Generation still works). ctx ends at that same bound.
+	OnRevoke func(ctx context.Context, a Assignment)
 }
 
 func (c KafkaConfig) resolve() (KafkaConfig, error) {
@@ -73,12 +115,25 @@ func (c KafkaConfig) resolve() (KafkaConfig, error) {
 	if err := resolveFetch(c.Conn, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
 		return c, err
 	}
+	if c.LabelsTopic == c.Topic {
+		return c, fmt.Errorf("ingest: kafka: the labels topic is the input topic %q: give a topic of labels of its own", c.Topic)
+	}
 	switch c.StartOffset {
 	case 0:
 		c.StartOffset = KafkaOldest
 	case KafkaOldest, KafkaNewest:
 	default:
 		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want KafkaOldest (%d) or KafkaNewest (%d)", c.StartOffset, KafkaOldest, KafkaNewest)
+	}
+	if c.HeartbeatInterval < 0 || c.SessionTimeout < 0 || c.RebalanceTimeout < 0 {
+		return c, fmt.Errorf("ingest: kafka: HeartbeatInterval %v, SessionTimeout %v and RebalanceTimeout %v must not be negative",
+			c.HeartbeatInterval, c.SessionTimeout, c.RebalanceTimeout)
+	}
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultKafkaHeartbeatInterval)
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultKafkaSessionTimeout)
+	c.RebalanceTimeout = cmp.Or(c.RebalanceTimeout, DefaultKafkaRebalanceTimeout)
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return c, fmt.Errorf("ingest: kafka: HeartbeatInterval %v must be shorter than SessionTimeout %v", c.HeartbeatInterval, c.SessionTimeout)
 	}
 	return c, nil
 }
@@ -113,39 +168,74 @@ func resolveFetch(conn kafkaconn.Config, topic string, maxWait *time.Duration, m
 }
 
 // KafkaSource reads JSON messages from a Kafka topic as a member of a
-// consumer group (see the package documentation for the message format).
-// A topic has no end: Next waits for messages, and returns io.EOF only
-// after Close. Offsets are committed only by Batch.Ack, so every message
-// not acked is delivered again after a restart (at least once); a commit
-// that fails for a transient reason (the group coordinator moving, a
-// dropped connection) is tried again as KafkaConfig.Conn.Retry says. While
-// the brokers cannot be reached or the group rebalances, Next keeps
-// waiting (kafka-go reconnects and rejoins by itself) and Ready says why it
-// does not consume; only errors that waiting cannot mend (a refused
-// authentication or authorisation, say) end it.
+// consumer group (see the package documentation for the message format)
+// and, with KafkaConfig.LabelsTopic, the labels of a co-partitioned topic
+// (NextLabels). A topic has no end: Next waits for messages, and returns
+// io.EOF only after Close.
 //
-// Next and Close must not be called concurrently; to stop a Next that
-// waits, cancel its context. Batch.Ack and Ready may be called from any
-// goroutine.
+// The group is kafka-go's ConsumerGroup: in every generation the member
+// reads each partition it was assigned with a reader of its own, from the
+// group's committed offset, so messages delivered in an earlier generation
+// and not committed are delivered again. Offsets are committed only by
+// Batch.Ack and CommitLabels, in the generation that delivered the
+// messages; a commit that fails for a transient reason (the group
+// coordinator moving, a dropped connection) is tried again as
+// KafkaConfig.Conn.Retry says, and one whose generation is over is left
+// out, since the partitions' new owner reads those messages again: every
+// message not committed is delivered again after a restart or a rebalance
+// (at least once). When the group rebalances, the member finishes its
+// generation before it rejoins: it stops delivering, waits for the record
+// batches delivered to be acked, and calls KafkaConfig.OnRevoke, so that
+// the usual rebalance costs no redelivery. While the brokers cannot be
+// reached or the group rebalances, Next keeps waiting (kafka-go reconnects
+// and rejoins by itself) and Ready says why it does not consume; only
+// errors that waiting cannot mend (a refused authentication or
+// authorisation, topics that are not co-partitioned, a failed OnAssign)
+// end it.
+//
+// Next and Close must not be called concurrently, nor NextLabels and
+// Close; Next and NextLabels may run at once, each on its own goroutine.
+// To stop a Next or NextLabels that waits, cancel its context. Batch.Ack,
+// CommitLabels and Ready may be called from any goroutine.
 type KafkaSource struct {
-	cfg    KafkaConfig
-	opts   Options
-	reader *kafka.Reader
-	dec    *kafkaDecoder
-	rb     *schemas.RecordBuilder
-	health *kafkaHealth
-	// pending is a fetch error met after a batch had messages; the next
-	// Next returns it.
-	pending error
-	closed  bool
+	cfg      KafkaConfig
+	opts     Options
+	dec      *kafkaDecoder // of records, used by Next only
+	labelDec *kafkaDecoder // of labels, used by NextLabels only
+	rb       *schemas.RecordBuilder
+	health   *kafkaHealth
+	closed   bool
 
-	// ackMu serialises commits and Close; committed is the next offset to
-	// consume of each partition as last committed by this source.
+	group     *kafka.ConsumerGroup
+	transport *kafka.Transport
+	// client commits offsets and reads metadata: its connections are its
+	// own, so a commit outlives a dropped connection of the group's
+	// heartbeats, which Generation.CommitOffsets shares.
+	client *kafka.Client
+	// ctx ends with Close; running counts the goroutine that follows the
+	// group's generations.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	running sync.WaitGroup
+
+	// mu guards the generation in service, cur (nil between generations),
+	// and err, the failure that ended the source; changed is closed and
+	// replaced whenever either changes.
+	mu      sync.Mutex
+	cur     *groupGen
+	err     error
+	changed chan struct{}
+
+	// ackMu serialises the commits of records and Close. closing is set,
+	// and closingCh closed, when Close starts: later Acks fail.
 	ackMu     sync.Mutex
-	committed map[int]int64
-	// readerClosed is set under ackMu before the reader is closed: kafka-go
-	// may queue a commit on a closed reader and never answer it.
-	readerClosed bool
+	closing   bool
+	closingCh chan struct{}
+	// labelMu serialises the commits of labels apart, so that they never
+	// wait for an Ack that retries; left is set once the member left the
+	// group: later CommitLabels fail.
+	labelMu sync.Mutex
+	left    bool
 }
 
 var _ Source = (*KafkaSource)(nil)
@@ -153,12 +243,13 @@ var _ Source = (*KafkaSource)(nil)
 // errSourceClosed is the error of an Ack after Close.
 var errSourceClosed = errors.New("source is closed")
 
-// NewKafka returns a Source reading cfg.Topic in consumer group
-// cfg.GroupID. Options.BatchSize caps the messages of a batch,
-// Options.Allocator allocates the records, Options.RequireLabel rejects
-// messages without a label, and Options.Logger receives kafka-go's error
-// reports. kafka-go starts joining the group at once, in the background
-// (Ready tells when it has); the first Next waits for a message.
+// NewKafka returns a Source reading cfg.Topic (and cfg.LabelsTopic) in
+// consumer group cfg.GroupID. Options.BatchSize caps the messages of a
+// batch (of records or of labels), Options.Allocator allocates the
+// records, Options.RequireLabel rejects records without a label, and
+// Options.Logger receives the generations and kafka-go's error reports.
+// It starts joining the group at once, in the background (Ready tells
+// when it has); the first Next waits for a message.
 func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSource, error) {
 	if spec == nil {
 		return nil, errors.New("ingest: nil view spec")
@@ -170,50 +261,75 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 	if cfg, err = cfg.resolve(); err != nil {
 		return nil, err
 	}
-	logger := opts.Logger
 	health := &kafkaHealth{group: cfg.GroupID}
-	rc := kafka.ReaderConfig{
-		Brokers:     cfg.Conn.Brokers,
-		GroupID:     cfg.GroupID,
-		Topic:       cfg.Topic,
-		Dialer:      cfg.Conn.Dialer(),
-		MinBytes:    cfg.MinBytes,
-		MaxBytes:    cfg.MaxBytes,
-		MaxWait:     cfg.MaxWait,
-		StartOffset: cfg.StartOffset,
-		// Synchronous commits: Ack returns when the broker has them.
-		CommitInterval: 0,
-		// No lag polling: nothing reads it.
-		ReadLagInterval: -1,
-		// The queue of fetched messages need not outgrow a batch.
-		QueueCapacity: min(opts.BatchSize, 1024),
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			text := fmt.Sprintf(msg, args...)
-			health.failed(time.Now(), text)
-			logger.Warn("ingest: kafka: "+text, "topic", cfg.Topic, "group", cfg.GroupID)
-		}),
+	s := &KafkaSource{
+		cfg:       cfg,
+		opts:      opts,
+		dec:       newKafkaDecoder(spec, opts.RequireLabel),
+		labelDec:  newLabelDecoder(spec),
+		health:    health,
+		transport: cfg.Conn.Transport(),
+		changed:   make(chan struct{}),
+		closingCh: make(chan struct{}),
 	}
+	// A partition reader's configuration is checked now rather than by
+	// the panic of kafka.NewReader at the first generation.
+	rc := s.readerConfig(cfg.Topic, 0)
 	if err := rc.Validate(); err != nil {
 		return nil, fmt.Errorf("ingest: kafka: %w", err)
 	}
-	return &KafkaSource{
-		cfg:       cfg,
-		opts:      opts,
-		reader:    kafka.NewReader(rc),
-		dec:       newKafkaDecoder(spec, opts.RequireLabel),
-		rb:        schemas.NewRecordBuilder(opts.Allocator, spec),
-		health:    health,
-		committed: map[int]int64{},
-	}, nil
+	s.client = &kafka.Client{Addr: cfg.Conn.Addr(), Transport: s.transport}
+	topics := []string{cfg.Topic}
+	if cfg.LabelsTopic != "" {
+		topics = append(topics, cfg.LabelsTopic)
+	}
+	s.group, err = kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:      cfg.GroupID,
+		Brokers: cfg.Conn.Brokers,
+		Dialer:  cfg.Conn.Dialer(),
+		Topics:  topics,
+		// The range assignor gives every member the same partition
+		// numbers of every topic it reads (members sorted by id, the
+		// partitions of each topic cut alike): I[p] and L[p] together.
+		GroupBalancers:    []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
+		StartOffset:       cfg.StartOffset,
+		ErrorLogger:       s.kafkaLogger(cfg.Topic, -1),
+	})
+	if err != nil {
+		s.transport.CloseIdleConnections()
+		return nil, fmt.Errorf("ingest: kafka: %w", err)
+	}
+	s.rb = schemas.NewRecordBuilder(opts.Allocator, spec)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.running.Go(s.follow)
+	return s, nil
 }
 
-// Next waits for at least one message, then takes more until it has
+// kafkaLogger returns kafka-go's error logger for topic (and partition, if
+// not negative): every line is logged and counts against readiness.
+func (s *KafkaSource) kafkaLogger(topic string, partition int) kafka.Logger {
+	logger := s.opts.Logger.With("topic", topic, "group", s.cfg.GroupID)
+	if partition >= 0 {
+		logger = logger.With("partition", partition)
+	}
+	return kafka.LoggerFunc(func(msg string, args ...any) {
+		text := fmt.Sprintf(msg, args...)
+		s.health.failed(time.Now(), text)
+		logger.Warn("ingest: kafka: " + text)
+	})
+}
+
+// Next waits for at least one record message, then takes more until it has
 // Options.BatchSize of them or KafkaConfig.MaxWait has passed, and decodes
-// them into one batch: Batch.Source is the topic, Batch.Rows holds each
-// record row's offset (within its message's partition), and every message
-// that cannot be decoded is a reject with Source "topic/partition", Row its
-// offset and Payload its value (empty, not nil, for an empty or null
-// message). Batch.Ack commits the batch's offsets.
+// them into one batch: Batch.Source is the topic, Batch.Rows and
+// Batch.Partitions hold each record row's offset and partition, and every
+// message that cannot be decoded is a reject with Source "topic/partition",
+// Row its offset and Payload its value (empty, not nil, for an empty or
+// null message). Batch.Ack commits the batch's offsets. The messages of a
+// batch come from one generation of the group.
 //
 // When ctx is done before a message arrives, Next returns ctx's error
 // (wrapped); when it is done while a batch is being filled, the messages
@@ -222,63 +338,36 @@ func (s *KafkaSource) Next(ctx context.Context) (Batch, error) {
 	if s.closed {
 		return Batch{}, io.EOF
 	}
-	if err := s.pending; err != nil {
-		s.pending = nil
-		return Batch{}, err
-	}
-	first, err := s.fetch(ctx)
+	g, msgs, err := s.take(ctx, false)
 	if err != nil {
-		return Batch{}, s.fetchError(err)
+		return Batch{}, fmt.Errorf("ingest: kafka %s: %w", s.cfg.Topic, err)
 	}
-	msgs := make([]kafka.Message, 1, min(s.opts.BatchSize, 256))
-	msgs[0] = first
-	if len(msgs) < s.opts.BatchSize {
-		fill, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
-		for len(msgs) < s.opts.BatchSize {
-			m, err := s.fetch(fill)
-			if err != nil {
-				if fill.Err() == nil {
-					s.pending = s.fetchError(err)
-				}
-				break
-			}
-			msgs = append(msgs, m)
-		}
-		cancel()
-	}
-	return s.decode(msgs), nil
+	s.health.progressed(time.Now())
+	b := decodeKafkaBatch(s.dec, s.rb, s.cfg.Topic, msgs)
+	b.Ack = s.acker(g, msgs)
+	return b, nil
 }
 
-// fetch returns the next message, waiting through transient errors.
-func (s *KafkaSource) fetch(ctx context.Context) (kafka.Message, error) {
-	for {
-		m, err := s.reader.FetchMessage(ctx)
-		if err == nil {
-			s.health.progressed(time.Now())
-			return m, nil
-		}
-		if ctx.Err() != nil || !kafkaconn.Transient(err) {
-			return m, err
-		}
-		s.health.failed(time.Now(), err.Error())
-		select {
-		case <-ctx.Done():
-			return m, ctx.Err()
-		case <-time.After(transientRetryPause):
-		}
-	}
-}
-
-// Ready reports whether the source is consuming: nil once the reader has
-// joined its group or fetched from the brokers with no error reported
-// since, otherwise why not (still joining; the last error, and since
-// when). It reads kafka-go's statistics of the reader, which reset when
+// Ready reports whether the source is consuming: nil once it has joined
+// its group or fetched from the brokers with no error reported since,
+// otherwise why not (still joining; the last error, and since when). It
+// reads kafka-go's statistics of the partition readers, which reset when
 // read, so it is their only reader.
 func (s *KafkaSource) Ready() error {
-	return s.health.ready(s.reader.Stats(), time.Now())
+	var st kafka.ReaderStats
+	if g, _, _ := s.watch(); g != nil {
+		for _, r := range g.readerList() {
+			rs := r.Stats()
+			st.Rebalances += rs.Rebalances
+			st.Fetches += rs.Fetches
+			st.Messages += rs.Messages
+			st.Errors += rs.Errors
+		}
+	}
+	return s.health.ready(st, time.Now())
 }
 
-// kafkaHealth is what Ready judges by: when the reader last showed
+// kafkaHealth is what Ready judges by: when the source last showed
 // progress and when kafka-go last reported an error.
 type kafkaHealth struct {
 	group    string
@@ -300,7 +389,7 @@ func (h *kafkaHealth) progressed(at time.Time) {
 	h.progress = at
 }
 
-// ready updates the progress from the reader's counters since the last
+// ready updates the progress from the readers' counters since the last
 // call, st, and judges at now. Activity without an error among it is
 // progress; with errors among it the order is unknown, and the errors
 // count until activity alone shows again.
@@ -319,20 +408,9 @@ func (h *kafkaHealth) ready(st kafka.ReaderStats, now time.Time) error {
 	return nil
 }
 
-func (s *KafkaSource) fetchError(err error) error {
-	return fmt.Errorf("ingest: kafka %s: %w", s.cfg.Topic, err)
-}
-
-// decode turns messages into a batch acknowledged by committing them.
-func (s *KafkaSource) decode(msgs []kafka.Message) Batch {
-	b := decodeKafkaBatch(s.dec, s.rb, s.cfg.Topic, msgs)
-	b.Ack = s.acker(msgs)
-	return b
-}
-
 // decodeKafkaBatch decodes msgs of topic into one batch: the records in
-// one Arrow record built by rb, with their offsets as Rows, and every
-// message that does not decode as a reject located by partition and
+// one Arrow record built by rb, with their offsets and partitions, and
+// every message that does not decode as a reject located by partition and
 // offset, carrying its value.
 func decodeKafkaBatch(dec *kafkaDecoder, rb *schemas.RecordBuilder, topic string, msgs []kafka.Message) Batch {
 	b := Batch{Source: topic}
@@ -340,82 +418,90 @@ func decodeKafkaBatch(dec *kafkaDecoder, rb *schemas.RecordBuilder, topic string
 	for i := range msgs {
 		m := &msgs[i]
 		if bad := dec.decode(m.Value); bad != nil {
-			payload := m.Value
-			if payload == nil {
-				// kafka-go reads an empty and a null message alike as nil;
-				// either is a payload, empty, and not the absence of one.
-				payload = []byte{}
-			}
-			b.Rejects = append(b.Rejects, schemas.RowError{
-				Source:  topic + "/" + strconv.Itoa(m.Partition),
-				Row:     m.Offset,
-				Column:  bad.column,
-				Reason:  bad.reason,
-				Payload: payload,
-			})
+			b.Rejects = append(b.Rejects, messageReject(topic, m, bad))
 			continue
 		}
 		rb.Append(dec.id, dec.label, dec.hasLabel, dec.vals)
 		b.Rows = append(b.Rows, m.Offset)
+		b.Partitions = append(b.Partitions, int32(m.Partition))
 	}
 	b.Record = rb.NewRecord()
 	return b
 }
 
-// acker returns the Ack of a batch of msgs: a commit of the last message
-// of each partition (Kafka keeps one offset per partition and group).
-func (s *KafkaSource) acker(msgs []kafka.Message) func(context.Context) error {
-	var last []kafka.Message
+// messageReject is the reject of message m of topic, for the reason bad.
+func messageReject(topic string, m *kafka.Message, bad *rowError) schemas.RowError {
+	payload := m.Value
+	if payload == nil {
+		// kafka-go reads an empty and a null message alike as nil; either
+		// is a payload, empty, and not the absence of one.
+		payload = []byte{}
+	}
+	return schemas.RowError{
+		Source:  partitionSource(topic, m.Partition),
+		Row:     m.Offset,
+		Column:  bad.column,
+		Reason:  bad.reason,
+		Payload: payload,
+	}
+}
+
+// partitionSource names a partition of a topic as rejects and dead letters
+// do: "topic/partition".
+func partitionSource(topic string, partition int) string {
+	return topic + "/" + strconv.Itoa(partition)
+}
+
+// acker returns the Ack of a batch of msgs delivered in generation g: a
+// commit of the offset after the last message of each partition (Kafka
+// keeps one offset per partition and group).
+func (s *KafkaSource) acker(g *groupGen, msgs []kafka.Message) func(context.Context) error {
+	next := nextOffsets(msgs)
+	var once sync.Once
+	return func(ctx context.Context) error {
+		// However it ends, the batch no longer holds up its generation's end.
+		defer once.Do(g.acked)
+		s.ackMu.Lock()
+		defer s.ackMu.Unlock()
+		if s.closing {
+			return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.Topic, errSourceClosed)
+		}
+		return s.commit(ctx, g, s.cfg.Topic, next)
+	}
+}
+
+// partitionOffset is an offset of one partition.
+type partitionOffset struct {
+	partition int
+	offset    int64
+}
+
+// nextOffsets returns, for each partition of msgs, the offset after its
+// last message there: what a commit of msgs commits.
+func nextOffsets(msgs []kafka.Message) []partitionOffset {
+	var next []partitionOffset
 	for i := range msgs {
 		m := &msgs[i]
 		found := false
-		for j := range last {
-			if last[j].Partition == m.Partition {
-				last[j].Offset = max(last[j].Offset, m.Offset)
+		for j := range next {
+			if next[j].partition == m.Partition {
+				next[j].offset = max(next[j].offset, m.Offset+1)
 				found = true
 			}
 		}
 		if !found {
-			// Only what a commit needs: the values may be released.
-			last = append(last, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
+			next = append(next, partitionOffset{m.Partition, m.Offset + 1})
 		}
 	}
-	return func(ctx context.Context) error {
-		s.ackMu.Lock()
-		defer s.ackMu.Unlock()
-		if s.readerClosed {
-			return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.Topic, errSourceClosed)
-		}
-		// A batch acked late (or twice) must not move an offset back.
-		todo := make([]kafka.Message, 0, len(last))
-		for _, m := range last {
-			if next, ok := s.committed[m.Partition]; !ok || m.Offset+1 > next {
-				todo = append(todo, m)
-			}
-		}
-		if len(todo) == 0 {
-			return nil
-		}
-		err := s.cfg.Conn.Retry.Do(ctx, func() error {
-			attempt, cancel := context.WithTimeout(ctx, commitTimeout)
-			defer cancel()
-			return s.reader.CommitMessages(attempt, todo...)
-		}, func(err error, pause time.Duration) {
-			s.opts.Logger.Warn("ingest: kafka: committing offsets failed, retrying", "topic", s.cfg.Topic, "group", s.cfg.GroupID, "in", pause, "err", err)
-		})
-		if err != nil {
-			return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.Topic, err)
-		}
-		for _, m := range todo {
-			s.committed[m.Partition] = m.Offset + 1
-		}
-		return nil
-	}
+	return next
 }
 
-// Close leaves the consumer group and closes the connections; it waits for
-// an Ack under way, and later Acks fail. Offsets not committed by an Ack
-// stay uncommitted. Closing twice is a no-op.
+// Close ends the member's generation (OnRevoke is called), leaves the
+// consumer group and closes the connections; it waits for an Ack under
+// way, and later Acks fail. Offsets not committed by an Ack stay
+// uncommitted. It takes at most two thirds of KafkaConfig.RebalanceTimeout
+// (for OnRevoke) plus the time to leave the group. Closing twice is a
+// no-op.
 func (s *KafkaSource) Close() error {
 	if s.closed {
 		return nil
@@ -423,9 +509,19 @@ func (s *KafkaSource) Close() error {
 	s.closed = true
 	// Waits for an Ack under way.
 	s.ackMu.Lock()
-	s.readerClosed = true
+	s.closing = true
+	close(s.closingCh)
 	s.ackMu.Unlock()
-	err := s.reader.Close()
+	// The group first: its generation ends (and OnRevoke runs) while the
+	// member still belongs to it, then it leaves. Ending the generation
+	// from its own side instead would make kafka-go join again.
+	err := s.group.Close()
+	s.cancel()
+	s.running.Wait()
+	s.labelMu.Lock()
+	s.left = true
+	s.labelMu.Unlock()
+	s.transport.CloseIdleConnections()
 	s.rb.Release()
 	if err != nil {
 		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)

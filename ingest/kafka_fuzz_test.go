@@ -97,3 +97,39 @@ func topLevelKeys(data []byte) map[string]int {
 	}
 	return keys
 }
+
+// FuzzLabelDecode checks the decoder of label messages on arbitrary input:
+// it never panics; it rejects with a reason, or accepts only valid JSON
+// objects that give the id and the label once each, reading them as
+// encoding/json does (a null label as Null).
+func FuzzLabelDecode(f *testing.F) {
+	for _, msg := range []string{`{"id":1,"label":2.5}`, `{"label":null,"id":-3,"x":[1,{"y":"z"}]}`, `{"id":1}`, `{"id":1,"label":1,"label":2}`,
+		`{"\u0069d":4,"label":1e2}`, `[1]`, ``, `{"id":1.5,"label":1}`} {
+		f.Add([]byte(msg))
+	}
+	d := newLabelDecoder(kafkaSpec(f))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if bad := decodeLabel(d, data); bad != nil {
+			if bad.reason == "" {
+				t.Fatalf("reject without a reason, column %q", bad.column)
+			}
+			return
+		}
+		var fields map[string]json.RawMessage
+		if !json.Valid(data) || json.Unmarshal(data, &fields) != nil {
+			t.Fatalf("accepted %q, which is not a JSON object", data)
+		}
+		keys := topLevelKeys(data)
+		if keys["id"] != 1 || keys["label"] != 1 {
+			t.Fatalf("accepted %q, which gives id %d and label %d times", data, keys["id"], keys["label"])
+		}
+		var id int64
+		if err := json.Unmarshal(fields["id"], &id); err != nil || id != d.id {
+			t.Fatalf("id %d, encoding/json reads %s (%v)", d.id, fields["id"], err)
+		}
+		var label *float64
+		if err := json.Unmarshal(fields["label"], &label); err != nil || (label == nil) != !d.hasLabel || label != nil && *label != d.label {
+			t.Fatalf("label %v (known %t), encoding/json reads %s (%v)", d.label, d.hasLabel, fields["label"], err)
+		}
+	})
+}

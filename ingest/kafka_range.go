@@ -34,6 +34,14 @@ type KafkaRangeConfig struct {
 	// is when the source is opened: records produced later are not read,
 	// so a job always ends.
 	To time.Time
+	// Ends, when not nil, limits the range to its partitions, each read
+	// up to the offset given (not included) or its end, whichever comes
+	// first; a negative offset reads nothing of that partition. It is how
+	// a member of a group restores the state of a partition it was just
+	// assigned: the records before the group's committed offset
+	// (Assignment.Records), which the previous owner consumed. Default
+	// (nil) every partition, to its end.
+	Ends map[int]int64
 	// MaxWait is the longest a fetch waits at the broker for MinBytes of
 	// data. Default (0) DefaultKafkaMaxWait, 250ms.
 	MaxWait time.Duration
@@ -114,9 +122,10 @@ var _ Source = (*KafkaRangeSource)(nil)
 // with the range and kafka-go's error reports.
 //
 // It asks the brokers, within ctx, for the topic's partitions and, for
-// every partition, the start offset (the first record whose timestamp is
-// ≥ From) and the end offset (the high watermark, one past the last
-// record, now), so the set of records is fixed when it returns. A topic
+// every partition (of cfg.Ends, when given), the start offset (the first
+// record whose timestamp is ≥ From) and the end offset (the high
+// watermark, one past the last record, now, or the end cfg.Ends gives if
+// lower), so the set of records is fixed when it returns. A topic
 // that does not exist is an error (and is not created).
 func NewKafkaRange(ctx context.Context, spec *schemas.ViewSpec, cfg KafkaRangeConfig, opts Options) (*KafkaRangeSource, error) {
 	if spec == nil {
@@ -211,11 +220,21 @@ func resolveKafkaRange(ctx context.Context, cfg KafkaRangeConfig) ([]kafkaPartit
 	case len(md.Topics[i].Partitions) == 0:
 		return nil, fmt.Errorf("ingest: kafka %s: topic has no partitions", cfg.Topic)
 	}
-	ids := make([]int, len(md.Topics[i].Partitions))
-	for j, p := range md.Topics[i].Partitions {
-		ids[j] = p.ID
+	var ids []int
+	for _, p := range md.Topics[i].Partitions {
+		if end, ok := cfg.Ends[p.ID]; cfg.Ends == nil || ok && end >= 0 {
+			ids = append(ids, p.ID)
+		}
 	}
 	slices.Sort(ids)
+	for p, end := range cfg.Ends {
+		if _, found := slices.BinarySearch(ids, p); !found && end >= 0 {
+			return nil, fmt.Errorf("ingest: kafka %s: no partition %d (the topic has %d)", cfg.Topic, p, len(md.Topics[i].Partitions))
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
 
 	// Kafka timestamps are milliseconds: the first record at or after From
 	// is the first at or after From rounded up to a millisecond. The
@@ -256,6 +275,9 @@ func resolveKafkaRange(ctx context.Context, cfg KafkaRangeConfig) ([]kafkaPartit
 			return nil, fmt.Errorf("ingest: kafka %s/%d: listing offsets: %w", cfg.Topic, p, po.Error)
 		}
 		end, start := po.LastOffset, po.FirstOffset
+		if until, ok := cfg.Ends[p]; ok {
+			end = min(end, until)
+		}
 		if fromMs >= 0 {
 			// One offset: that of the first record at or after From, or -1
 			// when there is none.

@@ -140,6 +140,9 @@ func checkRangeRows(t *testing.T, res readResult, ids []int64, partitions int) {
 		if want := id / int64(partitions); res.rows[i] != want {
 			t.Errorf("id %d: offset %d, want %d", id, res.rows[i], want)
 		}
+		if want := int32(id % int64(partitions)); res.partitions[i] != want {
+			t.Errorf("id %d: partition %d, want %d", id, res.partitions[i], want)
+		}
 	}
 }
 
@@ -198,6 +201,51 @@ func TestKafkaRangeStartOffsets(t *testing.T) {
 	want := []kafkaPartitionRange{{0, 4, 10}, {1, 1, 10}, {2, 4, 10}}
 	if !slices.Equal(src.parts, want) {
 		t.Errorf("ranges %+v, want %+v", src.parts, want)
+	}
+}
+
+// Ends limits a range to some partitions, each up to an offset: what a
+// member restores of the partitions it was assigned, up to the group's
+// committed offsets.
+func TestKafkaRangeEnds(t *testing.T) {
+	const n, partitions = 30, 3
+	c := kafkatest.Start(t, partitions, "ends")
+	produceRange(t, c, "ends", partitions, 0, n)
+	from := rangeBase.Add(12 * time.Second)
+	tests := []struct {
+		name string
+		ends map[int]int64
+		want []kafkaPartitionRange
+	}{
+		{"some partitions, below their ends", map[int]int64{0: 8, 2: 6}, []kafkaPartitionRange{{0, 4, 8}, {2, 4, 6}}},
+		{"past a partition's end", map[int]int64{1: 99}, []kafkaPartitionRange{{1, 1, 10}}},
+		{"no committed offset", map[int]int64{0: -1, 1: 5}, []kafkaPartitionRange{{1, 1, 5}}},
+		{"end before the first record of the window", map[int]int64{0: 3}, nil},
+		{"none", map[int]int64{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newTestRange(t, c, KafkaRangeConfig{Topic: "ends", From: from, Ends: tt.ends}, Options{Allocator: checkedAllocator(t)})
+			if !slices.Equal(src.parts, tt.want) {
+				t.Fatalf("ranges %+v, want %+v", src.parts, tt.want)
+			}
+			var ids []int64
+			for _, p := range tt.want {
+				for off := p.start; off < p.end; off++ {
+					if id := off*partitions + int64(p.partition); !rangeTime(int(id)).Before(from) {
+						ids = append(ids, id)
+					}
+				}
+			}
+			res, _ := readRange(t, src)
+			checkRangeRows(t, res, ids, partitions)
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := NewKafkaRange(ctx, kafkaSpec(t), KafkaRangeConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "ends", Ends: map[int]int64{3: 5}}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "ends: no partition 3 (the topic has 3)") {
+		t.Errorf("a partition the topic lacks: %v", err)
 	}
 }
 

@@ -304,7 +304,11 @@ func kafkaReadN(t *testing.T, src *KafkaSource, n int, ack bool) (readResult, []
 			vals, _ := schemas.ViewValues(b.Record, l)
 			res.views[l] = append(res.views[l], vals...)
 		}
+		if len(b.Partitions) != len(b.Rows) {
+			t.Errorf("batch has %d offsets but %d partitions", len(b.Rows), len(b.Partitions))
+		}
 		res.rows = append(res.rows, b.Rows...)
+		res.partitions = append(res.partitions, b.Partitions...)
 		res.rejects = append(res.rejects, b.Rejects...)
 		res.batches++
 		sizes = append(sizes, len(b.Rows)+len(b.Rejects))
@@ -361,6 +365,9 @@ func TestKafkaSourceReadsRows(t *testing.T) {
 		// Message id went to partition id%3 at offset id/3.
 		if want := res.ids[i] / 3; res.rows[i] != want {
 			t.Errorf("id %d: offset %d, want %d", res.ids[i], res.rows[i], want)
+		}
+		if want := int32(res.ids[i] % 3); res.partitions[i] != want {
+			t.Errorf("id %d: partition %d, want %d", res.ids[i], res.partitions[i], want)
 		}
 	}
 	want := make([]int64, n)
@@ -645,6 +652,14 @@ func TestNewKafkaChecksConfig(t *testing.T) {
 		{"negative bytes", func(c *KafkaConfig, _ *Options) { c.MinBytes = -1 }, "must not be negative"},
 		{"min over max", func(c *KafkaConfig, _ *Options) { c.MinBytes, c.MaxBytes = 10, 5 }, "exceeds MaxBytes"},
 		{"odd start", func(c *KafkaConfig, _ *Options) { c.StartOffset = 42 }, "StartOffset 42"},
+		{"labels in the input topic", func(c *KafkaConfig, _ *Options) { c.LabelsTopic = "t" }, `the labels topic is the input topic "t"`},
+		{"negative session", func(c *KafkaConfig, _ *Options) { c.SessionTimeout = -time.Second }, "must not be negative"},
+		{"negative rebalance", func(c *KafkaConfig, _ *Options) { c.RebalanceTimeout = -time.Second }, "must not be negative"},
+		{"heartbeat as long as the session", func(c *KafkaConfig, _ *Options) {
+			c.HeartbeatInterval, c.SessionTimeout = 10*time.Second, 10*time.Second
+		},
+			"HeartbeatInterval 10s must be shorter than SessionTimeout 10s"},
+		{"heartbeat past the default session", func(c *KafkaConfig, _ *Options) { c.HeartbeatInterval = time.Minute }, "shorter than SessionTimeout 30s"},
 		{"negative batch", func(_ *KafkaConfig, o *Options) { o.BatchSize = -1 }, "batch size"},
 	}
 	for _, tt := range tests {
@@ -667,7 +682,8 @@ func TestNewKafkaChecksConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src.cfg.MaxWait != DefaultKafkaMaxWait || src.cfg.MinBytes != 1 || src.cfg.MaxBytes != 10<<20 || src.cfg.StartOffset != kafka.FirstOffset {
+	if src.cfg.MaxWait != DefaultKafkaMaxWait || src.cfg.MinBytes != 1 || src.cfg.MaxBytes != 10<<20 || src.cfg.StartOffset != kafka.FirstOffset ||
+		src.cfg.HeartbeatInterval != 3*time.Second || src.cfg.SessionTimeout != 30*time.Second || src.cfg.RebalanceTimeout != 30*time.Second {
 		t.Errorf("defaults %+v", src.cfg)
 	}
 	if err := src.Close(); err != nil {
@@ -730,15 +746,14 @@ func BenchmarkKafkaDecode(b *testing.B) {
 				msgs[i] = kafka.Message{Topic: "t", Offset: int64(i), Value: v}
 				size += len(v)
 			}
-			mem := memory.NewGoAllocator()
-			src := &KafkaSource{cfg: KafkaConfig{Topic: "t"}, opts: Options{BatchSize: len(msgs)},
-				dec: newKafkaDecoder(spec, false), rb: schemas.NewRecordBuilder(mem, spec), committed: map[int]int64{}}
-			defer src.rb.Release()
+			dec, rb := newKafkaDecoder(spec, false), schemas.NewRecordBuilder(memory.NewGoAllocator(), spec)
+			defer rb.Release()
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				batch := src.decode(msgs)
+				batch := decodeKafkaBatch(dec, rb, "t", msgs)
+				nextOffsets(msgs) // what the batch's Ack commits
 				if len(batch.Rejects) > 0 {
 					b.Fatal(batch.Rejects[0].Reason)
 				}

@@ -34,6 +34,9 @@ type Batch struct {
 	// message's partition (a batch may span partitions, so offsets may
 	// repeat; a reject names its partition in its Source, "topic/partition").
 	Rows []int64
+	// Partitions holds, from Kafka, each record row's partition (RowSource
+	// names it as a reject's Source would); nil for a file.
+	Partitions []int32
 	// Rejects are the rows of this stretch that could not be decoded, with
 	// Source/Row/Column/Reason; they are not in Record.
 	Rejects []schemas.RowError
@@ -41,6 +44,15 @@ type Batch struct {
 	// done with: a Kafka source commits the batch's offsets. Call it only after the
 	// batch's outputs are durable; batches must be acked in the order Next returned them.
 	Ack func(ctx context.Context) error
+}
+
+// RowSource names where record row i came from, as a RowError's Source:
+// the file, or from Kafka "topic/partition".
+func (b *Batch) RowSource(i int) string {
+	if b.Partitions == nil {
+		return b.Source
+	}
+	return partitionSource(b.Source, int(b.Partitions[i]))
 }
 
 // Source yields batches of canonical records.

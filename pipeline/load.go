@@ -67,8 +67,8 @@ func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, 
 			v, _ := schemas.ViewValues(b.Record, l)
 			values[l] = append(values[l], v...)
 		}
-		for _, r := range b.Rows {
-			origins = append(origins, origin{b.Source, r})
+		for i, r := range b.Rows {
+			origins = append(origins, origin{b.RowSource(i), r})
 		}
 		return nil
 	})
@@ -91,7 +91,7 @@ func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, 
 func batchOrigins(b ingest.Batch) []origin {
 	rows := make([]origin, len(b.Rows))
 	for i, r := range b.Rows {
-		rows[i] = origin{b.Source, r}
+		rows[i] = origin{b.RowSource(i), r}
 	}
 	return rows
 }
@@ -201,7 +201,7 @@ func badRows(spec *schemas.ViewSpec, b ingest.Batch, needLabel bool) (bad []sche
 			skip[e.Row] = true
 			// CheckRecord counts record rows; rejected rows were taken
 			// out of the record, so map back to the input row.
-			e.Row = b.Rows[e.Row]
+			e.Source, e.Row = b.RowSource(int(e.Row)), b.Rows[e.Row]
 			bad = append(bad, e)
 		}
 		slices.SortStableFunc(bad, func(x, y schemas.RowError) int { return cmp.Compare(x.Row, y.Row) })

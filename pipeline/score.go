@@ -395,7 +395,7 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []sc
 // located in the input.
 func unscorableRow(b ingest.Batch, u model.Unscorable) schemas.RowError {
 	e := *u.RowError()
-	e.Source, e.Row = b.Source, b.Rows[u.Row]
+	e.Source, e.Row = b.RowSource(u.Row), b.Rows[u.Row]
 	return e
 }
 

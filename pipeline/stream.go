@@ -111,13 +111,13 @@ func (s *sampleScan) add(b ingest.Batch) error {
 	for i, slot := range s.slots {
 		switch {
 		case slot == len(s.origins):
-			s.origins = append(s.origins, origin{b.Source, b.Rows[i]})
+			s.origins = append(s.origins, origin{b.RowSource(i), b.Rows[i]})
 		case slot >= 0:
-			s.origins[slot] = origin{b.Source, b.Rows[i]}
+			s.origins[slot] = origin{b.RowSource(i), b.Rows[i]}
 		}
 	}
 	if i := s.targets.Add(schemas.Labels(b.Record).Float64Values()); i >= 0 {
-		s.largest = origin{b.Source, b.Rows[i]}
+		s.largest = origin{b.RowSource(i), b.Rows[i]}
 	}
 	return nil
 }
