@@ -253,7 +253,9 @@ func TestKafkaRefusesDamagedModels(t *testing.T) {
 			lateCtx, stop := context.WithCancel(ctx)
 			var lateGot []*model.Model
 			lateDone := make(chan error, 1)
-			go func() { lateDone <- late.Follow(lateCtx, func(m *model.Model, _ Manifest) { lateGot = append(lateGot, m) }) }()
+			go func() {
+				lateDone <- late.Follow(lateCtx, func(m *model.Model, _ Manifest) { lateGot = append(lateGot, m) })
+			}()
 			waitFor(t, "the late follower's refusal", func() bool { return late.Refused() == 1 })
 			stop()
 			if err := <-lateDone; err != nil || len(lateGot) != 0 {
