@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -74,3 +76,5 @@ func bigModel(t testing.TB) *model.Model {
 	}
 	return big.model
 }
+
+func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

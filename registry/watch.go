@@ -45,7 +45,7 @@ func (w *FileWatch) Follow(ctx context.Context, onCurrent func(*model.Model, Man
 		info, err := os.Stat(w.path)
 		if err != nil {
 			if !missing {
-				w.logger.Warn("model file is gone; the model in use stays", "path", w.path, "err", err)
+				w.logger.Warn("model file is gone; the model in service stays", "path", w.path, "err", err)
 			}
 			missing = true
 		} else {
@@ -73,7 +73,7 @@ func (w *FileWatch) check(version string, onCurrent func(*model.Model, Manifest)
 	switch {
 	case err != nil:
 		w.refused.Add(1)
-		w.logger.Error("model file changed but cannot be used; the model in use stays", "path", w.path, "err", err)
+		w.logger.Error("model file changed but cannot be served; the model in service stays", "path", w.path, "err", err)
 	case m.Version != version:
 		onCurrent(m, fileManifest(m, sum))
 		return m.Version

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -47,7 +48,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := pipeline.LoadModel(*modelPath)
+	m, err := registry.LoadModel(*modelPath)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -105,7 +106,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	}
 	dest := *out
 	if *store != "" {
-		dest = filepath.Join(*store, m.Version+".mvml") + " and " + pipeline.CurrentModel
+		dest = filepath.Join(*store, m.Version+".mvml") + " and " + registry.CurrentModel
 	}
 	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",
 		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, dest)
