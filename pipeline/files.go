@@ -167,6 +167,9 @@ func (j TrainJob) checkFiles() (*registry.Dir, error) {
 	if j.SpecFile != "" {
 		reads = append(reads, File{Role: "view spec", Path: j.SpecFile})
 	}
+	if j.LikeFile != "" {
+		reads = append(reads, File{Role: "base model", Path: j.LikeFile})
+	}
 	if j.Output != "" {
 		writes = append(writes, File{Role: "model file", Path: j.Output})
 	}

@@ -35,9 +35,10 @@ type TrainJob struct {
 	// combined with Grid, whose cross-validation needs the rows.
 	Stream     bool
 	SampleRows int
-	// SpecFile, when set, is the file Spec was read from: no output may
-	// replace it.
+	// SpecFile, when set, is the file Spec was read from, and LikeFile the
+	// one Like was: no output may replace them.
 	SpecFile string
+	LikeFile string
 	// Output is the model file to write; empty means the model is only
 	// returned.
 	Output string

@@ -621,6 +621,9 @@ func (k *Kafka) deliver(ctx context.Context, acted int64, onCurrent func(*model.
 	return at, nil
 }
 
+// Topic is the model topic's name.
+func (k *Kafka) Topic() string { return k.cfg.Topic }
+
 // Refused counts the current models Follow refused.
 func (k *Kafka) Refused() int64 { return k.refused.Load() }
 
