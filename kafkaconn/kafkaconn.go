@@ -4,8 +4,10 @@
 // the readers of package ingest and a *kafka.Transport for the writers of
 // package sink and for admin requests — so that every client of one job
 // connects alike. It also says which Kafka errors pass by themselves
-// (Transient) and how a write or commit retries them (Retry), and Produce
-// feeds a topic for tools and demos.
+// (Transient) and how a write or commit retries them (Retry); it writes
+// values larger than a message as chunks (WriteBlob) and puts them back
+// together, checked, on the reading side (Assembler); and Produce feeds a
+// topic for tools and demos.
 //
 // kafkaconn knows the Kafka protocol client, never records or formats.
 package kafkaconn

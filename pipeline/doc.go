@@ -16,21 +16,25 @@
 // scored, dead-lettered or delivered again. Labelled records feed a
 // model.Accumulator, but for labels the model cannot learn from, which cost
 // only themselves; refits run in the background and the new model (or one
-// handed to Swap by a retraining job or found by WatchModel) goes into
+// handed to Swap by a retraining job, or made current in a model store
+// that FollowModels follows: a model topic, a model file) goes into
 // service between two batches. ServeHTTP answers /healthz, /readyz (from
 // the source, when it can tell whether it consumes) and /metrics, whose
 // numbers are those of ServeStats. Its parts have a file each: the run
 // loop (serve.go), a batch's way through (serve_batch.go), the refit
-// scheduler (serve_refit.go), the metrics (serve_metrics.go) and the model
-// watcher (serve_watch.go). KafkaRunner (serve_kafka.go) wires a Service to
-// Kafka as `mvml serve` and its demo both do: the consumer group, the
-// output topic or Parquet directory, the dead-letter topic, the model
-// store, the watcher and the HTTP server, and how they close — the output
-// is committed after a clean stop and dropped after a failure, whose
-// records will be delivered again.
+// scheduler (serve_refit.go), the metrics (serve_metrics.go) and the
+// following of a model store (serve_watch.go). KafkaRunner
+// (serve_kafka.go) wires a Service to Kafka as `mvml serve` and its demo
+// both do: the consumer group, the output topic or Parquet directory, the
+// dead-letter topic, the model stores followed and published to, and the
+// HTTP server, and how they close — the output is committed after a clean
+// stop and dropped after a failure, whose records will be delivered again.
 //
 // A training run reads its rows through a SourceFunc, so it can read a
-// time range of a topic (ingest.KafkaRangeOpener) as well as files.
+// time range of a topic (ingest.KafkaRangeOpener) as well as files, and
+// publishes its model to the model stores of package registry; it may fit
+// on the features of an earlier model (TrainJob.Like) to continue its
+// lineage.
 //
 // The numerical work — kernels, features, samples, fits, scores,
 // sufficient statistics — is model's and transform's. pipeline gathers and

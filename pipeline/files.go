@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -118,26 +119,6 @@ func checkCreatable(f File, info fs.FileInfo) error {
 	return errors.Join(probe.Close(), os.Remove(probe.Name()))
 }
 
-// PrepareModelDir makes the model store dir ready for PublishModel before
-// a long job ends up with a model it cannot save: it creates the
-// directory when it is missing and checks that it takes new files.
-func PrepareModelDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		// Say which part of the path failed, without repeating dir.
-		var pathErr *fs.PathError
-		if errors.As(err, &pathErr) {
-			err = pathErr.Err
-			if pathErr.Path != dir {
-				err = fmt.Errorf("%s: %w", pathErr.Path, pathErr.Err)
-			}
-		}
-		return fmt.Errorf("model store %s: %w", dir, err)
-	}
-	entry := File{Role: "model store entry", Path: filepath.Join(dir, CurrentModel)}
-	info, _ := os.Stat(entry.Path)
-	return checkCreatable(entry, info)
-}
-
 // inputFiles are the files of patterns, as ingest will read them.
 func inputFiles(patterns []string) ([]File, error) {
 	names, err := ingest.Files(patterns)
@@ -172,29 +153,35 @@ func (c ScoreConfig) checkFiles() error {
 }
 
 // checkFiles is CheckFiles for a training job: its model file and model
-// store against its inputs and view spec. The model store is created
-// first, so that its entries can be checked like any file.
-func (j TrainJob) checkFiles() error {
+// store against its inputs and view spec. The model store is opened
+// (created) first, so that its entries can be checked like any file; it
+// is returned, nil without ModelDir.
+func (j TrainJob) checkFiles() (*registry.Dir, error) {
 	var reads, writes []File
 	if j.Source == nil {
 		var err error
 		if reads, err = inputFiles(j.Inputs); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if j.SpecFile != "" {
 		reads = append(reads, File{Role: "view spec", Path: j.SpecFile})
 	}
+	if j.LikeFile != "" {
+		reads = append(reads, File{Role: "base model", Path: j.LikeFile})
+	}
 	if j.Output != "" {
 		writes = append(writes, File{Role: "model file", Path: j.Output})
 	}
+	var dir *registry.Dir
 	if j.ModelDir != "" {
-		if err := PrepareModelDir(j.ModelDir); err != nil {
-			return err
+		var err error
+		if dir, err = registry.OpenDir(j.ModelDir, registry.DirOptions{}); err != nil {
+			return nil, err
 		}
 		// The version's entry is named after the model, not known yet;
 		// both entries end in .mvml, which no input does.
-		writes = append(writes, File{Role: "model store entry", Path: filepath.Join(j.ModelDir, CurrentModel)})
+		writes = append(writes, File{Role: "model store entry", Path: filepath.Join(j.ModelDir, registry.CurrentModel)})
 	}
-	return CheckFiles(reads, writes)
+	return dir, CheckFiles(reads, writes)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
 )
 
 // filesDir makes the files the CheckFiles cases name, in a new working
@@ -136,29 +137,6 @@ func TestCheckFilesUnwritableDirectory(t *testing.T) {
 	}
 }
 
-func TestPrepareModelDir(t *testing.T) {
-	dir := t.TempDir()
-	store := filepath.Join(dir, "models", "prod")
-	if err := PrepareModelDir(store); err != nil {
-		t.Fatal(err)
-	}
-	if got := dirEntries(t, store); len(got) != 0 {
-		t.Fatalf("a prepared store holds %v", got)
-	}
-	if err := PrepareModelDir(store); err != nil {
-		t.Fatalf("an existing store: %v", err)
-	}
-	plain := filepath.Join(dir, "plain")
-	if err := os.WriteFile(plain, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, bad := range []string{plain, filepath.Join(plain, "models")} {
-		if err := PrepareModelDir(bad); err == nil || !strings.Contains(err.Error(), "model store "+bad+": ") {
-			t.Errorf("PrepareModelDir(%s): %v", bad, err)
-		}
-	}
-}
-
 // Score refuses, before it reads a row or creates a file, an output or a
 // rejects file that would replace an input, the model file or each other.
 func TestScoreRefusesToDestroyFiles(t *testing.T) {
@@ -171,7 +149,7 @@ func TestScoreRefusesToDestroyFiles(t *testing.T) {
 	csvIn := filepath.Join(dir, "in.csv")
 	writeCSV(t, csvIn, spec, d, nil)
 	modelFile := filepath.Join(dir, "model.jsonl") // a model may have any name
-	if err := SaveModel(modelFile, m); err != nil {
+	if err := registry.SaveModel(modelFile, m); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -256,8 +234,8 @@ func TestTrainChecksFilesFirst(t *testing.T) {
 			want: "model file " + filepath.Join(dir, "none", "m.mvml") + ": directory " + filepath.Join(dir, "none") + " does not exist"},
 		{name: "model store is a file", job: TrainJob{ModelDir: plain},
 			want: "model store " + plain + ": "},
-		{name: "model file is the store's current model", job: TrainJob{ModelDir: dir, Output: filepath.Join(dir, CurrentModel)},
-			want: "model store entry " + filepath.Join(dir, CurrentModel) + " is the same file as the model file"},
+		{name: "model file is the store's current model", job: TrainJob{ModelDir: dir, Output: filepath.Join(dir, registry.CurrentModel)},
+			want: "model store entry " + filepath.Join(dir, registry.CurrentModel) + " is the same file as the model file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,7 +278,7 @@ func TestTrainPublishesToModelDir(t *testing.T) {
 	if !storeExisted {
 		t.Fatal("the model store was not created before the fit")
 	}
-	want := []string{m.Version + ".mvml", CurrentModel}
+	want := []string{m.Version + ".mvml", registry.CurrentModel}
 	slices.Sort(want)
 	if got := dirEntries(t, store); !slices.Equal(got, want) {
 		t.Fatalf("store holds %v, want %v", got, want)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -103,8 +105,17 @@ type Service struct {
 	// closed when Run returns.
 	swaps   chan swapRequest
 	started atomic.Bool
+	// begun is closed when Run starts, stopped when it returns.
+	begun   chan struct{}
 	stopped chan struct{}
 	metrics serveMetrics
+	// refitting is the version (a string) of the refit handed to OnRefit
+	// and not yet put in service, "" when none is.
+	refitting atomic.Value
+	// followers are those FollowModels follows, whose refusals count as
+	// reload failures.
+	followersMu sync.Mutex
+	followers   []registry.Follower
 }
 
 // NewService checks cfg and returns a Service ready to Run.
@@ -141,7 +152,7 @@ func NewService(cfg ServeConfig) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{cfg: cfg, schema: schemas.OutputSchema(cfg.Model.Outputs(), len(cfg.Model.Spec.Views), cfg.Contributions),
-		swaps: make(chan swapRequest), stopped: make(chan struct{})}
+		swaps: make(chan swapRequest), begun: make(chan struct{}), stopped: make(chan struct{})}
 	s.current.Store(cfg.Model)
 	return s, nil
 }
@@ -169,7 +180,8 @@ type swapRequest struct {
 // batches, for instance the model a scheduled retraining job has just
 // published. m must read the same views (the same view spec fingerprint)
 // and give as many outputs. The refit statistics gathered so far belong to
-// the old model's features, so they start again, empty, on m's; a refit
+// the old model's features, so they start again, empty, on m's (unless m
+// is the version in service, which changes nothing); a refit
 // under way on the old features is cancelled, so that its model is
 // neither served nor handed to OnRefit (which might publish it over m).
 // Swap returns once m is in service, or with an error when m does not
@@ -207,6 +219,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("serve: Run was called before")
 	}
+	close(s.begun)
 	defer close(s.stopped)
 	r := &serviceRun{Service: s, refits: newRefitScheduler(s), scorer: newBatchScorer(s.Model(), s.schema, s.cfg.Allocator)}
 	if c, ok := s.cfg.Output.(sink.Committer); ok {
@@ -315,8 +328,13 @@ func (r *serviceRun) takeReady(ctx context.Context) error {
 	}
 }
 
-// swap puts a model given to Swap in service.
+// swap puts a model given to Swap in service. The version in service is
+// in service already: its statistics go on.
 func (r *serviceRun) swap(req swapRequest) {
+	if req.model.Version == r.Model().Version {
+		req.done <- nil
+		return
+	}
 	r.current.Store(req.model)
 	r.refits.rebase(req.model)
 	r.cfg.Logger.Info("model swapped in", "version", req.model.Version)

@@ -11,6 +11,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -21,9 +22,9 @@ const httpShutdownTimeout = 5 * time.Second
 
 // KafkaServeConfig describes the Kafka deployment of a Service, `mvml
 // serve`: a consumer group on an input topic of JSON records, scores to a
-// topic or to a directory of Parquet files, dead letters to a topic, refits
-// published to a model store, a watched model file, and the health and
-// metrics over HTTP.
+// topic or to a directory of Parquet files, dead letters to a topic, a
+// model store followed (a model topic) or a model file watched, refits
+// published, and the health and metrics over HTTP.
 type KafkaServeConfig struct {
 	// Conn says how every client reaches the brokers, and how writes and
 	// offset commits retry a transient failure (Conn.Retry). Required: its
@@ -53,15 +54,21 @@ type KafkaServeConfig struct {
 	DeadLetterTopic string
 	// Model is the model served until the first refit or reload. Required.
 	Model *model.Model
+	// Models, when set, is a model store the service follows
+	// (Service.FollowModels), such as a model topic (registry.Kafka) shared
+	// by every replica: the model it makes current is put in service
+	// between two batches, and every refitted model is published to it and
+	// made current. The runner neither opens nor closes it.
+	Models registry.Store
 	// ModelFile, when ReloadInterval is positive, is checked that often,
-	// and the model a retraining job writes there is served (WatchModel).
-	// Default (0) no checks.
+	// and the model a retraining job writes there is served
+	// (registry.WatchFile). Not with Models. Default (0) no checks.
 	ModelFile      string
 	ReloadInterval time.Duration
 	// ModelDir, when set, receives every refitted model as VERSION.mvml
-	// and current.mvml (PublishModel); it is created, or refused, by
+	// and current.mvml (registry.Dir); it is created, or refused, by
 	// NewKafkaRunner, not at the first refit. Default ("") refitted models
-	// are served, not saved.
+	// are saved nowhere but in Models.
 	ModelDir string
 	// Refit, Contributions and ShutdownGrace are the Service's (see
 	// ServeConfig).
@@ -87,6 +94,8 @@ type KafkaRunner struct {
 	src  *ingest.KafkaSource
 	out  sink.Sink
 	dead sink.DeadLetters
+	// dir is ModelDir's store, nil without one.
+	dir *registry.Dir
 }
 
 // NewKafkaRunner checks cfg, prepares the model store, and opens the
@@ -104,9 +113,13 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		return nil, fmt.Errorf("serve: negative reload interval %v", cfg.ReloadInterval)
 	case cfg.ReloadInterval > 0 && cfg.ModelFile == "":
 		return nil, fmt.Errorf("serve: reloading every %v needs a model file", cfg.ReloadInterval)
+	case cfg.ReloadInterval > 0 && cfg.Models != nil:
+		return nil, errors.New("serve: follow a model store or a model file, not both")
 	}
+	var dir *registry.Dir
 	if cfg.ModelDir != "" {
-		if err := PrepareModelDir(cfg.ModelDir); err != nil {
+		var err error
+		if dir, err = registry.OpenDir(cfg.ModelDir, registry.DirOptions{}); err != nil {
 			return nil, err
 		}
 	}
@@ -118,7 +131,7 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &KafkaRunner{cfg: cfg, src: src}
+	r := &KafkaRunner{cfg: cfg, src: src, dir: dir}
 	if cfg.OutputDir != "" {
 		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), cfg.Contributions)
 		r.out, err = sink.NewRollingParquet(cfg.OutputDir, "scores", schema, sink.ParquetOptions{}, cfg.Roll)
@@ -144,17 +157,39 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 // Service is the service the runner runs, for its counters and Swap.
 func (r *KafkaRunner) Service() *Service { return r.svc }
 
-// publish saves a refitted model to the model store, if there is one.
-func (r *KafkaRunner) publish(_ context.Context, m *model.Model) error {
-	if r.cfg.ModelDir == "" {
-		return nil
+// publish saves a refitted model to the model stores, if there are any,
+// and makes it current there.
+func (r *KafkaRunner) publish(ctx context.Context, m *model.Model) error {
+	meta := registry.Meta{Role: registry.RoleRefit, Parent: r.svc.Model().Version}
+	if r.dir != nil {
+		if _, err := r.dir.Publish(ctx, m, meta, true); err != nil {
+			return err
+		}
 	}
-	return PublishModel(r.cfg.ModelDir, m)
+	if r.cfg.Models != nil {
+		if _, err := r.cfg.Models.Publish(ctx, m, meta, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Run serves until ctx is cancelled, the service fails, or the HTTP
-// address cannot be listened on, as Service.Run does; meanwhile it watches
-// the model file and serves HTTP. Then it closes the source and the sinks,
+// follower is what the runner follows: the model store, the model file
+// checked every ReloadInterval, or nothing (nil).
+func (r *KafkaRunner) follower() registry.Follower {
+	switch {
+	case r.cfg.Models != nil:
+		return r.cfg.Models
+	case r.cfg.ReloadInterval > 0:
+		return registry.WatchFile(r.cfg.ModelFile, r.cfg.ReloadInterval, r.svc.cfg.Logger)
+	}
+	return nil
+}
+
+// Run serves until ctx is cancelled, the service fails, the HTTP address
+// cannot be listened on, or the model store cannot be followed any more
+// (a refusal that waiting cannot mend), as Service.Run does; meanwhile it
+// follows the model store or file and serves HTTP. Then it closes the source and the sinks,
 // within the shutdown grace: a directory of Parquet files is committed
 // after a clean stop, but its file in progress is dropped after a failure,
 // since the records in it were not acknowledged and will be scored again.
@@ -165,15 +200,24 @@ func (r *KafkaRunner) Run(ctx context.Context) error {
 	return errors.Join(err, r.close(closing, err))
 }
 
-func (r *KafkaRunner) run(ctx context.Context) error {
-	if r.cfg.ReloadInterval > 0 {
-		watchCtx, stopWatching := context.WithCancel(ctx)
-		watching := make(chan struct{})
+func (r *KafkaRunner) run(ctx context.Context) (err error) {
+	if f := r.follower(); f != nil {
+		var stopFollowing context.CancelFunc
+		ctx, stopFollowing = context.WithCancel(ctx)
+		followed := make(chan error, 1)
 		go func() {
-			defer close(watching)
-			r.svc.WatchModel(watchCtx, r.cfg.ModelFile, r.cfg.ReloadInterval)
+			err := r.svc.FollowModels(ctx, f)
+			if err != nil {
+				stopFollowing() // the service stops too
+			}
+			followed <- err
 		}()
-		defer func() { stopWatching(); <-watching }()
+		defer func() {
+			stopFollowing()
+			if ferr := <-followed; ferr != nil {
+				err = errors.Join(err, fmt.Errorf("serve: following the model store: %w", ferr))
+			}
+		}()
 	}
 	if r.cfg.HTTPAddr == "" {
 		return r.svc.Run(ctx)

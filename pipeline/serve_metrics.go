@@ -30,8 +30,9 @@ type ServeStats struct {
 	Batches        int64 `json:"batches"`
 	Refits         int64 `json:"refits"`
 	RefitFailures  int64 `json:"refit_failures"`
-	// Reloads counts the models WatchModel put in service, ReloadFailures
-	// the changed model files it could not serve.
+	// Reloads counts the models FollowModels put in service,
+	// ReloadFailures those made current that it could not serve, or that
+	// the store refused as partial or damaged.
 	Reloads        int64 `json:"reloads"`
 	ReloadFailures int64 `json:"reload_failures"`
 	// Pending counts the batches written but not yet acknowledged, waiting
@@ -93,8 +94,8 @@ var serveMetricDefs = [numMetrics]struct {
 	metricBatches:          {"mvml_batches_total", counter, "Batches written and acknowledged.", func(s *ServeStats) any { return &s.Batches }},
 	metricRefits:           {"mvml_refits_total", counter, "Refitted models put in service.", func(s *ServeStats) any { return &s.Refits }},
 	metricRefitFailures:    {"mvml_refit_failures_total", counter, "Refits that failed; the old model stayed in service.", func(s *ServeStats) any { return &s.RefitFailures }},
-	metricReloads:          {"mvml_model_reloads_total", counter, "Models reloaded from the model file and put in service.", func(s *ServeStats) any { return &s.Reloads }},
-	metricReloadFailures:   {"mvml_model_reload_failures_total", counter, "Changed model files that could not be served; the old model stayed in service.", func(s *ServeStats) any { return &s.ReloadFailures }},
+	metricReloads:          {"mvml_model_reloads_total", counter, "Models made current in the model store or file followed and put in service.", func(s *ServeStats) any { return &s.Reloads }},
+	metricReloadFailures:   {"mvml_model_reload_failures_total", counter, "Models made current that could not be served (partial, damaged, other views); the old model stayed in service.", func(s *ServeStats) any { return &s.ReloadFailures }},
 	metricNotCommitted:     {"mvml_records_not_committed", gauge, "Records taken and not yet acknowledged.", func(s *ServeStats) any { return &s.NotCommitted }},
 	metricPending:          {"mvml_batches_pending", gauge, "Batches written and waiting for their output to commit before they are acknowledged.", func(s *ServeStats) any { return &s.Pending }},
 	metricAccumulated:      {"mvml_refit_rows", gauge, "Labelled rows (decayed) in the statistics of the next refit.", func(s *ServeStats) any { return &s.Accumulated }},
@@ -120,6 +121,9 @@ func (s *Service) Stats() ServeStats {
 		switch field := def.field(&st).(type) {
 		case *int64:
 			*field = s.metrics[m].Load()
+			if metric(m) == metricReloadFailures {
+				*field += s.refused()
+			}
 		case *float64:
 			*field = math.Float64frombits(uint64(s.metrics[m].Load()))
 		}

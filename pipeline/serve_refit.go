@@ -101,6 +101,7 @@ func (r *refitScheduler) finished(ctx context.Context, res refitResult) error {
 	if res.base == r.base {
 		r.s.adopt(res)
 	}
+	r.s.refitting.Store("")
 	return r.start(ctx)
 }
 
@@ -149,6 +150,7 @@ func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.
 		err = ctx.Err()
 	}
 	if err == nil && s.cfg.OnRefit != nil {
+		s.refitting.Store(m.Version)
 		if err = s.cfg.OnRefit(ctx, m); err != nil {
 			err = fmt.Errorf("on refit: %w", err)
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -579,18 +580,21 @@ func TestServeRefitDueWhileRefitting(t *testing.T) {
 	}
 }
 
-// WatchModel serves a model a retraining job publishes, counts the files
+// FollowModels serves the model a retraining job publishes to a file, counts the files
 // it cannot serve and logs a file that disappears; the model in service
 // stays through both.
-func TestServeWatchModel(t *testing.T) {
+func TestServeFollowModelFile(t *testing.T) {
 	spec := testSpec(t)
 	m1 := trainTestModel(t, spec, makeData(spec, 150, 1))
 	m2 := trainTestModel(t, spec, makeData(spec, 150, 2))
-	store := t.TempDir()
-	if err := PublishModel(store, m1); err != nil {
+	store, err := registry.OpenDir(t.TempDir(), registry.DirOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(store, CurrentModel)
+	if _, err := store.Publish(context.Background(), m1, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(store.Path(), registry.CurrentModel)
 	var log syncBuffer
 	svc, err := NewService(ServeConfig{Model: m1, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
@@ -601,7 +605,12 @@ func TestServeWatchModel(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 	watching := make(chan struct{})
-	go func() { defer close(watching); svc.WatchModel(ctx, path, 5*time.Millisecond) }()
+	go func() {
+		defer close(watching)
+		if err := svc.FollowModels(ctx, registry.WatchFile(path, 5*time.Millisecond, svc.cfg.Logger)); err != nil {
+			t.Error(err)
+		}
+	}()
 
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -611,7 +620,7 @@ func TestServeWatchModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the damaged file counted", func() bool { return svc.Stats().ReloadFailures > 0 })
-	if err := PublishModel(store, m2); err != nil {
+	if _, err := store.Publish(context.Background(), m2, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the published model in service", func() bool { return svc.Model().Version == m2.Version })

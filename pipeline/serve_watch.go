@@ -2,60 +2,62 @@ package pipeline
 
 import (
 	"context"
-	"os"
-	"time"
+
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
 )
 
-// WatchModel checks the model file at path every interval until ctx ends
-// and puts the model found there in service (Swap) when the file changed
-// and holds another version than the one in service: a scheduled
-// retraining job publishes, the service follows. A changed file that
-// cannot be read or does not fit is logged and counted, and the service
-// keeps its model; so does a file that disappears, logged once. The first
-// check reads the file whatever its age, so a file replaced between the
-// model's load and the watcher's start is not missed.
-func (s *Service) WatchModel(ctx context.Context, path string, interval time.Duration) {
-	var last os.FileInfo
-	missing := false
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+// FollowModels puts in service (Swap) every model f makes current — a
+// model topic (registry.Kafka), a model store's current.mvml
+// (registry.Dir) or a model file a retraining job replaces
+// (registry.WatchFile) — until ctx ends (it then returns nil) or f cannot
+// go on (its error). A model f refuses (partial, damaged, missing) and one
+// that Swap refuses (other views, other outputs) are logged and counted
+// as reload failures, and the model in service stays. The model in
+// service is passed over, and so is a refit of this service's own that
+// f gives back before the service took it in (OnRefit published it):
+// swapping it in would start the statistics again. Following starts once
+// Run has started, which can then take the models in.
+func (s *Service) FollowModels(ctx context.Context, f registry.Follower) error {
+	s.followersMu.Lock()
+	s.followers = append(s.followers, f)
+	s.followersMu.Unlock()
+	select {
+	case <-s.begun:
+	case <-ctx.Done():
+		return nil
+	}
+	return f.Follow(ctx, func(m *model.Model, man registry.Manifest) {
+		// The own refit first: it is forgotten only once in service.
+		if m.Version == s.ownRefit() || m.Version == s.Model().Version {
 			return
-		case <-tick.C:
 		}
-		info, err := os.Stat(path)
-		if err != nil {
-			if !missing {
-				s.cfg.Logger.Warn("model file is gone; the model in service stays", "path", path, "version", s.Model().Version, "err", err)
-			}
-			missing = true
-			continue
-		}
-		if missing {
-			s.cfg.Logger.Info("model file is back", "path", path)
-			missing = false
-		}
-		if last != nil && info.ModTime().Equal(last.ModTime()) && info.Size() == last.Size() {
-			continue
-		}
-		last = info
-		m, err := LoadModel(path)
-		if err == nil && m.Version == s.Model().Version {
-			continue
-		}
-		if err == nil {
-			err = s.Swap(ctx, m)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		if err := s.Swap(ctx, m); err != nil {
+			if ctx.Err() != nil || !s.running() {
+				return // the service stops: not the model's fault
 			}
 			s.metrics.add(metricReloadFailures, 1)
-			s.cfg.Logger.Error("model file changed but cannot be served", "path", path, "err", err)
-			continue
+			s.cfg.Logger.Error("model made current cannot be served; the model in service stays", "version", m.Version, "lineage", man.Lineage, "err", err)
+			return
 		}
 		s.metrics.add(metricReloads, 1)
+	})
+}
+
+// refused counts the models the followers refused.
+func (s *Service) refused() int64 {
+	s.followersMu.Lock()
+	defer s.followersMu.Unlock()
+	var n int64
+	for _, f := range s.followers {
+		n += f.Refused()
 	}
+	return n
+}
+
+// ownRefit is the version of the refit handed to OnRefit and not yet put
+// in service, or "".
+func (s *Service) ownRefit() string {
+	v, _ := s.refitting.Load().(string)
+	return v
 }

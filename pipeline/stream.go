@@ -82,6 +82,41 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	return m, nil
 }
 
+// trainStreamedLike fits job.Like's features and targets on the rows, read
+// once through the statistics: the features need no sample.
+func trainStreamedLike(ctx context.Context, job TrainJob) (*model.Model, error) {
+	acc := job.Like.Unfitted().NewAccumulator()
+	nViews := len(job.Spec.Views)
+	err := eachLabelled(ctx, job.Spec, job.Source, job.Options, func(b ingest.Batch) error {
+		if b.Record.NumRows() == 0 {
+			return nil
+		}
+		labels := schemas.Labels(b.Record).Float64Values()
+		for i, y := range labels {
+			if err := job.Like.CheckLabel(y); err != nil {
+				return &schemas.RowError{Source: b.Source, Row: b.Rows[i], Column: job.Spec.Label, Reason: err.Error()}
+			}
+		}
+		return locateRow(acc.Add(model.ViewsOf(b.Record, nViews), labels), batchOrigins(b))
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows := acc.Rows()
+	if rows == 0 {
+		return nil, errNoRows
+	}
+	if job.OnLoaded != nil {
+		job.OnLoaded(int(rows))
+	}
+	// The unfitted model's accumulator refits cold.
+	m, err := acc.Refit(ctx, job.Config.Fit, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fitting %d rows: %w", int(rows), err)
+	}
+	return m, nil
+}
+
 // sampleScan is the first pass of a streamed training: a reservoir sample
 // of the rows (transform.Reservoir) with where each came from, and what the
 // target encoding needs (model.TargetScan).

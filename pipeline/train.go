@@ -1,20 +1,16 @@
 package pipeline
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
-	"github.com/mvml/mvml/sink"
 )
 
 // TrainJob describes a training run.
@@ -39,15 +35,27 @@ type TrainJob struct {
 	// combined with Grid, whose cross-validation needs the rows.
 	Stream     bool
 	SampleRows int
-	// SpecFile, when set, is the file Spec was read from: no output may
-	// replace it.
+	// SpecFile, when set, is the file Spec was read from, and LikeFile the
+	// one Like was: no output may replace them.
 	SpecFile string
+	LikeFile string
 	// Output is the model file to write; empty means the model is only
 	// returned.
 	Output string
-	// ModelDir, when set, is a model store the model is published to
-	// (PublishModel), after Output when both are set.
+	// ModelDir, when set, is a model store (registry.Dir) the model is
+	// published to and made current, after Output when both are set.
 	ModelDir string
+	// Models, when set, is a model store, such as a model topic
+	// (registry.Kafka), the model is published to and made current, after
+	// Output and ModelDir. The job does not close it.
+	Models registry.Store
+	// Like, when set, is the model whose landmarks, feature maps and target
+	// encoding the fit keeps (model.TrainLike), so that the new model
+	// continues its lineage: the statistics gathered on one merge with
+	// those gathered on the other. Spec must read its views; of Config
+	// only Fit applies, and Grid does not. The fit starts cold. With
+	// Stream the rows are read once, through the statistics.
+	Like *model.Model
 	// OnLoaded, when set, is called with the number of rows once they are
 	// in memory, before the fit starts (which reports no progress).
 	OnLoaded func(rows int)
@@ -55,26 +63,33 @@ type TrainJob struct {
 }
 
 // Train fits a model on the labelled rows of the job's inputs and writes
-// it to job.Output atomically, and to job.ModelDir. The rows are held in
-// memory, or, with job.Stream, read twice: once for a sample and the
-// target encoding, once through the statistics. Before it reads a row, it
+// it to job.Output atomically, then publishes it to job.ModelDir and
+// job.Models. The rows are held in memory, or, with job.Stream, read
+// twice: once for a sample and the target encoding, once through the
+// statistics (once only with job.Like). Before it reads a row, it
 // creates the model store and refuses a model file or store that is one
 // of the inputs or the view spec, or that cannot be created (CheckFiles),
 // so that a long fit never ends with a model it cannot write.
 func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	job.Options = job.Options.withDefaults()
-	if err := job.checkFiles(); err != nil {
+	if err := job.checkLike(); err != nil {
+		return nil, err
+	}
+	dir, err := job.checkFiles()
+	if err != nil {
 		return nil, err
 	}
 	if job.Source == nil {
 		job.Source = FileSource(job.Spec, job.Inputs)
 	}
 	var m *model.Model
-	var err error
 	start := time.Now()
-	if job.Stream {
+	switch {
+	case job.Like != nil && job.Stream:
+		m, err = trainStreamedLike(ctx, job)
+	case job.Stream:
 		m, err = trainStreamed(ctx, job)
-	} else {
+	default:
 		m, err = trainInMemory(ctx, job)
 	}
 	if errors.Is(err, errNoRows) && len(job.Inputs) > 0 {
@@ -92,18 +107,41 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 		}
 	}
 	if job.Output != "" {
-		if err := SaveModel(job.Output, m); err != nil {
+		if err := registry.SaveModel(job.Output, m); err != nil {
 			return nil, err
 		}
 		job.Logger.Info("model written", "path", job.Output)
 	}
-	if job.ModelDir != "" {
-		if err := PublishModel(job.ModelDir, m); err != nil {
+	meta := registry.Meta{Role: registry.RoleTrain}
+	if job.Like != nil {
+		meta.Parent = job.Like.Version
+	}
+	if dir != nil {
+		if _, err := dir.Publish(ctx, m, meta, true); err != nil {
 			return nil, err
 		}
 		job.Logger.Info("model published", "dir", job.ModelDir, "version", m.Version)
 	}
+	if job.Models != nil {
+		if _, err := job.Models.Publish(ctx, m, meta, true); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// checkLike refuses a training like a model that cannot be: a spec of
+// other views, or a grid to choose features by.
+func (job TrainJob) checkLike() error {
+	switch {
+	case job.Like == nil:
+		return nil
+	case job.Like.Spec.Fingerprint() != job.Spec.Fingerprint():
+		return fmt.Errorf("train like model %s: the view spec reads other views than the model's", job.Like.Version)
+	case len(job.Grid) > 0:
+		return fmt.Errorf("train like model %s: a grid cannot be searched on another model's features; choose the values with mvml cv", job.Like.Version)
+	}
+	return nil
 }
 
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
@@ -113,6 +151,13 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 	}
 	if job.OnLoaded != nil {
 		job.OnLoaded(len(labels))
+	}
+	if job.Like != nil {
+		m, err := model.TrainLike(ctx, job.Like, views, labels, job.Config.Fit, false)
+		if err != nil {
+			return nil, fmt.Errorf("fitting %d rows: %w", len(labels), locateRow(err, origins))
+		}
+		return m, nil
 	}
 	cfg := job.Config
 	if len(job.Grid) > 0 {
@@ -127,70 +172,6 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 	m, err := model.Train(ctx, job.Spec, views, labels, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("fitting %d rows: %w", len(labels), locateRow(err, origins))
-	}
-	return m, nil
-}
-
-// CurrentModel is the file of a model store (a directory) that holds the
-// newest model; PublishModel replaces it.
-const CurrentModel = "current.mvml"
-
-// PublishModel adds m to the model store dir: it writes DIR/VERSION.mvml,
-// then replaces DIR/current.mvml, each atomically, so that a service
-// watching current.mvml (`mvml serve --model DIR/current.mvml
-// --reload-interval D`) and a restart both find the newest complete model,
-// and earlier versions stay for a rollback.
-//
-// A version file is never replaced: one that already holds m (the version
-// hashes everything that changes a prediction) is kept as first published,
-// and one that holds anything else is an error, before current.mvml is
-// touched.
-func PublishModel(dir string, m *model.Model) error {
-	path := filepath.Join(dir, m.Version+".mvml")
-	switch old, err := LoadModel(path); {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := SaveModel(path, m); err != nil {
-			return err
-		}
-	case err != nil:
-		return fmt.Errorf("publish model %s: %s exists and is not that model, refusing to replace it: %w", m.Version, path, err)
-	case old.Version != m.Version:
-		return fmt.Errorf("publish model %s: %s holds model %s, refusing to replace it", m.Version, path, old.Version)
-	}
-	return SaveModel(filepath.Join(dir, CurrentModel), m)
-}
-
-// SaveModel writes m to path through a temporary file in the same
-// directory, synced and renamed, so that path holds either its old content
-// or the complete new model, never part of one.
-func SaveModel(path string, m *model.Model) error {
-	f, err := sink.CreateAtomic(path)
-	if err != nil {
-		return fmt.Errorf("save model: %w", err)
-	}
-	w := bufio.NewWriter(f)
-	if err := m.Encode(w); err != nil {
-		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Abort())
-	}
-	if err := w.Flush(); err != nil {
-		return errors.Join(fmt.Errorf("save model %s: %w", path, err), f.Abort())
-	}
-	if err := f.Commit(); err != nil {
-		return fmt.Errorf("save model: %w", err)
-	}
-	return nil
-}
-
-// LoadModel reads and verifies a model file.
-func LoadModel(path string) (*model.Model, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load model: %w", err)
-	}
-	defer f.Close()
-	m, err := model.Decode(f)
-	if err != nil {
-		return nil, fmt.Errorf("load model %s: %w", path, err)
 	}
 	return m, nil
 }

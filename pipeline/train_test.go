@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
 )
 
 func TestTrainWritesLoadableModel(t *testing.T) {
@@ -39,7 +39,7 @@ func TestTrainWritesLoadableModel(t *testing.T) {
 	if m.Meta.Rows != 150 || m.Meta.Created == "" || m.Meta.FitSeconds <= 0 {
 		t.Fatalf("meta %+v", m.Meta)
 	}
-	read, err := LoadModel(path)
+	read, err := registry.LoadModel(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,45 +91,6 @@ func TestTrainFailureLeavesOldModel(t *testing.T) {
 				t.Fatalf("files left: %v", got)
 			}
 		})
-	}
-}
-
-func TestLoadModelRefusesDamage(t *testing.T) {
-	spec := testSpec(t)
-	m := trainTestModel(t, spec, makeData(spec, 60, 13))
-	dir := t.TempDir()
-	good := filepath.Join(dir, "m.mvml")
-	if err := SaveModel(good, m); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flipped := slices.Clone(data)
-	flipped[len(flipped)/2] ^= 0x40
-	tests := []struct {
-		name string
-		data []byte
-	}{
-		{"truncated", data[:len(data)-100]},
-		{"bit flip", flipped},
-		{"not a model", []byte("id,label\n1,2\n")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(dir, tt.name+".mvml")
-			if err := os.WriteFile(path, tt.data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, err := LoadModel(path)
-			if !errors.Is(err, model.ErrCorruptModel) || !strings.Contains(err.Error(), path) {
-				t.Fatalf("error %v, want ErrCorruptModel naming %s", err, path)
-			}
-		})
-	}
-	if _, err := LoadModel(filepath.Join(dir, "absent.mvml")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing file: %v", err)
 	}
 }
 

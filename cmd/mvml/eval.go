@@ -13,6 +13,7 @@ import (
 
 	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -33,7 +34,7 @@ func runEval(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := pipeline.LoadModel(*modelPath)
+	m, err := registry.LoadModel(*modelPath)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 )
 
 func runInspect(_ context.Context, a *app, args []string) error {
@@ -37,7 +38,7 @@ func runInspect(_ context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	m, err := pipeline.LoadModel(*modelPath)
+	m, err := registry.LoadModel(*modelPath)
 	if err != nil {
 		return err
 	}

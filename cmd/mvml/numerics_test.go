@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mvml/mvml/model"
-	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 )
 
 // A fit flag given explicitly is used exactly, 0 included, or refused with
@@ -81,7 +81,7 @@ func TestExplicitFitFlags(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			m, err := pipeline.LoadModel(out)
+			m, err := registry.LoadModel(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestModelDirKeepsEveryModel(t *testing.T) {
 		}
 		spec, data := fixture(t, sub, "train.csv", tc.spec, 120, 9, labels(tc.a, tc.b))
 		mustRun(t, "train", "--input", data, "--views", spec, "--model-dir", store, "--landmarks", "20", "--seed", "1")
-		m, err := pipeline.LoadModel(filepath.Join(store, pipeline.CurrentModel))
+		m, err := registry.LoadModel(filepath.Join(store, registry.CurrentModel))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestModelDirKeepsEveryModel(t *testing.T) {
 		versions[m.Version] = tc.name
 	}
 	for v, name := range versions {
-		m, err := pipeline.LoadModel(filepath.Join(store, v+".mvml"))
+		m, err := registry.LoadModel(filepath.Join(store, v+".mvml"))
 		if err != nil || m.Version != v {
 			t.Errorf("%s: %s.mvml gives %v, %v", name, v, m, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -44,7 +45,7 @@ func runScore(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := pipeline.LoadModel(*modelPath)
+	m, err := registry.LoadModel(*modelPath)
 	if err != nil {
 		return err
 	}

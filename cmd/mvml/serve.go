@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -19,7 +22,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	rollRows := fs.Int64("roll-rows", sink.DefaultRollRows, "with --output-dir, the most rows of one file")
 	rollEvery := fs.Duration("roll-interval", sink.DefaultRollEvery, "with --output-dir, the longest a file stays open (how long a score waits to be committed)")
 	deadTopic := fs.String("dead-letter-topic", "", "`TOPIC` receiving the records that cannot be scored, with the reason in headers (required)")
-	modelPath := fs.String("model", "", "model `FILE` served until the first refit (required)")
+	modelPath := fs.String("model", "", "model `FILE` served until the first refit or reload (required, but with --model-topic)")
+	modelTopic := fs.String("model-topic", "", "model `TOPIC` to follow: its current model is loaded at the start (--model, if given, is served until it is read) and every model made current there is put in service; refits are published to it")
 	modelDir := fs.String("model-dir", "", "`DIR` where every refitted model is saved as VERSION.mvml and current.mvml (default: not saved)")
 	refitRows := fs.Int("refit-rows", 0, "refit after this many new labelled records; 0 means never by count")
 	refitEvery := fs.Duration("refit-interval", 0, "refit when this much time has passed and new labelled records arrived; 0 means never by time")
@@ -34,8 +38,14 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
-	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic, "model", *modelPath); err != nil {
+	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic); err != nil {
 		return err
+	}
+	switch {
+	case *modelPath == "" && *modelTopic == "":
+		return usagef("--model or --model-topic is required")
+	case *modelTopic != "" && *reload != 0:
+		return usagef("--reload-interval watches a --model file; with --model-topic the topic is followed")
 	}
 	if (*outTopic == "") == (*outDir == "") {
 		return usagef("give one of --output-topic and --output-dir")
@@ -47,11 +57,18 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := pipeline.LoadModel(*modelPath)
+	conn, err := kf.connection()
 	if err != nil {
 		return err
 	}
-	conn, err := kf.connection()
+	var models *registry.Kafka
+	if *modelTopic != "" {
+		if models, err = registry.OpenKafka(ctx, registry.KafkaConfig{Conn: conn, Topic: *modelTopic, Logger: a.log}); err != nil {
+			return err
+		}
+		defer models.Close(context.WithoutCancel(ctx))
+	}
+	m, err := startModel(ctx, *modelPath, models, kf.brokers)
 	if err != nil {
 		return err
 	}
@@ -59,13 +76,17 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if *fromLatest {
 		start = ingest.KafkaNewest
 	}
-	runner, err := pipeline.NewKafkaRunner(pipeline.KafkaServeConfig{
+	cfg := pipeline.KafkaServeConfig{
 		Conn: conn, Topic: *topic, Group: *group, StartOffset: start, MaxWait: *maxWait,
 		OutputTopic: *outTopic, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
 		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
 		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
 		Contributions: *contributions, HTTPAddr: *httpAddr, Options: pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
-	})
+	}
+	if models != nil {
+		cfg.Models = models
+	}
+	runner, err := pipeline.NewKafkaRunner(cfg)
 	if err != nil {
 		return err
 	}
@@ -74,4 +95,17 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d + not committed %d; %d labelled (%d labels rejected), %d refits (%d failed), %d reloads (%d failed), model %s\n",
 		st.In, st.Scored, st.DeadLettered, st.NotCommitted, st.Labelled, st.LabelsRejected, st.Refits, st.RefitFailures, st.Reloads, st.ReloadFailures, st.ModelVersion)
 	return err
+}
+
+// startModel is the model served at the start: the --model file, or the
+// current model of the model topic.
+func startModel(ctx context.Context, path string, models *registry.Kafka, brokers string) (*model.Model, error) {
+	if path != "" {
+		return registry.LoadModel(path)
+	}
+	m, _, err := models.Current(ctx)
+	if errors.Is(err, registry.ErrNoModel) {
+		return nil, fmt.Errorf("%w: publish one with `mvml train --input FILE --views SPEC --brokers %s --model-topic %s`, or give --model", err, brokers, models.Topic())
+	}
+	return m, err
 }

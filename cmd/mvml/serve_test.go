@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/kafkatest"
-	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 )
 
 // csvMessages turns the rows of a fixture CSV into JSON records in the
@@ -137,7 +137,7 @@ type scoreMessage struct {
 func TestServeKafka(t *testing.T) {
 	dir := t.TempDir()
 	streamCSV, modelPath := trainedForServe(t, dir, 240)
-	m, err := pipeline.LoadModel(modelPath)
+	m, err := registry.LoadModel(modelPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestServeKafka(t *testing.T) {
 		_, err := os.Stat(filepath.Join(store, "current.mvml"))
 		return err == nil
 	})
-	refitted, err := pipeline.LoadModel(filepath.Join(store, "current.mvml"))
+	refitted, err := registry.LoadModel(filepath.Join(store, "current.mvml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,9 +344,9 @@ func TestServeReloadsModel(t *testing.T) {
 	if err := os.Mkdir(store, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	modelPath := filepath.Join(store, pipeline.CurrentModel)
+	modelPath := filepath.Join(store, registry.CurrentModel)
 	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model-dir", store, "--landmarks", "30")
-	old, err := pipeline.LoadModel(modelPath)
+	old, err := registry.LoadModel(modelPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestServeReloadsModel(t *testing.T) {
 	for v := range versions {
 		stored = append(stored, v+".mvml")
 	}
-	stored = append(stored, pipeline.CurrentModel)
+	stored = append(stored, registry.CurrentModel)
 	slices.Sort(stored)
 	if got := dirNames(t, store); !slices.Equal(got, stored) {
 		t.Errorf("model store holds %v, want %v", got, stored)

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -16,24 +21,26 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("train")
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
-	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) saying which columns form which view (required)")
-	out := fs.String("model", "", "model `FILE` to write (this or --model-dir is required)")
+	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) saying which columns form which view (required, but with --like)")
+	out := fs.String("model", "", "model `FILE` to write (this, --model-dir or --model-topic is required)")
 	store := fs.String("model-dir", "", "publish the model to the model store `DIR` instead: DIR/VERSION.mvml, then DIR/current.mvml, which `mvml serve --reload-interval` can watch")
+	modelTopic := fs.String("model-topic", "", "publish the model to the model `TOPIC` (with --brokers) and make it current there, which every `mvml serve --model-topic` follows")
+	like := fs.String("like", "", "fit on the landmarks, features and target encoding of the model `BASE.mvml` (its lineage), so that statistics gathered on one merge with the other's; the fit flags not given are BASE's")
 	fit := registerFit(fs)
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks, sigma_scale or learn_w (repeatable)")
 	gridFolds := fs.Int("grid-folds", eval.DefaultInnerFolds, "number of folds choosing the --grid values")
-	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics")
+	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics (once only with --like)")
 	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
-	kf := registerKafka(fs, "train on the labelled records of a Kafka topic instead of files: bootstrap `HOST:PORT` list, comma-separated")
-	topic := fs.String("topic", "", "Kafka `TOPIC` of JSON records to train on (with --brokers)")
+	kf := registerKafka(fs, "bootstrap `HOST:PORT` list, comma-separated, of the Kafka cluster of --topic and --model-topic")
+	topic := fs.String("topic", "", "Kafka `TOPIC` of JSON records to train on instead of files (with --brokers)")
 	from := fs.String("from", "", "with --topic, the `TIME` of the first record: RFC 3339, or a duration before now such as 24h (default: the oldest kept)")
 	to := fs.String("to", "", "with --topic, records from this `TIME` on are left out: RFC 3339 or a duration before now (default: the end of the topic when the job starts)")
 	read := registerRead(fs)
 	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
-	fromKafka := kf.brokers != "" || *topic != ""
+	fromKafka := *topic != ""
 	switch {
 	case fromKafka && len(inputs) > 0:
 		return usagef("give either --input files or --brokers and --topic, not both")
@@ -48,22 +55,53 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	if err := required("views", *specPath); err != nil {
-		return err
+	switch {
+	case *modelTopic != "" && kf.brokers == "":
+		return usagef("--model-topic needs --brokers")
+	case kf.brokers != "" && !fromKafka && *modelTopic == "":
+		return usagef("--brokers reaches the Kafka --topic to train on or the --model-topic to publish to; give one")
+	case *like == "":
+		if err := required("views", *specPath); err != nil {
+			return err
+		}
 	}
-	if (*out == "") == (*store == "") {
+	switch {
+	case *out == "" && *store == "" && *modelTopic == "":
+		return usagef("give --model, --model-dir or --model-topic")
+	case *out != "" && *store != "":
 		return usagef("give one of --model and --model-dir")
 	}
-	spec, err := schemas.LoadViewSpec(*specPath)
+	var base *model.Model
+	var spec *schemas.ViewSpec
+	var err error
+	if *like != "" {
+		if base, err = registry.LoadModel(*like); err != nil {
+			return err
+		}
+		spec = base.Spec
+	}
+	if *specPath != "" {
+		if spec, err = schemas.LoadViewSpec(*specPath); err != nil {
+			return err
+		}
+	}
+	var cfg model.TrainConfig
+	if base != nil {
+		cfg, err = likeConfig(fs, fit, base, *like)
+	} else {
+		cfg, err = fit.config(len(spec.Views))
+	}
 	if err != nil {
 		return err
 	}
-	var source pipeline.SourceFunc
-	if fromKafka {
-		conn, err := kf.connection()
-		if err != nil {
+	var conn kafkaconn.Config
+	if kf.brokers != "" {
+		if conn, err = kf.connection(); err != nil {
 			return err
 		}
+	}
+	var source pipeline.SourceFunc
+	if fromKafka {
 		rng := ingest.KafkaRangeConfig{Conn: conn, Topic: *topic}
 		now := time.Now()
 		if rng.From, err = parseTime("from", *from, now); err != nil {
@@ -74,42 +112,91 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 		}
 		source = ingest.KafkaRangeOpener(spec, rng)
 	}
-	cfg, err := fit.config(len(spec.Views))
-	if err != nil {
-		return err
-	}
 	opts, err := read.options(a)
 	if err != nil {
 		return err
 	}
+	job := pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
+		Stream: *stream, SampleRows: *sampleRows, SpecFile: *specPath, Output: *out, ModelDir: *store, Like: base, LikeFile: *like, Options: opts}
+	if *modelTopic != "" {
+		// Opened before the rows are read: a topic that cannot take the
+		// model fails the job at once.
+		models, err := registry.OpenKafka(ctx, registry.KafkaConfig{Conn: conn, Topic: *modelTopic, Logger: a.log})
+		if err != nil {
+			return err
+		}
+		defer models.Close(context.WithoutCancel(ctx))
+		job.Models = models
+	}
 	bar := a.progress("train: reading", "rows", a.totalRows(ctx, inputs))
 	defer bar.finish()
-	opts.Progress = bar.rowsFunc()
+	job.Options.Progress = bar.rowsFunc()
 	// The fit reports no progress of its own: a terminal is told it
 	// started, a log hears that it goes on.
 	var fitting *progress
-	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
-		Stream: *stream, SampleRows: *sampleRows, SpecFile: *specPath, Output: *out, ModelDir: *store, Options: opts,
-		OnLoaded: func(rows int) {
-			bar.finish()
-			if a.tty {
-				fmt.Fprintf(a.stderr, "train: fitting on %s rows…\n", count(int64(rows)))
-				return
-			}
-			fitting = a.progress("train: fitting", "", 0)
-			fitting.with("rows", rows)
-		}})
+	job.OnLoaded = func(rows int) {
+		bar.finish()
+		if a.tty {
+			fmt.Fprintf(a.stderr, "train: fitting on %s rows…\n", count(int64(rows)))
+			return
+		}
+		fitting = a.progress("train: fitting", "", 0)
+		fitting.with("rows", rows)
+	}
+	m, err := pipeline.Train(ctx, job)
 	fitting.finish()
 	if err != nil {
 		return err
 	}
-	dest := *out
+	var dests []string
+	if *out != "" {
+		dests = append(dests, *out)
+	}
 	if *store != "" {
-		dest = filepath.Join(*store, m.Version+".mvml") + " and " + pipeline.CurrentModel
+		dests = append(dests, filepath.Join(*store, m.Version+".mvml")+" and "+registry.CurrentModel)
+	}
+	if *modelTopic != "" {
+		dests = append(dests, "model topic "+*modelTopic+" (current)")
 	}
 	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",
-		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, dest)
+		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, strings.Join(dests, ", "))
 	return nil
+}
+
+// featureFlags choose a model's landmarks, kernels and target encoding, or
+// how to search for them: a model trained --like another keeps the
+// other's, so they are refused with --like.
+var featureFlags = []string{"landmarks", "kernel", "sigma", "sigma-scale", "gamma", "standardize", "seed", "multiclass", "grid", "grid-folds", "sample-rows"}
+
+// likeConfig is the configuration of a training --like base (read from
+// baseFile): base's, with the fit flags given on the command line.
+func likeConfig(fs *flag.FlagSet, fit *fitFlags, base *model.Model, baseFile string) (model.TrainConfig, error) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range featureFlags {
+		if given[name] {
+			return model.TrainConfig{}, usagef("--%s cannot be used with --like: the model keeps the landmarks, kernels and targets of %s", name, baseFile)
+		}
+	}
+	flags, err := fit.config(len(base.Spec.Views))
+	if err != nil {
+		return model.TrainConfig{}, err
+	}
+	cfg := base.Config
+	f, from := &cfg.Fit, flags.Fit
+	for name, set := range map[string]func(){
+		"lambda": func() { f.Lambda = from.Lambda }, "eta": func() { f.Eta = from.Eta }, "mu": func() { f.Mu = from.Mu },
+		"mode": func() { f.Mode = from.Mode }, "learn-w": func() { f.LearnW = from.LearnW }, "max-iter": func() { f.MaxIter = from.MaxIter },
+		"tol": func() { f.Tol = from.Tol }, "no-intercept": func() { f.NoIntercept = from.NoIntercept },
+	} {
+		if given[name] {
+			set()
+		}
+	}
+	if err := cfg.Fit.Validate(); err != nil {
+		return model.TrainConfig{}, usageError{err}
+	}
+	return cfg, nil
 }
 
 // parseTime reads --from or --to: empty (the zero time), an RFC 3339
