@@ -77,30 +77,110 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 			return nil, fmt.Errorf("fit: target column %d out of range [0,%d)", c, st.Outputs())
 		}
 	}
-	fitStats, err := fitStatsOf(st, cfg)
+	in, err := newFitInput(st, cfg, labelUnits{scale: 1})
 	if err != nil {
 		return nil, err
 	}
-	return fitPrepared(ctx, st, fitStats, cols, cfg, warm)
+	return fitPrepared(ctx, in, cols, cfg, warm)
 }
 
-// fitStatsOf is what the solver reads: the statistics, centred unless the
-// fit has no intercept.
-func fitStatsOf(st *Stats, cfg Config) (*Stats, error) {
+// labelUnits maps an encoded regression target back to the labels,
+// y = scale·y_enc + mean. The model stores and scores the standardised
+// target, but λ, η and μ mean what they mean in the paper's objective on
+// the labels as given: with g̃ = scale·g̃_enc that objective is
+//
+//	scale²·(‖y_enc − Σ w_l U_l g̃_enc,l‖² + λ⟨g̃_enc, Ã⁻¹g̃_enc⟩) + η‖Ã‖²_F,
+//
+// so a fit on the standardised target with the paper's η would weigh ‖Ã‖²_F
+// scale² times too heavily (417 times on SARCOS). The solver therefore sees
+// the target in label units and its solution is encoded afterwards; Ã and w
+// are the same in both units. Classification targets (±1) are used as they
+// are: scale 1, mean 0.
+type labelUnits struct {
+	scale, mean float64
+}
+
+// labelUnits returns the model's target encoding, undone.
+func (m *Model) labelUnits() labelUnits {
+	if m.Classes != nil {
+		return labelUnits{scale: 1}
+	}
+	return labelUnits{scale: m.TargetScale, mean: m.TargetMean}
+}
+
+// stats returns the statistics of the target in label units. The mean is
+// added back only for a fit without intercept, which must then fit the
+// labels themselves (the paper's objective); with the intercept the
+// centring would remove it again, and leaving it out spares the
+// cancellation of large means.
+func (u labelUnits) stats(st *Stats, noIntercept bool) *Stats {
+	if u.scale == 1 && u.mean == 0 {
+		return st
+	}
+	out := st.Clone()
+	out.C.Scale(u.scale, st.C)
+	for c := range out.YtY {
+		out.YtY[c] = u.scale * u.scale * st.YtY[c]
+		out.YSum[c] = u.scale * st.YSum[c]
+	}
+	if noIntercept {
+		d := st.Dim()
+		for c := range out.YtY {
+			out.YtY[c] += 2*u.scale*u.mean*st.YSum[c] + u.mean*u.mean*st.N
+			out.YSum[c] += u.mean * st.N
+			for i := 0; i < d; i++ {
+				out.C.Set(i, c, out.C.At(i, c)+u.mean*st.USum[i])
+			}
+		}
+	}
+	return out
+}
+
+// encode turns a solution in label units into one of the encoded target,
+// which the model scores as mean + scale·(intercept_enc + f_enc): g̃_enc =
+// g̃/scale; the intercept, fitted to the labels less their mean (see stats),
+// is divided by the scale, and without intercept the encoded one cancels the
+// mean, so that the model predicts Σ_l w_l f_l(x) exactly.
+func (u labelUnits) encode(sol *Solution, noIntercept bool) {
+	if u.scale == 1 && u.mean == 0 {
+		return
+	}
+	sol.G.Scale(1/u.scale, sol.G)
+	for c := range sol.Intercept {
+		if noIntercept {
+			sol.Intercept[c] = -u.mean / u.scale
+		} else {
+			sol.Intercept[c] /= u.scale
+		}
+	}
+}
+
+// fitInput is what every head of a model fits: the statistics with the
+// target in label units, and the statistics the solver reads (centred
+// unless the fit has no intercept).
+type fitInput struct {
+	units  labelUnits
+	labels *Stats
+	solver *Stats
+}
+
+func newFitInput(st *Stats, cfg Config, units labelUnits) (*fitInput, error) {
 	if st.N <= 0 {
 		return nil, errors.New("fit: no rows in the statistics")
 	}
-	if cfg.NoIntercept {
-		return st, nil
+	in := &fitInput{units: units, labels: units.stats(st, cfg.NoIntercept)}
+	in.solver = in.labels
+	if !cfg.NoIntercept {
+		in.solver = in.labels.centered()
 	}
-	return st.centered(), nil
+	return in, nil
 }
 
-// fitPrepared is Fit with a checked configuration and the solver's
-// statistics already derived from st, so that the heads of one model
-// share them.
-func fitPrepared(ctx context.Context, st, fitStats *Stats, cols []int, cfg Config, warm *Solution) (*Solution, error) {
-	s := newSolver(fitStats, cols, cfg)
+// fitPrepared is Fit with a checked configuration and its input already
+// derived, so that the heads of one model share it.
+func fitPrepared(ctx context.Context, in *fitInput, cols []int, cfg Config, warm *Solution) (*Solution, error) {
+	st := in.labels
+	s := newSolver(in.solver, cols, cfg)
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
 	}
@@ -128,6 +208,7 @@ func fitPrepared(ctx context.Context, st, fitStats *Stats, cols []int, cfg Confi
 			sol.Intercept[c] = b
 		}
 	}
+	in.units.encode(sol, cfg.NoIntercept)
 	return sol, nil
 }
 

@@ -620,3 +620,101 @@ func TestFitCancelled(t *testing.T) {
 		t.Error("cancelled fit returned no error")
 	}
 }
+
+// The hyper-parameters of a regression model mean what they mean in the
+// paper's objective on the labels as given, although the model stores the
+// standardised target: its fit reaches the Ã, w, g̃ (rescaled), intercept and
+// objective of a fit on statistics of the raw labels, and, with the
+// intercept, those of a fit on the standardised target with η/scale² and
+// μ·scale² (the derivation: the objective in label units is scale² times
+// the standardised one with η/scale²).
+func TestRegressionFitIsInLabelUnits(t *testing.T) {
+	views, signal := toyViews(41, 90)
+	labels := make([]float64, len(signal))
+	rng := rand.New(rand.NewPCG(41, 9))
+	for i, v := range signal {
+		// Mean 60, spread about 25: far from a standardised target.
+		labels[i] = 60 + 20*v*views[1].At(i, 2) + 5*rng.NormFloat64()
+	}
+	for _, tc := range []struct {
+		name string
+		fit  Config
+	}{
+		{"learned", Config{Mode: ModeLearned, Lambda: 1e-3, Eta: 1}},
+		{"learned without intercept", Config{Mode: ModeLearned, Lambda: 1e-3, Eta: 1, NoIntercept: true}},
+		{"learned with w", Config{Mode: ModeLearned, Lambda: 1e-2, Eta: 0.1, LearnW: true}},
+		{"sparse", Config{Mode: ModeSparse, Lambda: 1e-3, Eta: 1}},
+		{"sparse without intercept", Config{Mode: ModeSparse, Lambda: 1e-3, Eta: 1, NoIntercept: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := trainRegression(views, labels, TrainConfig{Landmarks: 0.3, Fit: tc.fit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := make([]*mat.Dense, len(views))
+			m.Features.Transform(u, views)
+			raw := NewStats(m.Features.Ranks(), 1)
+			if err := raw.Add(u, mat.NewDense(len(labels), 1, labels)); err != nil {
+				t.Fatal(err)
+			}
+			want, err := Fit(context.Background(), raw, []int{0}, tc.fit, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, scale, mean := m.Heads[0], m.TargetScale, m.TargetMean
+			if scale < 10 {
+				t.Fatalf("target scale %v: the case does not exercise the scaling", scale)
+			}
+			if d := relDiff(got.A, want.A); d > 1e-8 {
+				t.Errorf("Ã differs from the raw-label fit by %g", d)
+			}
+			var g mat.Dense
+			g.Scale(scale, got.G)
+			if d := relDiff(&g, want.G); d > 1e-8 {
+				t.Errorf("scale·g̃ differs from the raw-label fit by %g", d)
+			}
+			if b := mean + scale*got.Intercept[0]; math.Abs(b-want.Intercept[0]) > 1e-8*math.Max(1, math.Abs(want.Intercept[0])) {
+				t.Errorf("intercept in label units %g, the raw-label fit's %g", b, want.Intercept[0])
+			}
+			for l := range want.W {
+				if math.Abs(got.W[l]-want.W[l]) > 1e-8 {
+					t.Errorf("w[%d] %g, the raw-label fit's %g", l, got.W[l], want.W[l])
+				}
+			}
+			gotObj, wantObj := got.Trace.Objective, want.Trace.Objective
+			if len(gotObj) != len(wantObj) || math.Abs(gotObj[len(gotObj)-1]-wantObj[len(wantObj)-1]) > 1e-8*wantObj[len(wantObj)-1] {
+				t.Errorf("objective trace %v, the raw-label fit's %v", gotObj, wantObj)
+			}
+			if tc.fit.NoIntercept {
+				return
+			}
+			std := NewStats(m.Features.Ranks(), 1)
+			y, err := m.encode(labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := std.Add(u, y); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := tc.fit.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Eta /= scale * scale
+			cfg.Mu *= scale * scale
+			scaled, err := Fit(context.Background(), std, []int{0}, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := relDiff(scaled.A, want.A); d > 1e-8 {
+				t.Errorf("standardised fit with η/scale²: Ã differs by %g", d)
+			}
+			if d := relDiff(scaled.G, got.G); d > 1e-8 {
+				t.Errorf("standardised fit with η/scale²: g̃ differs by %g", d)
+			}
+			if last := scaled.Trace.Objective[len(scaled.Trace.Objective)-1] * scale * scale; math.Abs(last-wantObj[len(wantObj)-1]) > 1e-8*last {
+				t.Errorf("standardised fit with η/scale²: objective·scale² %g, label units %g", last, wantObj[len(wantObj)-1])
+			}
+		})
+	}
+}

@@ -298,7 +298,7 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	if err != nil {
 		return err
 	}
-	fitStats, err := fitStatsOf(st, cfg)
+	in, err := newFitInput(st, cfg, m.labelUnits())
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 				if warm != nil && len(warm.Heads) == len(groups) {
 					init = &warm.Heads[h].Solution
 				}
-				sol, err := fitPrepared(ctx, st, fitStats, groups[h], cfg, init)
+				sol, err := fitPrepared(ctx, in, groups[h], cfg, init)
 				if err != nil {
 					errs[h] = fmt.Errorf("fit head %d of %d: %w", h+1, len(groups), err)
 					continue
