@@ -628,10 +628,10 @@ func (s *solver) groupNorm(a *mat.SymDense, l, m int) float64 {
 // loop of scikit-multimodallearn stops after 100 too.
 const maxMetricSteps = 100
 
-// metricStep is one accepted step Ã ← αÃ + βĀĀᵀ.
+// metricStep is one accepted step Ã ← αÃ + βĀĀᵀ of size μ.
 type metricStep struct {
-	alpha, beta float64
-	abar        *mat.Dense // Ā = Ã⁻¹G̃ at the step (D×k)
+	mu, alpha, beta float64
+	abar            *mat.Dense // Ā = Ã⁻¹G̃ at the step (D×k)
 }
 
 // applyTo moves the upper Cholesky factor u of Ã along the step.
@@ -682,9 +682,6 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 		if !ok {
 			break
 		}
-		if first == 0 {
-			first = (1 - step.alpha) / (2 * eta)
-		}
 		taken = append(taken, step)
 		step.applyTo(&work)
 		frob = frobNew
@@ -695,6 +692,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	if len(taken) == 0 {
 		return 0, 0
 	}
+	first = taken[0].mu
 	var trial mat.Cholesky
 	trial.SetFromU(&work)
 	for try := 0; s.tooIllConditioned(&trial); try++ {
@@ -706,7 +704,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 		} else {
 			// h is convex along the step, so half an Armijo step is one too.
 			first /= 2
-			taken[0].alpha, taken[0].beta = 1-2*first*eta, first*lam
+			taken[0] = metricStep{mu: first, alpha: 1 - 2*first*eta, beta: first * lam, abar: taken[0].abar}
 		}
 		s.chol.UTo(&work)
 		for _, st := range taken {
@@ -782,7 +780,7 @@ func (s *solver) armijo(abar, q *mat.Dense, frob float64) (metricStep, float64, 
 		quad := trT0/alpha - beta/alpha*corr
 		frobNew := alpha*alpha*frob + 2*alpha*beta*trT0 + beta*beta*sgF*sgF
 		if h := lam*quad + eta*frobNew; h <= h0-1e-4*mu*grad2 {
-			return metricStep{alpha: alpha, beta: beta, abar: abar}, frobNew, h0 - h, true
+			return metricStep{mu: mu, alpha: alpha, beta: beta, abar: abar}, frobNew, h0 - h, true
 		}
 	}
 	return metricStep{}, 0, 0, false
