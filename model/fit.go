@@ -62,9 +62,10 @@ type Trace struct {
 var ErrNotPositiveDefinite = errors.New("metric is not positive definite")
 
 // Fit runs the paper's Algorithm 1 (version b) on the statistics for the
-// target columns cols: alternately the closed-form g̃-step, one Ã-step
-// with backtracking, and (with LearnW) the w-step, until the objective
-// stops falling. A warm solution, if given, supplies the initial Ã and w.
+// target columns cols: alternately the closed-form g̃-step, the Ã-steps
+// (backtracking gradient steps in mode learned, one proximal step in mode
+// sparse), and (with LearnW) the w-step, until the objective stops
+// falling. A warm solution, if given, supplies the initial Ã and w.
 //
 // One column gives a binary, regression or one-vs-all model; several
 // columns share one metric Ã (the shared multi-class mode, gradient
