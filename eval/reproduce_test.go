@@ -190,23 +190,25 @@ func TestReproduceUWaveSplits(t *testing.T) {
 	spec, views, labels := sharedData(t, "uwave_ucr", "train.csv.gz")
 	fmt.Printf("\nuWaveGesture, 12%%, paper grid, 4-fold CV over five splits\n| mode | seed | accuracy | std | per fold |\n|---|---|---|---|---|\n")
 	for _, mode := range []model.Mode{model.ModeLearned, model.ModeCov, model.ModeIdentity} {
-		grid := map[string][]float64{"lambda": {1e-4, 1e-3, 1e-2, 1e-1}, "eta": {0.1, 1, 10}}
-		if mode == model.ModeCov || mode == model.ModeIdentity {
-			grid = map[string][]float64{"lambda": {1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1}}
-		}
-		var means []float64
-		for seed := range uint64(5) {
-			res, err := eval.CrossValidate(context.Background(), spec, views, labels, eval.CVConfig{
-				Folds: 4, Seed: seed, Grid: grid,
-				Base: model.TrainConfig{Landmarks: 0.12, Fit: model.Config{Mode: mode}},
-			})
-			if err != nil {
-				t.Fatal(err)
+		t.Run(string(mode), func(t *testing.T) {
+			grid := map[string][]float64{"lambda": {1e-4, 1e-3, 1e-2, 1e-1}, "eta": {0.1, 1, 10}}
+			if mode == model.ModeCov || mode == model.ModeIdentity {
+				grid = map[string][]float64{"lambda": {1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1}}
 			}
-			means = append(means, res.Mean("accuracy"))
-			fmt.Printf("| %s | %d | %.2f | %.2f | %s |\n", mode, seed, 100*res.Mean("accuracy"), 100*res.Std("accuracy"), perFold(res))
-		}
-		fmt.Printf("| %s | mean of 5 | %.2f | %.2f (over splits) | |\n", mode, 100*stat.Mean(means, nil), 100*stat.PopStdDev(means, nil))
+			var means []float64
+			for seed := range uint64(5) {
+				res, err := eval.CrossValidate(context.Background(), spec, views, labels, eval.CVConfig{
+					Folds: 4, Seed: seed, Grid: grid,
+					Base: model.TrainConfig{Landmarks: 0.12, Fit: model.Config{Mode: mode}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				means = append(means, res.Mean("accuracy"))
+				fmt.Printf("| %s | %d | %.2f | %.2f | %s |\n", mode, seed, 100*res.Mean("accuracy"), 100*res.Std("accuracy"), perFold(res))
+			}
+			fmt.Printf("| %s | mean of 5 | %.2f | %.2f (over splits) | |\n", mode, 100*stat.Mean(means, nil), 100*stat.PopStdDev(means, nil))
+		})
 	}
 }
 
