@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -189,7 +190,7 @@ func apply(spec *schemas.ViewSpec, base model.TrainConfig, c map[string]float64)
 		case "eta":
 			base.Fit.Eta = v
 		case "mu":
-			base.Fit.Mu = v
+			base.Fit.Mu = new(v)
 		case "landmarks":
 			base.Landmarks = v
 		case "learn_w":
@@ -260,7 +261,7 @@ func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Den
 		for d := range draws {
 			dcfg := cfg
 			dcfg.Base.Seed = cfg.Base.Seed + uint64(d)
-			r, err := evaluateDraw(ctx, spec, trViews, trLabels, teViews, teLabels, dcfg, grid, stratify, tick)
+			r, err := evaluateDraw(ctx, spec, trViews, trLabels, teViews, teLabels, train, test, dcfg, grid, stratify, tick)
 			if err != nil {
 				return nil, fmt.Errorf("fold %d, draw seed %d: %w", f+1, dcfg.Base.Seed, err)
 			}
@@ -276,24 +277,29 @@ func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Den
 }
 
 // evaluateDraw chooses the grid values on the training rows (one Nyström
-// approximation, cfg.Base.Seed), trains on them and scores the test rows.
+// approximation, cfg.Base.Seed), trains on them and scores the test rows;
+// train and test are their rows in the data cross-validated.
 func evaluateDraw(ctx context.Context, spec *schemas.ViewSpec, trViews []*mat.Dense, trLabels []float64,
-	teViews []*mat.Dense, teLabels []float64, cfg CVConfig, grid []map[string]float64, stratify bool, tick func()) (DrawResult, error) {
+	teViews []*mat.Dense, teLabels []float64, train, test []int, cfg CVConfig, grid []map[string]float64, stratify bool, tick func()) (DrawResult, error) {
 	chosen := grid[0]
 	if len(grid) > 1 {
 		var err error
 		if chosen, err = search(ctx, spec, trViews, trLabels, cfg, grid, stratify, tick); err != nil {
-			return DrawResult{}, err
+			return DrawResult{}, locateRow(err, train)
 		}
 	}
 	start := time.Now()
 	m, err := model.Train(ctx, spec, trViews, trLabels, apply(spec, cfg.Base, chosen))
 	if err != nil {
-		return DrawResult{}, err
+		return DrawResult{}, locateRow(err, train)
 	}
 	secs := time.Since(start).Seconds()
 	tick()
-	return DrawResult{Seed: cfg.Base.Seed, Metrics: Compute(spec.Task, teLabels, Predict(m, teViews)), Chosen: chosen, FitSeconds: secs}, nil
+	pred, err := Predict(m, teViews)
+	if err != nil {
+		return DrawResult{}, locateRow(err, test)
+	}
+	return DrawResult{Seed: cfg.Base.Seed, Metrics: Compute(spec.Task, teLabels, pred), Chosen: chosen, FitSeconds: secs}, nil
 }
 
 // meanOfDraws averages the draws' metrics (per-class accuracies included)
@@ -361,7 +367,7 @@ func search(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, lab
 			p, ok := prepared[featureKey(combo)]
 			if !ok {
 				if p, err = model.Prepare(spec, trViews, trLabels, tc); err != nil {
-					return nil, err
+					return nil, locateRow(err, train)
 				}
 				prepared[featureKey(combo)] = p
 			}
@@ -369,7 +375,11 @@ func search(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, lab
 			if err != nil {
 				return nil, fmt.Errorf("grid %v: %w", combo, err)
 			}
-			scores[c] += Compute(spec.Task, teLabels, Predict(m, teViews)).Score()
+			pred, err := Predict(m, teViews)
+			if err != nil {
+				return nil, fmt.Errorf("grid %v: %w", combo, locateRow(err, test))
+			}
+			scores[c] += Compute(spec.Task, teLabels, pred).Score()
 			tick()
 		}
 	}
@@ -393,14 +403,31 @@ func Subset(views []*mat.Dense, labels []float64, rows []int) ([]*mat.Dense, []f
 	return out, lab
 }
 
-// Predict returns the model's predictions for the rows of views.
-func Predict(m *model.Model, views []*mat.Dense) []float64 {
-	var dec mat.Dense
-	m.NewScorer().Score(&dec, nil, views)
-	n, _ := dec.Dims()
+// Predict returns the model's predictions for the rows of views, or a
+// *schemas.RowError (Row: the row of views; Column: the value that
+// overflowed) for the first row whose decision is not a finite number: a
+// metric never averages a NaN.
+func Predict(m *model.Model, views []*mat.Dense) ([]float64, error) {
+	n, _ := views[0].Dims()
 	pred := make([]float64, n)
-	for i := range pred {
-		pred[i] = m.Predict(dec.RawRowView(i))
+	var dec mat.Dense
+	if u := m.NewScorer().Predict(pred, &dec, nil, views); len(u) > 0 {
+		return nil, u[0].RowError()
 	}
-	return pred
+	return pred, nil
+}
+
+// locateRow returns err, or, when err holds a *schemas.RowError that a
+// model reported by the index of a row of a subset (it has no Source), that
+// row error with the row of the data the subset was taken from, rows[i]
+// being row i's: the layers between say nothing the row error does not,
+// and their messages were written with the subset's index.
+func locateRow(err error, rows []int) error {
+	var re *schemas.RowError
+	if !errors.As(err, &re) || re.Source != "" || re.Row < 0 || re.Row >= int64(len(rows)) {
+		return err
+	}
+	located := *re
+	located.Row = int64(rows[re.Row])
+	return &located
 }

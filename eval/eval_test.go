@@ -114,12 +114,19 @@ func twoViews(n int) (*schemas.ViewSpec, []*mat.Dense, []float64) {
 	return spec, []*mat.Dense{a, b}, labels
 }
 
+// trainWith is model.DefaultTrainConfig changed by set.
+func trainWith(set func(*model.TrainConfig)) model.TrainConfig {
+	c := model.DefaultTrainConfig()
+	set(&c)
+	return c
+}
+
 func TestCrossValidateNested(t *testing.T) {
 	spec, views, labels := twoViews(160)
 	var calls int
 	res, err := CrossValidate(context.Background(), spec, views, labels, CVConfig{
 		Folds: 3, Seed: 5, InnerFolds: 2,
-		Base:     model.TrainConfig{Landmarks: 30},
+		Base:     trainWith(func(c *model.TrainConfig) { c.Landmarks = 30 }),
 		Grid:     map[string][]float64{"lambda": {1e-3, 1e3}},
 		Progress: func(done, total int) { calls++ },
 	})
@@ -167,7 +174,7 @@ func TestApplyLearnW(t *testing.T) {
 		value float64
 		want  bool
 	}{{0, false}, {1, true}} {
-		got := apply(spec, model.TrainConfig{Fit: model.Config{LearnW: !tc.want}}, map[string]float64{"learn_w": tc.value})
+		got := apply(spec, trainWith(func(c *model.TrainConfig) { c.Fit.LearnW = !tc.want }), map[string]float64{"learn_w": tc.value})
 		if got.Fit.LearnW != tc.want {
 			t.Errorf("learn_w=%v gave LearnW %t", tc.value, got.Fit.LearnW)
 		}
@@ -177,7 +184,7 @@ func TestApplyLearnW(t *testing.T) {
 func TestApplySigmaScale(t *testing.T) {
 	spec, _, _ := twoViews(4)
 	spec.Views[1].Kernel = &schemas.KernelSpec{Sigma: "median"}
-	got := apply(spec, model.TrainConfig{}, map[string]float64{"sigma_scale": 0.5, "lambda": 3})
+	got := apply(spec, model.DefaultTrainConfig(), map[string]float64{"sigma_scale": 0.5, "lambda": 3})
 	if got.Fit.Lambda != 3 || len(got.Kernels) != 2 {
 		t.Fatalf("applied %+v", got)
 	}
@@ -191,7 +198,7 @@ func TestApplySigmaScale(t *testing.T) {
 
 func TestCrossValidateDrawsAverageApproximations(t *testing.T) {
 	spec, views, labels := twoViews(120)
-	base := model.TrainConfig{Landmarks: 12, Seed: 7, Fit: model.Config{Lambda: 0.01}}
+	base := trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed, c.Fit.Lambda = 12, 7, 0.01 })
 	res, err := CrossValidate(context.Background(), spec, views, labels, CVConfig{Folds: 3, Seed: 1, Draws: 3, Base: base})
 	if err != nil {
 		t.Fatal(err)

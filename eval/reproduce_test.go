@@ -38,6 +38,15 @@ func sharedData(t *testing.T, name, file string) (*schemas.ViewSpec, []*mat.Dens
 	return spec, views, labels
 }
 
+// baseConfig is the default training configuration at p landmarks in a
+// mode, changed by set.
+func baseConfig(p float64, mode model.Mode, set func(*model.TrainConfig)) model.TrainConfig {
+	c := model.DefaultTrainConfig()
+	c.Landmarks, c.Fit.Mode = p, mode
+	set(&c)
+	return c
+}
+
 // reproducing runs only under `make reproduce` (MVML_REPRODUCE=1): the
 // full grids take minutes.
 func reproducing(t *testing.T) {
@@ -51,7 +60,7 @@ func reproducing(t *testing.T) {
 func TestUWaveIdentityCV(t *testing.T) {
 	spec, views, labels := sharedData(t, "uwave_ucr", "train.csv.gz")
 	res, err := eval.CrossValidate(context.Background(), spec, views, labels, eval.CVConfig{
-		Folds: 4, Base: model.TrainConfig{Landmarks: 0.12, Fit: model.Config{Mode: model.ModeIdentity, Lambda: 0.01}}})
+		Folds: 4, Base: baseConfig(0.12, model.ModeIdentity, func(c *model.TrainConfig) { c.Fit.Lambda = 0.01 })})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +116,7 @@ func TestReproduceUWave(t *testing.T) {
 				}
 				res, err := eval.CrossValidate(context.Background(), spec, views, labels, eval.CVConfig{
 					Folds: 4, Seed: 0, Grid: grid, Draws: proto.draws,
-					Base: model.TrainConfig{Landmarks: r.p, Multiclass: r.mc, Fit: model.Config{Mode: r.mode}},
+					Base: baseConfig(r.p, r.mode, func(c *model.TrainConfig) { c.Multiclass = r.mc }),
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -158,7 +167,7 @@ func TestReproduceSARCOS(t *testing.T) {
 					for seed := range uint64(draws) {
 						cfg, c, err := eval.Select(context.Background(), spec, trV, trL, eval.CVConfig{
 							Grid: grid,
-							Base: model.TrainConfig{Landmarks: p, Seed: seed, Kernels: kernels, Standardize: standardize, Fit: model.Config{Mode: mode}},
+							Base: baseConfig(p, mode, func(c *model.TrainConfig) { c.Seed, c.Kernels, c.Standardize = seed, kernels, standardize }),
 						})
 						if err != nil {
 							t.Fatal(err)
@@ -167,7 +176,11 @@ func TestReproduceSARCOS(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						met := eval.Compute(spec.Task, teL, eval.Predict(m, teV))
+						pred, err := eval.Predict(m, teV)
+						if err != nil {
+							t.Fatal(err)
+						}
+						met := eval.Compute(spec.Task, teL, pred)
 						nmse = append(nmse, met.NMSE)
 						per = append(per, fmt.Sprintf("%.4f", met.NMSE))
 						chosen = append(chosen, fmt.Sprint(c))
@@ -199,7 +212,7 @@ func TestReproduceUWaveSplits(t *testing.T) {
 			for seed := range uint64(5) {
 				res, err := eval.CrossValidate(context.Background(), spec, views, labels, eval.CVConfig{
 					Folds: 4, Seed: seed, Grid: grid,
-					Base: model.TrainConfig{Landmarks: 0.12, Fit: model.Config{Mode: mode}},
+					Base: baseConfig(0.12, mode, func(*model.TrainConfig) {}),
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -260,14 +273,21 @@ func TestReproduceSARCOSPeerProtocol(t *testing.T) {
 		var per, iters []string
 		start := time.Now()
 		for seed := range uint64(4) {
-			m, err := model.Train(context.Background(), spec, trV, trL, model.TrainConfig{
-				Landmarks: 0.08, Seed: seed, Kernels: kernels,
-				Fit: model.Config{Mode: run.mode, Lambda: 1e-4, Eta: 1, MaxIter: run.maxIter, NoIntercept: run.noIntercept},
-			})
+			m, err := model.Train(context.Background(), spec, trV, trL, baseConfig(0.08, run.mode, func(c *model.TrainConfig) {
+				c.Seed, c.Kernels = seed, kernels
+				c.Fit.Lambda, c.Fit.Eta, c.Fit.NoIntercept = 1e-4, 1, run.noIntercept
+				if run.maxIter > 0 {
+					c.Fit.MaxIter = run.maxIter
+				}
+			}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			met := eval.Compute(spec.Task, teL, eval.Predict(m, teV))
+			pred, err := eval.Predict(m, teV)
+			if err != nil {
+				t.Fatal(err)
+			}
+			met := eval.Compute(spec.Task, teL, pred)
 			nmse = append(nmse, met.NMSE)
 			per = append(per, fmt.Sprintf("%.4f", met.NMSE))
 			tr := m.Heads[0].Trace

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -23,16 +22,6 @@ const csvReadBuffer = 1 << 16
 // up to the batch size: the number of rows left is unknown, and one small
 // file should not cost a full batch of memory.
 const csvInitialRows = 1024
-
-type fieldRole uint8
-
-const (
-	roleIgnore fieldRole = iota
-	roleID
-	roleLabel
-	roleFeature
-	roleList
-)
 
 // csvField says what one header column feeds.
 type csvField struct {
@@ -50,7 +39,7 @@ type csvSource struct {
 	records  csvRecords
 	gz       *gzip.Reader
 	owned    io.Closer // the file opened by Open, closed with the source
-	buf      *batchBuffers
+	buf      *schemas.RecordBuilder
 	row      int64 // data rows consumed so far
 	lastRows int   // rows of the previous batch
 	idBase   int64
@@ -94,7 +83,7 @@ func newCSVSource(r io.Reader, name string, spec *schemas.ViewSpec, opts Options
 		s.Close()
 		return nil, err
 	}
-	s.buf = newBatchBuffers(opts.Allocator, spec)
+	s.buf = schemas.NewRecordBuilder(opts.Allocator, spec)
 	return s, nil
 }
 
@@ -135,18 +124,13 @@ func (s *csvSource) readHeader(spec *schemas.ViewSpec) error {
 		s.fields[i] = f
 		return true
 	}
-	s.hasID = assign(spec.ID, csvField{role: roleID}, false)
-	if !assign(spec.Label, csvField{role: roleLabel}, false) && s.opts.RequireLabel {
-		return fileErr(s.name, -1, spec.Label, errors.New("label column is missing"))
-	}
-	for l := range spec.Views {
-		v := &spec.Views[l]
-		if v.Layout() == schemas.LayoutList {
-			assign(v.List, csvField{role: roleList, view: l}, true)
-			continue
-		}
-		for j, c := range v.ColumnNames() {
-			assign(c, csvField{role: roleFeature, view: l, feature: j}, true)
+	for _, c := range specColumns(spec) {
+		found := assign(c.name, csvField{role: c.role, view: c.view, feature: c.feature}, c.required())
+		switch {
+		case c.role == roleID:
+			s.hasID = found
+		case c.role == roleLabel && !found && s.opts.RequireLabel:
+			return fileErr(s.name, -1, spec.Label, errors.New("label column is missing"))
 		}
 	}
 	if len(missing) > 0 {
@@ -156,42 +140,6 @@ func (s *csvSource) readHeader(spec *schemas.ViewSpec) error {
 		return fileErr(s.name, -1, dups[0], errors.New("column appears more than once in the header"))
 	}
 	return nil
-}
-
-// describeMissing lists missing columns (the first few) and the views
-// they belong to, so that a spec naming a view the file lacks says so.
-func describeMissing(spec *schemas.ViewSpec, missing []string) string {
-	const shown = 5
-	msg := "missing column"
-	if len(missing) > 1 {
-		msg += "s"
-	}
-	msg += " " + strings.Join(missing[:min(shown, len(missing))], ", ")
-	if len(missing) > shown {
-		msg += fmt.Sprintf(" and %d more", len(missing)-shown)
-	}
-	owner := map[string]string{}
-	for l := range spec.Views {
-		v := &spec.Views[l]
-		if v.List != "" {
-			owner[v.List] = v.Name
-		}
-		for _, c := range v.ColumnNames() {
-			owner[c] = v.Name
-		}
-	}
-	var views []string
-	for _, c := range missing {
-		if name, ok := owner[c]; ok && !slices.Contains(views, strconv.Quote(name)) {
-			views = append(views, strconv.Quote(name))
-		}
-	}
-	if len(views) == 1 {
-		msg += " of view " + views[0]
-	} else if len(views) > 1 {
-		msg += " of views " + strings.Join(views, ", ")
-	}
-	return msg
 }
 
 func (s *csvSource) rowsRead() int64 { return s.row }
@@ -207,7 +155,7 @@ func (s *csvSource) Next(ctx context.Context) (Batch, error) {
 	}
 	size := s.opts.BatchSize
 	// After a full batch the file likely has more: skip the growth steps.
-	s.buf.reserve(min(size, max(csvInitialRows, s.lastRows)))
+	s.buf.Reserve(min(size, max(csvInitialRows, s.lastRows)))
 	var (
 		rows    []int64
 		rejects []schemas.RowError
@@ -221,12 +169,12 @@ func (s *csvSource) Next(ctx context.Context) (Batch, error) {
 		}
 		if err != nil {
 			// Nothing after a read error can be trusted.
-			s.buf.release()
+			s.buf.Release()
 			s.done = true
 			return Batch{}, fileErr(s.name, s.row, "", err)
 		}
-		if k == s.buf.capacity {
-			s.buf.reserve(min(size, 2*k))
+		if k == s.buf.Cap() {
+			s.buf.Reserve(min(size, 2*k))
 		}
 		column, reason := malformedColumn, malformed
 		if malformed == "" {
@@ -241,11 +189,12 @@ func (s *csvSource) Next(ctx context.Context) (Batch, error) {
 		s.row++
 	}
 	if k == 0 && len(rejects) == 0 {
-		s.buf.release()
+		s.buf.Release()
 		return Batch{}, io.EOF
 	}
 	s.lastRows = k
-	return Batch{Record: s.buf.record(k), Source: s.name, Rows: rows, Rejects: rejects}, nil
+	s.buf.SetLen(k)
+	return Batch{Record: s.buf.NewRecord(), Source: s.name, Rows: rows, Rejects: rejects}, nil
 }
 
 // malformedColumn is the column of a record whose quoting is broken: the
@@ -264,9 +213,9 @@ func (s *csvSource) decodeRow(k int) (column, reason string) {
 	}
 	b := s.buf
 	if !s.hasID {
-		b.ids[k] = s.idBase + s.row
+		b.IDs()[k] = s.idBase + s.row
 	}
-	b.setLabel(k, 0, false)
+	b.SetLabel(k, 0, false)
 	start := 0
 	for i, f := range s.fields {
 		end := r.ends[i]
@@ -278,9 +227,9 @@ func (s *csvSource) decodeRow(k int) (column, reason string) {
 			if !ok {
 				return s.header[i], describeBadNumber(field)
 			}
-			b.views[f.view][k*b.dims[f.view]+f.feature] = v
+			b.View(f.view)[k*b.Dim(f.view)+f.feature] = v
 		case roleList:
-			if reason := s.decodeList(field, b.views[f.view][k*b.dims[f.view]:(k+1)*b.dims[f.view]]); reason != "" {
+			if reason := s.decodeList(field, b.View(f.view)[k*b.Dim(f.view):(k+1)*b.Dim(f.view)]); reason != "" {
 				return s.header[i], reason
 			}
 		case roleID:
@@ -291,7 +240,7 @@ func (s *csvSource) decodeRow(k int) (column, reason string) {
 			if err != nil {
 				return s.header[i], fmt.Sprintf("id %s is not an integer", quoteCell(field))
 			}
-			b.ids[k] = id
+			b.IDs()[k] = id
 		case roleLabel:
 			if len(field) == 0 {
 				continue
@@ -300,7 +249,7 @@ func (s *csvSource) decodeRow(k int) (column, reason string) {
 			if !ok {
 				return s.header[i], "label " + describeBadNumber(field)
 			}
-			b.setLabel(k, v, true)
+			b.SetLabel(k, v, true)
 		}
 	}
 	return "", ""
@@ -362,15 +311,6 @@ func describeBadNumber(field []byte) string {
 	return fmt.Sprintf("value %s is not a number", quoteCell(field))
 }
 
-// quoteCell quotes a cell for an error message, cut to a readable length.
-func quoteCell(field []byte) string {
-	const max = 40
-	if len(field) > max {
-		return strconv.Quote(string(field[:max])) + "…"
-	}
-	return strconv.Quote(string(field))
-}
-
 func trimBlanks(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
 		b = b[1:]
@@ -383,7 +323,7 @@ func trimBlanks(b []byte) []byte {
 
 func (s *csvSource) Close() error {
 	if s.buf != nil {
-		s.buf.release()
+		s.buf.Release()
 		s.buf = nil
 	}
 	s.done = true
@@ -548,15 +488,9 @@ func trimEOL(line []byte) []byte {
 	return line
 }
 
-// pow10 holds the powers of ten that float64 represents exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// parseDecimal is the exact fast path of decimal parsing (Clinger): when the
-// digits form an integer m ≤ 2^53 and the power of ten p has |p| ≤ 22, both
-// are exact float64s and one multiplication or division rounds correctly,
-// so the result equals strconv.ParseFloat's. It reports false for anything
-// else (more digits, hex, NaN, underscores...), which then goes to strconv.
+// parseDecimal parses a plain decimal of at most 19 digits that
+// exactDecimal can convert. It reports false for anything else (more
+// digits, hex, NaN, underscores...), which then goes to strconv.
 func parseDecimal(b []byte) (float64, bool) {
 	i, neg := 0, false
 	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
@@ -598,21 +532,8 @@ func parseDecimal(b []byte) (float64, bool) {
 		}
 		exp += e
 	}
-	if i != len(b) || mant > 1<<53 {
+	if i != len(b) {
 		return 0, false
 	}
-	f := float64(mant)
-	switch {
-	case exp == 0:
-	case exp < 0 && exp >= -22:
-		f /= pow10[-exp]
-	case exp > 0 && exp <= 22:
-		f *= pow10[exp]
-	default:
-		return 0, false
-	}
-	if neg {
-		f = -f
-	}
-	return f, true
+	return exactDecimal(mant, exp, neg)
 }

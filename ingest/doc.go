@@ -1,13 +1,18 @@
-// Package ingest owns reading multi-view records from files into canonical
-// Arrow records (schemas.InputSchema): CSV (plain or gzip-compressed, with a
-// header row) and Parquet, in either layout of a view — one scalar column per
-// feature (float, double, int32 or int64) or one list column per view (a
-// LIST of numbers, or a repeated numeric field).
+// Package ingest owns reading multi-view records into canonical Arrow
+// records (schemas.InputSchema), from files and from Kafka topics. The files
+// are CSV (plain or gzip-compressed, with a header row) and Parquet, in
+// either layout of a view — one scalar column per feature (float, double,
+// int32 or int64) or one list column per view (a LIST of numbers, or a
+// repeated numeric field); a topic holds one JSON object per message (see
+// NewKafka and NewKafkaRange below).
 //
 // A Source yields Batches of at most Options.BatchSize rows. Every data row
-// of a file ends up either in a Batch's Record or in its Rejects (rows that
-// could not be decoded: a non-numeric cell, a null feature, a list of the
-// wrong length, a missing id), so no row is lost silently. NaN and ±Inf are
+// of a file, and every message of a topic, ends up either in a Batch's
+// Record or in its Rejects (rows that could not be decoded: a non-numeric
+// cell, a null feature, a list of the wrong length, a missing id), so no
+// row is lost silently. Where a row came from is Batch.Source and
+// Batch.Rows: for a file, its name and the row's index among its data rows;
+// for a topic, the topic and the message's offset in its partition. NaN and ±Inf are
 // valid numbers here: schemas.CheckRecord reports them where they matter.
 // Problems of a whole file (a missing column, a column of the wrong type, a
 // corrupt Parquet or gzip stream) are errors of type *FileError naming the
@@ -26,7 +31,10 @@
 // headers claim, those are checked first: a page may hold at most 64 MiB
 // uncompressed and 16 Mi values, and a file that claims more is reported
 // as corrupt rather than trusted. Panics of parquet-go on malformed input
-// become errors too.
+// become errors too. A page whose header holds a CRC32 is checked against
+// it; a damaged page is an error naming its column, page, byte offset and
+// rows (its first row is FileError.Row). A file with pages without a CRC
+// is logged once: damage inside them may go unnoticed.
 //
 // A file-level error ends the reading of that file. A Source from Open then
 // moves on to its next file if Next is called again; one from NewCSV or
@@ -44,15 +52,15 @@
 // exactly the view's dimension, or, for a view declared with prefix+dim or
 // columns, its flat per-feature fields (x_0, x_1, ... or the columns), all
 // of them; a list view has only the array form. Fields the spec does not
-// name are ignored, as is white space; a field given twice counts once,
-// with its last value. A message is rejected, with a reason naming the
-// field and, for a view, the item or feature, when it is not valid JSON or
-// not an object, lacks the id or a view, has an id that is not an
-// integer, a label that is not a number or null, a view array of the wrong
-// length, an item or feature that is null or not a number, a number too
-// large for float64, or a view in both forms. A reject keeps the message
-// value (RowError.Payload) for a dead-letter topic; its Source is
-// "topic/partition" and its Row the offset. Batches hold at most
+// name are ignored, as is white space. A message is rejected, with a
+// reason naming the field and, for a view, the item or feature, when it is
+// not valid JSON or not an object, lacks the id or a view, gives a field
+// it reads (the id, the label, a view or a feature) twice, has an id that
+// is not an integer, a label that is not a number or null, a view array
+// of the wrong length, an item or feature that is null or not a number, a
+// number too large for float64, or a view in both forms. A reject keeps
+// the message value (RowError.Payload) for a dead-letter topic; its Source
+// is "topic/partition" and its Row the offset. Batches hold at most
 // Options.BatchSize messages: Next waits for the first one, then at most
 // KafkaConfig.MaxWait for more. Offsets are committed only when a batch's
 // Ack is called, so a message whose batch was not acked is read again by
@@ -71,7 +79,9 @@
 // Partitions are read one after the other, in partition order and offset
 // order; rejects are as for NewKafka. It uses no consumer group and
 // commits nothing (Batch.Ack is nil); KafkaRangeSource.Reopen reads the
-// same offsets again.
+// same offsets again, and KafkaRangeOpener gives a job that reads its
+// input twice an opener whose second opening does so. Both Kafka sources
+// reach the brokers as a kafkaconn.Config says.
 //
 // ingest knows formats and schemas, never the math.
 package ingest

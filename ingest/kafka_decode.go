@@ -3,7 +3,6 @@ package ingest
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -64,9 +63,10 @@ type kafkaDecoder struct {
 	hasID    bool
 	label    float64
 	hasLabel bool
+	sawLabel bool        // the label field was given, maybe as null
 	vals     [][]float64 // per view, its dimension
 	form     []viewForm
-	count    []int      // values given so far per view (array items, distinct flat fields)
+	count    []int      // values given so far per view (array items or flat fields)
 	seen     [][]uint32 // per flat view and feature, the gen of the row that set it
 	gen      uint32
 
@@ -158,7 +158,7 @@ func (d *kafkaDecoder) decode(data []byte) *rowError {
 		}
 		d.gen = 1
 	}
-	d.hasID, d.hasLabel, d.label = false, false, 0
+	d.hasID, d.hasLabel, d.sawLabel, d.label = false, false, false, 0
 	clear(d.form)
 	clear(d.count)
 	s := &d.s
@@ -238,9 +238,18 @@ func (d *kafkaDecoder) field(ref fieldRef) *rowError {
 	}
 }
 
+// givenTwice rejects a message that gives a field mvml reads twice: which
+// of its values is meant cannot be known.
+func givenTwice(field string) *rowError {
+	return &rowError{column: field, reason: fmt.Sprintf("field %q is given twice", field)}
+}
+
 func (d *kafkaDecoder) decodeID() *rowError {
 	s := &d.s
 	name := d.spec.ID
+	if d.hasID {
+		return givenTwice(name)
+	}
 	if c := s.peek(); c != '-' && !isDigit(c) {
 		if err := s.skipValue(0); err != nil {
 			return err
@@ -265,6 +274,10 @@ func (d *kafkaDecoder) decodeID() *rowError {
 func (d *kafkaDecoder) decodeLabel() *rowError {
 	s := &d.s
 	name := d.spec.Label
+	if d.sawLabel {
+		return givenTwice(name)
+	}
+	d.sawLabel = true
 	c := s.peek()
 	if c == 'n' {
 		if err := s.literal("null"); err != nil {
@@ -294,8 +307,11 @@ func (d *kafkaDecoder) decodeLabel() *rowError {
 func (d *kafkaDecoder) decodeArray(l int) *rowError {
 	s := &d.s
 	v := &d.spec.Views[l]
-	if d.form[l] == formFlat {
+	switch d.form[l] {
+	case formFlat:
 		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
+	case formArray:
+		return givenTwice(v.Name)
 	}
 	c := s.peek()
 	if c != '[' {
@@ -353,7 +369,10 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 	s := &d.s
 	v := &d.spec.Views[l]
 	if d.form[l] == formArray {
-		return &rowError{column: featureName(v, j), reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
+		return &rowError{column: v.FeatureName(j), reason: fmt.Sprintf("view %q is given both as an array and as flat fields", v.Name)}
+	}
+	if d.seen[l][j] == d.gen {
+		return givenTwice(v.FeatureName(j))
 	}
 	d.form[l] = formFlat
 	c := s.peek()
@@ -361,7 +380,7 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 		if err := s.skipValue(0); err != nil {
 			return err
 		}
-		column := featureName(v, j)
+		column := v.FeatureName(j)
 		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is %s, want a number", v.Name, j, column, describeKind(c))}
 	}
 	val, tok, overflow, err := s.readFloat()
@@ -369,14 +388,12 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 		return err
 	}
 	if overflow {
-		column := featureName(v, j)
+		column := v.FeatureName(j)
 		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s): %s overflows float64", v.Name, j, column, quoteCell(tok))}
 	}
 	d.vals[l][j] = val
-	if d.seen[l][j] != d.gen {
-		d.seen[l][j] = d.gen
-		d.count[l]++
-	}
+	d.seen[l][j] = d.gen
+	d.count[l]++
 	return nil
 }
 
@@ -399,7 +416,7 @@ func (d *kafkaDecoder) finish() *rowError {
 			}
 			for j, g := range d.seen[l] {
 				if g != d.gen {
-					column := featureName(v, j)
+					column := v.FeatureName(j)
 					return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is missing", v.Name, j, column)}
 				}
 			}
@@ -544,11 +561,10 @@ func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
 }
 
 // readFloat reads a JSON number as a float64 in one pass: the digits are
-// checked and gathered together, and the exact fast path of parseDecimal
-// (at most 19 digits forming at most 2^53, a power of ten within ±22)
-// gives the value; other numbers go to strconv. overflow says the number
-// is too large for a float64; a number too small for one is zero, as for
-// strconv.
+// checked and gathered together, and exactDecimal (at most 19 digits
+// forming at most 2^53, a power of ten within ±22) gives the value; other
+// numbers go to strconv. overflow says the number is too large for a
+// float64; a number too small for one is zero, as for strconv.
 func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *rowError) {
 	data, i := s.data, s.pos
 	start := i
@@ -615,17 +631,10 @@ func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *ro
 	}
 	s.pos = i
 	tok = data[start:i]
-	if !inexact && mant <= 1<<53 && exp >= -22 && exp <= 22 {
-		v = float64(mant)
-		if exp < 0 {
-			v /= pow10[-exp]
-		} else {
-			v *= pow10[exp]
+	if !inexact {
+		if v, ok := exactDecimal(mant, exp, neg); ok {
+			return v, tok, false, nil
 		}
-		if neg {
-			v = -v
-		}
-		return v, tok, false, nil
 	}
 	// The token has JSON's number syntax, which strconv accepts; only its
 	// magnitude can fail.
@@ -810,16 +819,4 @@ func hex4(b []byte) int {
 		}
 	}
 	return n
-}
-
-// featureName is the flat field of feature j of a view: a column name or
-// prefix+j.
-func featureName(v *schemas.View, j int) string {
-	if len(v.Columns) > 0 {
-		return v.Columns[j]
-	}
-	var b strings.Builder
-	b.WriteString(v.Prefix)
-	b.WriteString(strconv.Itoa(j))
-	return b.String()
 }

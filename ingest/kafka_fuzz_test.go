@@ -1,14 +1,18 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
 // FuzzKafkaDecode checks the message decoder on arbitrary input: it never
 // panics; it either yields a row or rejects with a reason; it accepts only
-// valid JSON, and what it accepts encoding/json reads the same.
+// valid JSON, in which no field it reads is given twice, and what it
+// accepts encoding/json reads the same; it rejects a field as given twice
+// only when it is.
 func FuzzKafkaDecode(f *testing.F) {
 	f.Add([]byte(`{"id":1,"label":2.5,"a":[1,2],"b":[3,4,5],"c":[6,7]}`))
 	f.Add([]byte(`{"b_z":5,"a_1":2,"id":-7,"b_x":3,"a_0":1,"b_y":4,"c":[6,7],"label":null}`))
@@ -17,7 +21,15 @@ func FuzzKafkaDecode(f *testing.F) {
 	for _, tt := range kafkaBadMessages {
 		f.Add([]byte(tt.msg))
 	}
+	f.Add([]byte(`{"id":1,"a_0":1,"a_1":2,"\u0061_0":3,"b":[1,2,3],"c":[1,2]}`))
 	spec := kafkaSpec(f)
+	read := map[string]bool{spec.ID: true, spec.Label: true}
+	for _, v := range spec.Views {
+		read[v.Name] = true
+		for _, c := range v.ColumnNames() {
+			read[c] = true
+		}
+	}
 	d := newKafkaDecoder(spec, false)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		bad := d.decode(data)
@@ -25,10 +37,18 @@ func FuzzKafkaDecode(f *testing.F) {
 			if bad.reason == "" {
 				t.Fatalf("reject without a reason, column %q", bad.column)
 			}
+			if strings.HasSuffix(bad.reason, "is given twice") && json.Valid(data) && topLevelKeys(data)[bad.column] < 2 {
+				t.Fatalf("%q: %s, but it is not", data, bad.reason)
+			}
 			return
 		}
 		if !json.Valid(data) {
 			t.Fatalf("accepted invalid JSON %q", data)
+		}
+		for key, n := range topLevelKeys(data) {
+			if n > 1 && read[key] {
+				t.Fatalf("accepted %q, which gives %q %d times", data, key, n)
+			}
 		}
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(data, &fields); err != nil {
@@ -54,4 +74,26 @@ func FuzzKafkaDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// topLevelKeys counts the keys of a JSON object, as encoding/json decodes
+// them, escapes resolved.
+func topLevelKeys(data []byte) map[string]int {
+	keys := map[string]int{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return keys
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		keys[tok.(string)]++
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return keys
+		}
+	}
+	return keys
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -19,8 +19,9 @@ import (
 // Topic with a timestamp in [From, To), up to the end of every partition
 // as it is when the source is opened.
 type KafkaRangeConfig struct {
-	// Brokers are the bootstrap addresses (host:port). Required.
-	Brokers []string
+	// Conn says how to reach the brokers (addresses, TLS, SASL). Required:
+	// its Brokers.
+	Conn kafkaconn.Config
 	// Topic is the topic to read. Required; it must exist.
 	Topic string
 	// From is the earliest timestamp read: the first record read in every
@@ -41,13 +42,10 @@ type KafkaRangeConfig struct {
 	MinBytes int
 	// MaxBytes is the most data one fetch returns. Default (0) 10 MiB.
 	MaxBytes int
-	// Dialer opens the connections (TLS, SASL, timeouts). Default (nil)
-	// kafka-go's default dialer: plain TCP.
-	Dialer *kafka.Dialer
 }
 
 func (c KafkaRangeConfig) resolve() (KafkaRangeConfig, error) {
-	if err := resolveFetch(c.Brokers, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
+	if err := resolveFetch(c.Conn, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
 		return c, err
 	}
 	if !c.From.IsZero() && !c.To.IsZero() && c.To.Before(c.From) {
@@ -169,12 +167,35 @@ func (s *KafkaRangeSource) Reopen() *KafkaRangeSource {
 	return newKafkaRangeSource(s.dec.spec, s.cfg, s.opts, s.parts)
 }
 
+// KafkaRangeOpener returns a function that opens the records of cfg, for a
+// job that reads its input more than once (pipeline.SourceFunc): the first
+// call that succeeds opens a KafkaRangeSource, which fixes the offsets, and
+// every later call reads exactly those offsets again (Reopen), whatever
+// arrived since. It is safe for concurrent use.
+func KafkaRangeOpener(spec *schemas.ViewSpec, cfg KafkaRangeConfig) func(context.Context, Options) (Source, error) {
+	var mu sync.Mutex
+	var first *KafkaRangeSource
+	return func(ctx context.Context, opts Options) (Source, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first != nil {
+			return first.Reopen(), nil
+		}
+		src, err := NewKafkaRange(ctx, spec, cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		first = src
+		return src, nil
+	}
+}
+
 // resolveKafkaRange returns, in partition order, the offsets to read of
 // every partition of cfg.Topic that has some.
 func resolveKafkaRange(ctx context.Context, cfg KafkaRangeConfig) ([]kafkaPartitionRange, error) {
-	transport := dialerTransport(cfg.Dialer)
+	transport := cfg.Conn.Transport()
 	defer transport.CloseIdleConnections()
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: transport}
+	client := &kafka.Client{Addr: cfg.Conn.Addr(), Transport: transport}
 
 	// Client.Metadata does not ask the broker to create a missing topic.
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
@@ -266,59 +287,14 @@ func ceilMillis(t time.Time) int64 {
 	return ms
 }
 
-// dialerTransport returns a transport that connects as d does (nil:
-// kafka.DefaultDialer): its dial function or settings, resolver, timeout,
-// client id, TLS and SASL.
-func dialerTransport(d *kafka.Dialer) *kafka.Transport {
-	if d == nil {
-		d = kafka.DefaultDialer
-	}
-	dial := d.DialFunc
-	if dial == nil {
-		dial = (&net.Dialer{LocalAddr: d.LocalAddr, FallbackDelay: d.FallbackDelay, KeepAlive: d.KeepAlive}).DialContext
-	}
-	resolver := d.Resolver
-	return &kafka.Transport{
-		Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
-			if resolver != nil {
-				// As kafka.Dialer does: the first address found, with the
-				// given port unless there is none.
-				host, port, err := net.SplitHostPort(address)
-				if err != nil {
-					host, port = address, ""
-				}
-				addrs, err := resolver.LookupHost(ctx, host)
-				if err != nil {
-					return nil, fmt.Errorf("resolving %s: %w", host, err)
-				}
-				if len(addrs) > 0 {
-					rhost, rport, err := net.SplitHostPort(addrs[0])
-					if err != nil {
-						rhost, rport = addrs[0], ""
-					}
-					if port == "" {
-						port = rport
-					}
-					address = net.JoinHostPort(rhost, port)
-				}
-			}
-			return dial(ctx, network, address)
-		},
-		DialTimeout: d.Timeout,
-		ClientID:    d.ClientID,
-		TLS:         d.TLS,
-		SASL:        d.SASLMechanism,
-	}
-}
-
 // rangeReaderConfig is the configuration of the reader of one partition.
 func rangeReaderConfig(cfg KafkaRangeConfig, opts Options, partition int) kafka.ReaderConfig {
 	logger := opts.Logger
 	return kafka.ReaderConfig{
-		Brokers:   cfg.Brokers,
+		Brokers:   cfg.Conn.Brokers,
 		Topic:     cfg.Topic,
 		Partition: partition,
-		Dialer:    cfg.Dialer,
+		Dialer:    cfg.Conn.Dialer(),
 		MinBytes:  cfg.MinBytes,
 		MaxBytes:  cfg.MaxBytes,
 		MaxWait:   cfg.MaxWait,

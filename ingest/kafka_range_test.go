@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 )
 
 // rangeBase is the timestamp of message 0 of the range tests.
@@ -63,7 +64,7 @@ func rangeIDs(n, partitions int, from, to time.Time) []int64 {
 
 func newTestRange(t *testing.T, c *kafkatest.Cluster, cfg KafkaRangeConfig, opts Options) *KafkaRangeSource {
 	t.Helper()
-	cfg.Brokers = c.Brokers
+	cfg.Conn.Brokers = c.Brokers
 	if cfg.MaxWait == 0 {
 		cfg.MaxWait = 100 * time.Millisecond
 	}
@@ -237,6 +238,39 @@ func TestKafkaRangeIsFixedWhenOpened(t *testing.T) {
 	checkRangeRows(t, res4, rangeIDs(45, partitions, time.Time{}, time.Time{}), partitions)
 }
 
+// The opener of a job that reads its input twice (train --stream): the
+// second opening reads exactly the offsets the first one resolved, not
+// the messages produced in between; an opening that fails fixes nothing.
+func TestKafkaRangeOpener(t *testing.T) {
+	const partitions = 3
+	c := kafkatest.Start(t, partitions, "growing")
+	mem := checkedAllocator(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	absent := KafkaRangeOpener(kafkaSpec(t), KafkaRangeConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "absent"})
+	if _, err := absent(ctx, Options{Allocator: mem}); err == nil {
+		t.Fatal("opened a topic that does not exist")
+	}
+
+	produceRange(t, c, "growing", partitions, 0, 30)
+	open := KafkaRangeOpener(kafkaSpec(t), KafkaRangeConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "growing", MaxWait: 100 * time.Millisecond})
+	want := rangeIDs(30, partitions, time.Time{}, time.Time{})
+	for pass := range 2 {
+		src, err := open(ctx, Options{Allocator: mem, BatchSize: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := readRange(t, src.(*KafkaRangeSource))
+		if err := src.Close(); err != nil {
+			t.Fatal(err)
+		}
+		checkRangeRows(t, res, want, partitions)
+		if pass == 0 {
+			produceRange(t, c, "growing", partitions, 30, 15)
+		}
+	}
+}
+
 func TestKafkaRangeBatches(t *testing.T) {
 	const n, partitions = 30, 3
 	c := kafkatest.Start(t, partitions, "batches")
@@ -370,7 +404,7 @@ func TestKafkaRangeEmptyTopic(t *testing.T) {
 func TestKafkaRangeMissingTopic(t *testing.T) {
 	c := kafkatest.Start(t, 1, "present")
 	for range 2 { // the first attempt must not have created it
-		src, err := NewKafkaRange(context.Background(), kafkaSpec(t), KafkaRangeConfig{Brokers: c.Brokers, Topic: "absent"}, Options{Allocator: checkedAllocator(t)})
+		src, err := NewKafkaRange(context.Background(), kafkaSpec(t), KafkaRangeConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "absent"}, Options{Allocator: checkedAllocator(t)})
 		if err == nil {
 			src.Close()
 			t.Fatal("no error for a missing topic")
@@ -390,13 +424,13 @@ func TestKafkaRangeContext(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := NewKafkaRange(ctx, kafkaSpec(t), KafkaRangeConfig{Brokers: c.Brokers, Topic: "slow"}, Options{Allocator: mem}); !errors.Is(err, context.Canceled) {
+		if _, err := NewKafkaRange(ctx, kafkaSpec(t), KafkaRangeConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "slow"}, Options{Allocator: mem}); !errors.Is(err, context.Canceled) {
 			t.Errorf("NewKafkaRange on a cancelled context: %v", err)
 		}
 	})
 
 	before := runtime.NumGoroutine()
-	src, err := NewKafkaRange(context.Background(), kafkaSpec(t), KafkaRangeConfig{Brokers: c.Brokers, Topic: "slow", MaxWait: 50 * time.Millisecond},
+	src, err := NewKafkaRange(context.Background(), kafkaSpec(t), KafkaRangeConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "slow", MaxWait: 50 * time.Millisecond},
 		Options{Allocator: mem, BatchSize: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -481,13 +515,13 @@ func TestKafkaRangeCloseWhileReading(t *testing.T) {
 }
 
 func TestNewKafkaRangeChecksConfig(t *testing.T) {
-	good := KafkaRangeConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "t"}
+	good := KafkaRangeConfig{Conn: kafkaconn.Config{Brokers: []string{"127.0.0.1:1"}}, Topic: "t"}
 	tests := []struct {
 		name string
 		edit func(*KafkaRangeConfig, *Options)
 		want string
 	}{
-		{"no brokers", func(c *KafkaRangeConfig, _ *Options) { c.Brokers = nil }, "no brokers"},
+		{"no brokers", func(c *KafkaRangeConfig, _ *Options) { c.Conn.Brokers = nil }, "no brokers"},
 		{"no topic", func(c *KafkaRangeConfig, _ *Options) { c.Topic = "" }, "no topic"},
 		{"negative wait", func(c *KafkaRangeConfig, _ *Options) { c.MaxWait = -time.Second }, "MaxWait"},
 		{"negative bytes", func(c *KafkaRangeConfig, _ *Options) { c.MaxBytes = -1 }, "must not be negative"},
@@ -514,7 +548,7 @@ func TestNewKafkaRangeChecksConfig(t *testing.T) {
 
 	c := kafkatest.Start(t, 1, "t")
 	cfg := good
-	cfg.Brokers = c.Brokers
+	cfg.Conn.Brokers = c.Brokers
 	src, err := NewKafkaRange(context.Background(), kafkaSpec(t), cfg, Options{Allocator: checkedAllocator(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,10 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -72,7 +74,7 @@ func TestKafkaDecodeRows(t *testing.T) {
 			kafkaRow{-7, nil, [][]float64{{1, 2}, {3, 4, 5}, {6, 7}}}},
 		{"null label, blanks, unknown fields", " {\n\t\"id\" : 2 , \"label\" : null, \"x\": {\"y\": [1, \"z\", null, true]},\"a\":[ 1e2 , -0.5E-1 ],\"b\":[0,0,0],\"c\":[1.5,2],\"a_7\":\"ignored\",\"note\":\"ok\" } \r\n",
 			kafkaRow{2, nil, [][]float64{{100, -0.05}, {0, 0, 0}, {1.5, 2}}}},
-		{"last of a field given twice wins", `{"id":1,"id":3,"a":[9,9],"a":[1,2],"b_x":0,"b_x":3,"b_y":4,"b_z":5,"c":[6,7]}`,
+		{"fields mvml does not read may be given twice", `{"id":3,"note":1,"a":[1,2],"note":"x","b":[3,4,5],"c":[6,7],"a_7":0,"a_7":1,"c_list":0,"c_list":1}`,
 			kafkaRow{3, nil, [][]float64{{1, 2}, {3, 4, 5}, {6, 7}}}},
 		{"escaped field names", `{"\u0069d":4,"\u0061":[1,2],"b_\u0078":3,"b_y":4,"b_z":5,"c":[6,7],"\ud83d\ude00":1}`,
 			kafkaRow{4, nil, [][]float64{{1, 2}, {3, 4, 5}, {6, 7}}}},
@@ -144,6 +146,13 @@ var kafkaBadMessages = []struct {
 	{"feature a string", `{"id":1,"a":[1,2],"b_x":1,"b_y":"2","b_z":3,"c":[1,2]}`, "b_y", `view "b" feature 1 (b_y) is a string, want a number`},
 	{"feature overflows", `{"id":1,"a_0":1e999,"a_1":1,"b":[1,2,3],"c":[1,2]}`, "a_0", `view "a" feature 0 (a_0): "1e999" overflows float64`},
 	{"both forms", `{"id":1,"a":[1,2],"a_0":1,"a_1":2,"b":[1,2,3],"c":[1,2]}`, "a_0", `view "a" is given both as an array and as flat fields`},
+	{"id twice", `{"id":1,"a":[1,2],"b":[1,2,3],"c":[1,2],"id":3}`, "id", `field "id" is given twice`},
+	{"id twice, once escaped", `{"id":1,"\u0069d":1,"a":[1,2],"b":[1,2,3],"c":[1,2]}`, "id", `field "id" is given twice`},
+	{"label twice", `{"id":1,"label":0,"a":[1,2],"b":[1,2,3],"c":[1,2],"label":1}`, "label", `field "label" is given twice`},
+	{"label null, then a number", `{"id":1,"label":null,"label":1,"a":[1,2],"b":[1,2,3],"c":[1,2]}`, "label", `field "label" is given twice`},
+	{"view array twice", `{"id":1,"a":[9,9],"b":[1,2,3],"c":[1,2],"a":[1,2]}`, "a", `field "a" is given twice`},
+	{"prefix feature twice", `{"id":1,"a_0":1,"a_1":2,"a_0":3,"b":[1,2,3],"c":[1,2]}`, "a_0", `field "a_0" is given twice`},
+	{"column feature twice", `{"id":1,"a":[1,2],"b_x":1,"b_y":2,"b_z":3,"b_y":2,"c":[1,2]}`, "b_y", `field "b_y" is given twice`},
 }
 
 func TestKafkaDecodeRejects(t *testing.T) {
@@ -311,7 +320,7 @@ func kafkaReadN(t *testing.T, src *KafkaSource, n int, ack bool) (readResult, []
 
 func newTestKafka(t *testing.T, c *kafkatest.Cluster, topic, group string, mem memory.Allocator, batch int, maxWait time.Duration) *KafkaSource {
 	t.Helper()
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: topic, GroupID: group, MaxWait: maxWait},
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: topic, GroupID: group, MaxWait: maxWait},
 		Options{BatchSize: batch, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
@@ -439,8 +448,10 @@ func TestKafkaSourceRejects(t *testing.T) {
 		if r.Source != "bad/0" || r.Row != int64(2*i) || r.Column != tt.column || !strings.Contains(r.Reason, tt.reason) {
 			t.Errorf("%s: reject %+v, want bad/0 row %d column %q reason containing %q", tt.name, r, 2*i, tt.column, tt.reason)
 		}
-		if !bytes.Equal(r.Payload, []byte(tt.msg)) {
-			t.Errorf("%s: payload %q, want %q", tt.name, r.Payload, tt.msg)
+		// An empty message has an empty payload, not none: its dead
+		// letter is the message, not a reason record.
+		if !bytes.Equal(r.Payload, []byte(tt.msg)) || r.Payload == nil {
+			t.Errorf("%s: payload %q (nil: %t), want %q", tt.name, r.Payload, r.Payload == nil, tt.msg)
 		}
 	}
 	for i, row := range res.rows {
@@ -516,10 +527,61 @@ func TestKafkaSourceAckCommitsAtLeastOnce(t *testing.T) {
 	}
 }
 
+// An offset commit whose connection drops is tried again (one such drop
+// used to stop the service); one that keeps failing fails the Ack once
+// the retry policy gives up.
+func TestKafkaSourceAckRidesOutHiccup(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		hiccup time.Duration
+		retry  kafkaconn.Retry
+		want   int64 // the offset committed; -1 for none
+	}{
+		{"one second", time.Second, kafkaconn.Retry{}, 3},
+		{"for good", time.Hour, kafkaconn.Retry{MaxElapsed: time.Second, MaxBackoff: 200 * time.Millisecond}, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := checkedAllocator(t)
+			c := kafkatest.Start(t, 1, "acks")
+			for id := range 3 {
+				c.ProduceValues(t, "acks", kafkaMessage(id))
+			}
+			src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers, Retry: tt.retry}, Topic: "acks", GroupID: "g",
+				MaxWait: 100 * time.Millisecond}, Options{BatchSize: 3, Allocator: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b, err := src.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Record.Release()
+			end := time.Now().Add(tt.hiccup)
+			c.Drop(kmsg.OffsetCommit, func() bool { return time.Now().Before(end) })
+			err = b.Ack(ctx)
+			if tt.want < 0 {
+				if !errors.Is(err, kafkaconn.ErrGaveUp) {
+					t.Errorf("Ack while commits fail for good: %v, want it to give up", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Ack during a %v hiccup: %v", tt.hiccup, err)
+			}
+			if got := c.CommittedOffsets(t, "g", "acks"); !slices.Equal(got, []int64{tt.want}) {
+				t.Errorf("committed %v, want [%d]", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestKafkaSourceStartOffsetLast(t *testing.T) {
 	c := kafkatest.Start(t, 1, "late")
 	c.ProduceValues(t, "late", kafkaMessage(0), kafkaMessage(1))
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: "late", GroupID: "g",
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "late", GroupID: "g",
 		MaxWait: 50 * time.Millisecond, StartOffset: kafka.LastOffset}, Options{Allocator: checkedAllocator(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -541,7 +603,7 @@ func TestKafkaSourceCancelLeavesNoGoroutine(t *testing.T) {
 	c := kafkatest.Start(t, 1, "quiet")
 	before := runtime.NumGoroutine()
 
-	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Brokers: c.Brokers, Topic: "quiet", GroupID: "g"},
+	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "quiet", GroupID: "g"},
 		Options{Allocator: checkedAllocator(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -570,13 +632,13 @@ func TestKafkaSourceCancelLeavesNoGoroutine(t *testing.T) {
 }
 
 func TestNewKafkaChecksConfig(t *testing.T) {
-	good := KafkaConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "t", GroupID: "g"}
+	good := KafkaConfig{Conn: kafkaconn.Config{Brokers: []string{"127.0.0.1:1"}}, Topic: "t", GroupID: "g"}
 	tests := []struct {
 		name string
 		edit func(*KafkaConfig, *Options)
 		want string
 	}{
-		{"no brokers", func(c *KafkaConfig, _ *Options) { c.Brokers = nil }, "no brokers"},
+		{"no brokers", func(c *KafkaConfig, _ *Options) { c.Conn.Brokers = nil }, "no brokers"},
 		{"no topic", func(c *KafkaConfig, _ *Options) { c.Topic = "" }, "no topic"},
 		{"no group", func(c *KafkaConfig, _ *Options) { c.GroupID = "" }, "no consumer group"},
 		{"negative wait", func(c *KafkaConfig, _ *Options) { c.MaxWait = -time.Second }, "MaxWait"},
@@ -700,5 +762,76 @@ func expectGoroutinesBack(t *testing.T, before int) {
 	if after := runtime.NumGoroutine(); after > before {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// Readiness follows the reader: joining, consuming, an error since, and
+// consuming again once activity shows without an error.
+func TestKafkaHealth(t *testing.T) {
+	h := &kafkaHealth{group: "g"}
+	now := time.Now()
+	steps := []struct {
+		failure string // reported before the step, "" for none
+		stats   kafka.ReaderStats
+		want    string // "" for ready
+	}{
+		{"", kafka.ReaderStats{}, "joining consumer group g"},
+		{"", kafka.ReaderStats{Rebalances: 1, Fetches: 2}, ""},
+		{"", kafka.ReaderStats{}, ""}, // idle, no partition to fetch: still a member
+		{"dial tcp: connection refused", kafka.ReaderStats{Fetches: 1, Errors: 2}, "not consuming since"},
+		{"", kafka.ReaderStats{}, "connection refused"},
+		{"", kafka.ReaderStats{Rebalances: 1, Fetches: 3}, ""},
+	}
+	for i, s := range steps {
+		now = now.Add(time.Second)
+		if s.failure != "" {
+			h.failed(now.Add(-time.Millisecond), s.failure)
+		}
+		err := h.ready(s.stats, now)
+		if s.want == "" && err != nil || s.want != "" && (err == nil || !strings.Contains(err.Error(), s.want)) {
+			t.Errorf("step %d: %v, want %q", i, err, s.want)
+		}
+	}
+}
+
+// A source reports readiness from the reader itself: ready once it
+// consumes, not ready once the broker is gone, while Next keeps waiting
+// instead of failing.
+func TestKafkaSourceReady(t *testing.T) {
+	mem := checkedAllocator(t)
+	c := kafkatest.Start(t, 1, "rows")
+	c.ProduceValues(t, "rows", kafkaMessage(1), kafkaMessage(2))
+	src := newTestKafka(t, c, "rows", "g", mem, 10, 20*time.Millisecond)
+	kafkaReadN(t, src, 2, true)
+	waitReady := func(what string, ok func(error) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for err := src.Ready(); !ok(err); err = src.Ready() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: Ready says %v", what, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitReady("consuming", func(err error) bool { return err == nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	next := make(chan error, 1)
+	go func() {
+		b, err := src.Next(ctx)
+		if err == nil {
+			b.Record.Release()
+		}
+		next <- err
+	}()
+	c.Fake().Close()
+	waitReady("the broker gone", func(err error) bool { return err != nil && strings.Contains(err.Error(), "not consuming since") })
+	select {
+	case err := <-next:
+		t.Errorf("Next returned %v with the broker gone, want it to wait", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if err := <-next; !errors.Is(err, context.Canceled) {
+		t.Errorf("Next after cancel: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/mvml/mvml/schemas"
@@ -34,13 +33,17 @@ type parquetSource struct {
 	rowGroups []parquet.RowGroup
 	nextGroup int
 	group     int   // index of the row group being read, -1 before the first
+	groupRow  int64 // file row of its first row
 	groupLeft int64 // rows of it not read yet
 	total     int64
 	row       int64 // data rows consumed so far
 	idBase    int64
-	buf       *batchBuffers
+	buf       *schemas.RecordBuilder
 	rejects   rejectSet
 	done      bool
+	// toldUnchecked is set once the log says that the file has pages
+	// without checksums.
+	toldUnchecked bool
 }
 
 // NewParquet reads the Parquet file f of size bytes. name is used in errors
@@ -88,7 +91,7 @@ func newParquetSource(f io.ReaderAt, size int64, name string, spec *schemas.View
 	if err := s.resolveColumns(spec); err != nil {
 		return fail(err)
 	}
-	s.buf = newBatchBuffers(opts.Allocator, spec)
+	s.buf = schemas.NewRecordBuilder(opts.Allocator, spec)
 	return s, nil
 }
 
@@ -131,65 +134,33 @@ func (s *parquetSource) countRows() error {
 func (s *parquetSource) resolveColumns(spec *schemas.ViewSpec) error {
 	root := s.file.Root()
 	var missing []string
-	find := func(name string, role fieldRole, view, feature int) (*columnReader, error) {
-		col := root.Column(name)
+	for _, sc := range specColumns(spec) {
+		col := root.Column(sc.name)
 		if col == nil {
-			return nil, nil
+			switch {
+			case sc.role == roleLabel && s.opts.RequireLabel:
+				return fileErr(s.name, -1, sc.name, errors.New("label column is missing"))
+			case sc.required():
+				missing = append(missing, sc.name)
+			}
+			continue
 		}
 		var c *columnReader
 		err := guard(func() (err error) {
 			// A corrupt schema can make the library's type methods panic.
-			c, err = newColumnReader(col, name, role)
+			c, err = newColumnReader(col, sc.name, sc.role)
 			return err
 		})
 		if err != nil {
-			return nil, fileErr(s.name, -1, name, err)
+			return fileErr(s.name, -1, sc.name, err)
 		}
-		c.view, c.feature = view, feature
-		return c, nil
-	}
-	add := func(name string, role fieldRole, view, feature int) error {
-		c, err := find(name, role, view, feature)
-		switch {
-		case err != nil:
-			return err
-		case c == nil:
-			missing = append(missing, name)
-		default:
-			s.columns = append(s.columns, c)
-		}
-		return nil
-	}
-
-	id, err := find(spec.ID, roleID, 0, 0)
-	if err != nil {
-		return err
-	}
-	if id != nil {
-		s.columns, s.hasID = append(s.columns, id), true
-	}
-	label, err := find(spec.Label, roleLabel, 0, 0)
-	if err != nil {
-		return err
-	}
-	switch {
-	case label != nil:
-		s.columns, s.hasLabel = append(s.columns, label), true
-	case s.opts.RequireLabel:
-		return fileErr(s.name, -1, spec.Label, errors.New("label column is missing"))
-	}
-	for l := range spec.Views {
-		v := &spec.Views[l]
-		if v.Layout() == schemas.LayoutList {
-			if err := add(v.List, roleList, l, v.Dimension()); err != nil {
-				return err
-			}
-			continue
-		}
-		for j, name := range v.ColumnNames() {
-			if err := add(name, roleFeature, l, j); err != nil {
-				return err
-			}
+		c.view, c.feature = sc.view, sc.feature
+		s.columns = append(s.columns, c)
+		switch sc.role {
+		case roleID:
+			s.hasID = true
+		case roleLabel:
+			s.hasLabel = true
 		}
 	}
 	if len(missing) > 0 {
@@ -216,7 +187,7 @@ func (s *parquetSource) Next(ctx context.Context) (Batch, error) {
 		return Batch{}, io.EOF
 	}
 	n := int(min(int64(s.opts.BatchSize), left))
-	s.buf.reserve(n)
+	s.buf.Reserve(n)
 	s.rejects.reset(n)
 	for filled := 0; filled < n; {
 		if s.groupLeft == 0 {
@@ -240,12 +211,13 @@ func (s *parquetSource) Next(ctx context.Context) (Batch, error) {
 			continue
 		}
 		if k != i {
-			s.buf.moveRow(k, i)
+			s.buf.MoveRow(k, i)
 		}
 		rows = append(rows, s.row+int64(i))
 		k++
 	}
-	b := Batch{Record: s.buf.record(k), Source: s.name, Rows: rows, Rejects: s.rejects.sorted()}
+	s.buf.SetLen(k)
+	b := Batch{Record: s.buf.NewRecord(), Source: s.name, Rows: rows, Rejects: s.rejects.sorted()}
 	s.row += int64(n)
 	return b, nil
 }
@@ -257,19 +229,20 @@ func (s *parquetSource) decode(first, n int) error {
 	rows := rowSink{rejects: &s.rejects, source: s.name, fileRow0: fileRow}
 	if !s.hasID {
 		for i := first; i < first+n; i++ {
-			s.buf.ids[i] = s.idBase + fileRow + int64(i)
+			s.buf.IDs()[i] = s.idBase + fileRow + int64(i)
 		}
 	}
 	if !s.hasLabel {
 		// Allocators need not hand out zeroed memory.
-		clear(s.buf.labels[first : first+n])
-		bitutil.SetBitsTo(s.buf.labelBits, int64(first), int64(n), false)
+		clear(s.buf.Labels()[first : first+n])
+		s.buf.SetLabelsValid(first, n, false)
 	}
 	for t := first; t < first+n; t += tileRows {
 		m := min(tileRows, first+n-t)
 		for _, c := range s.columns {
 			if err := c.read(s.buf, &rows, t, m); err != nil {
-				return s.columnError(c, fileRow+int64(t), err)
+				// The rows before the page that could not be read are good.
+				return s.columnError(c, s.groupRow+c.pageRow, err)
 			}
 		}
 	}
@@ -279,12 +252,17 @@ func (s *parquetSource) decode(first, n int) error {
 // fail ends the source after a file-level error: what follows the error
 // cannot be trusted.
 func (s *parquetSource) fail(err error) error {
-	s.buf.release()
+	s.buf.Release()
 	s.done = true
 	return err
 }
 
 func (s *parquetSource) columnError(c *columnReader, row int64, err error) error {
+	if errors.Is(err, parquet.ErrCorrupted) {
+		if damaged := s.damagedPageError(c); damaged != nil {
+			return damaged
+		}
+	}
 	return fileErr(s.name, row, c.name, fmt.Errorf("row group %d: %w", s.group, err))
 }
 
@@ -307,14 +285,20 @@ func (s *parquetSource) openNextRowGroup(fileRow int64) error {
 			if c.index >= len(chunks) || s.group >= len(meta) || c.index >= len(meta[s.group].Columns) {
 				return s.columnError(c, fileRow, fmt.Errorf("%w: %d column chunks", errMalformed, len(chunks)))
 			}
-			if err := checkColumnChunk(s.reader, s.size, &meta[s.group].Columns[c.index].MetaData); err != nil {
+			unchecked, err := checkColumnChunk(s.reader, s.size, &meta[s.group].Columns[c.index].MetaData)
+			if err != nil {
 				return s.columnError(c, fileRow, err)
+			}
+			if unchecked > 0 && !s.toldUnchecked {
+				s.toldUnchecked = true
+				s.opts.Logger.Info("ingest: pages without checksums: damage inside them cannot be detected",
+					"file", s.name, "column", c.name, "row_group", s.group)
 			}
 			if err := c.open(chunks[c.index]); err != nil {
 				return s.columnError(c, fileRow, err)
 			}
 		}
-		s.groupLeft = g.NumRows()
+		s.groupRow, s.groupLeft = fileRow, g.NumRows()
 		return nil
 	}
 	return fileErr(s.name, fileRow, "", fmt.Errorf("%w: row groups end before the file's %d rows", errMalformed, s.total))
@@ -335,7 +319,7 @@ func (s *parquetSource) closeRowGroup(fileRow int64) error {
 
 func (s *parquetSource) Close() error {
 	if s.buf != nil {
-		s.buf.release()
+		s.buf.Release()
 		s.buf = nil
 	}
 	s.done = true

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
@@ -36,6 +35,9 @@ type columnReader struct {
 	def, rep  []byte // levels of the page, aliasing it
 	vi        int    // next value of vals
 	li        int    // next entry of def and rep
+	// Rows of the column chunk before the current page (the one being
+	// read, or failing to be read), and rows that start in it.
+	pageRow, pageRows int64
 
 	// The column chunk's dictionary, converted once for all its pages.
 	dictReady  bool
@@ -117,30 +119,30 @@ func checkNumeric(leaf *parquet.Column, integer bool) (unsigned bool, err error)
 }
 
 // read decodes batch rows [first, first+n) of the column into b.
-func (c *columnReader) read(b *batchBuffers, rows *rowSink, first, n int) error {
+func (c *columnReader) read(b *schemas.RecordBuilder, rows *rowSink, first, n int) error {
 	switch c.role {
 	case roleID:
-		ids := b.ids[first : first+n]
+		ids := b.IDs()[first : first+n]
 		return c.scalars(n,
 			func(row, vi, m int) { c.vals.ints(ids[row:row+m], vi) },
 			func(row int) { rows.reject(first+row, c.name, "id is missing") })
 	case roleLabel:
-		labels := b.labels[first : first+n]
+		labels := b.Labels()[first : first+n]
 		return c.scalars(n,
 			func(row, vi, m int) {
 				c.vals.scatter(labels[row:row+m], 1, vi, m)
-				bitutil.SetBitsTo(b.labelBits, int64(first+row), int64(m), true)
+				b.SetLabelsValid(first+row, m, true)
 			},
-			func(row int) { b.setLabel(first+row, 0, false) })
+			func(row int) { b.SetLabel(first+row, 0, false) })
 	case roleFeature:
-		dim := b.dims[c.view]
-		dst := b.views[c.view][first*dim+c.feature:]
+		dim := b.Dim(c.view)
+		dst := b.View(c.view)[first*dim+c.feature:]
 		return c.scalars(n,
 			func(row, vi, m int) { c.vals.scatter(dst[row*dim:], dim, vi, m) },
 			func(row int) { rows.reject(first+row, c.name, "value is null") })
 	default:
-		dim := b.dims[c.view]
-		return c.lists(b.views[c.view][first*dim:(first+n)*dim], dim, rows, first)
+		dim := b.Dim(c.view)
+		return c.lists(b.View(c.view)[first*dim:(first+n)*dim], dim, rows, first)
 	}
 }
 
@@ -311,6 +313,7 @@ func (c *columnReader) nextNonEmptyPage() error {
 
 func (c *columnReader) nextPage() error {
 	c.dropPage()
+	c.pageRow, c.pageRows = c.pageRow+c.pageRows, 0
 	if c.pages == nil {
 		c.exhausted = true
 		return nil
@@ -386,6 +389,14 @@ func (c *columnReader) load(page parquet.Page) error {
 	case c.maxDef > 0 && bytes.Count(c.def, []byte{c.maxDef}) != c.vals.n:
 		return fmt.Errorf("%w: %d values for %d defined entries", errMalformed, c.vals.n, bytes.Count(c.def, []byte{c.maxDef}))
 	}
+	switch {
+	case c.maxRep > 0:
+		c.pageRows = int64(bytes.Count(c.rep, []byte{0}))
+	case c.maxDef > 0:
+		c.pageRows = int64(len(c.def))
+	default:
+		c.pageRows = int64(c.vals.n)
+	}
 	return nil
 }
 
@@ -412,6 +423,7 @@ func (c *columnReader) open(chunk parquet.ColumnChunk) error {
 	c.release()
 	c.exhausted = false
 	c.dictReady = false
+	c.pageRow, c.pageRows = 0, 0
 	return guard(func() error {
 		c.pages = chunk.Pages()
 		return nil

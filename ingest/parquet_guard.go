@@ -42,32 +42,36 @@ func checkFooterEncoding(f io.ReaderAt, size int64, footerLen int64) error {
 
 // checkColumnChunk walks the page headers of a column chunk, as the library
 // will read them, checking every size against the chunk and the limits, and
-// checking what the codec will allocate for each page.
-func checkColumnChunk(f io.ReaderAt, size int64, meta *format.ColumnMetaData) error {
+// checking what the codec will allocate for each page. It counts the pages
+// of values without a checksum, whose damage the library cannot detect.
+func checkColumnChunk(f io.ReaderAt, size int64, meta *format.ColumnMetaData) (unchecked int, err error) {
 	start := meta.DataPageOffset
 	if meta.DictionaryPageOffset != 0 {
 		start = meta.DictionaryPageOffset
 	}
 	end := start + meta.TotalCompressedSize
 	if start < 4 || meta.TotalCompressedSize < 0 || end > size || end < start {
-		return fmt.Errorf("%w: column chunk at bytes %d..%d of a %d-byte file", errMalformed, start, end, size)
+		return 0, fmt.Errorf("%w: column chunk at bytes %d..%d of a %d-byte file", errMalformed, start, end, size)
 	}
 	buf := make([]byte, pageHeaderWindow)
 	for off := start; off < end; {
 		header, n, err := readPageHeader(f, off, end, buf)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		body := off + int64(n)
 		if err := checkPageHeader(header, end-body); err != nil {
-			return err
+			return 0, err
 		}
 		if err := checkCodec(f, meta.Codec, header, body); err != nil {
-			return err
+			return 0, err
+		}
+		if header.CRC == 0 && (header.DataPageHeader.Valid || header.DataPageHeaderV2.Valid || header.DictionaryPageHeader.Valid) {
+			unchecked++
 		}
 		off = body + int64(header.CompressedPageSize)
 	}
-	return nil
+	return unchecked, nil
 }
 
 // readPageHeader decodes the page header at off, returning its length.

@@ -25,10 +25,14 @@ type Batch struct {
 	// it and must Release it. It is never nil, but may have no rows when
 	// every row of the stretch was rejected.
 	Record arrow.Record
-	// Source is the file name (as given) of these rows.
+	// Source is where these rows came from: the file name (as given), or,
+	// from Kafka, the topic.
 	Source string
-	// Rows holds the input row number (0-based, data rows, header excluded)
-	// of each record row.
+	// Rows holds, for each record row, where it is in Source, as
+	// schemas.RowError.Row counts: for a file, its 0-based index among the
+	// file's data rows; from Kafka, its message's offset within the
+	// message's partition (a batch may span partitions, so offsets may
+	// repeat; a reject names its partition in its Source, "topic/partition").
 	Rows []int64
 	// Rejects are the rows of this stretch that could not be decoded, with
 	// Source/Row/Column/Reason; they are not in Record.
@@ -81,7 +85,10 @@ func (o Options) resolve() (Options, error) {
 // skipped row by row): a missing or mistyped column, a corrupt stream.
 type FileError struct {
 	File string
-	// Row is the data row where the problem was found, or -1.
+	// Row is the data row where the problem was found (counted as
+	// schemas.RowError.Row counts: from 0, data rows only), or -1. After a
+	// Parquet page that cannot be read, it is the page's first row: the
+	// rows before it were read.
 	Row int64
 	// Column is the column concerned, or "".
 	Column string

@@ -44,11 +44,11 @@ func BenchmarkFitUWaveShape(b *testing.B) {
 		name string
 		cfg  TrainConfig
 	}{
-		{"learned-ovr", TrainConfig{Fit: Config{Lambda: 0.01, Eta: 1}}},
-		{"learned-shared", TrainConfig{Multiclass: MulticlassShared, Fit: Config{Lambda: 0.01, Eta: 1}}},
-		{"sparse-ovr", TrainConfig{Fit: Config{Mode: ModeSparse, Lambda: 0.01, Eta: 1}}},
-		{"cov", TrainConfig{Fit: Config{Mode: ModeCov, Lambda: 0.01}}},
-		{"identity", TrainConfig{Fit: Config{Mode: ModeIdentity, Lambda: 0.01}}},
+		{"learned-ovr", trainWith(func(c *TrainConfig) { c.Fit.Lambda, c.Fit.Eta = 0.01, 1 })},
+		{"learned-shared", trainWith(func(c *TrainConfig) { c.Multiclass, c.Fit.Lambda, c.Fit.Eta = MulticlassShared, 0.01, 1 })},
+		{"sparse-ovr", trainWith(func(c *TrainConfig) { c.Fit.Mode, c.Fit.Lambda, c.Fit.Eta = ModeSparse, 0.01, 1 })},
+		{"cov", trainWith(func(c *TrainConfig) { c.Fit.Mode, c.Fit.Lambda = ModeCov, 0.01 })},
+		{"identity", trainWith(func(c *TrainConfig) { c.Fit.Mode, c.Fit.Lambda = ModeIdentity, 0.01 })},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -90,7 +90,7 @@ func BenchmarkFitIteration(b *testing.B) {
 			r := tc.r
 			p := newProblem(2, 2*3*r, []int{r, r, r}, 1)
 			st := p.stats(b)
-			cfg := Config{Mode: tc.mode, Lambda: 0.01, Eta: 1, MaxIter: 5, Tol: 1e-300}
+			cfg := fitWith(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.MaxIter, c.Tol = tc.mode, 0.01, 1, 5, 1e-300 })
 			b.ResetTimer()
 			var iters int
 			for i := 0; i < b.N; i++ {
@@ -122,7 +122,7 @@ func BenchmarkScore(b *testing.B) {
 		labels[i] = float64(i % 2)
 	}
 	m, err := Train(context.Background(), testSpec(schemas.Classification, 64, 64, 64), views, labels,
-		TrainConfig{Landmarks: 128, Fit: Config{Mode: ModeIdentity}})
+		trainWith(func(c *TrainConfig) { c.Landmarks, c.Fit.Mode = 128, ModeIdentity }))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,10 +29,18 @@ import (
 // (landmarks, W^{†1/2} projections and, for standardized views, centre and
 // scale per view; Ã and g̃ per head). β is
 // derived from them when the file is read.
+//
+// Format 2 differs from format 1 in what the header means, not in its
+// layout: the version hashes everything that changes a prediction
+// (identityHash), and every configuration field is the value used. In a
+// format 1 file the version hashes the arrays only and a zero field meant
+// its default; such files are still read (and written back as they were).
 const (
 	fileMagic = "MVMLMODL"
-	// FormatVersion is the model file format this build reads and writes.
-	FormatVersion = 1
+	// FormatVersion is the model file format this build writes; it reads
+	// it and format 1.
+	FormatVersion = 2
+	format1       = 1
 	// maxHeader bounds the header so that a corrupt length cannot make a
 	// reader allocate gigabytes.
 	maxHeader = 64 << 20
@@ -95,8 +103,12 @@ func (m *Model) arrays() ([]arrayShape, []mat.Matrix) {
 // Encode writes the model file.
 func (m *Model) Encode(w io.Writer) error {
 	shapes, mats := m.arrays()
+	cfg := m.Config
+	if m.legacyFormat1 && cfg.Fit.MaxIter == 0 {
+		cfg.Fit.MaxIter = -1 // format 1 read 0 as the default; −1 ran no iteration
+	}
 	hdr := fileHeader{
-		Version: m.Version, Spec: m.Spec, Fingerprint: m.Spec.Fingerprint(), Config: m.Config,
+		Version: m.Version, Spec: m.Spec, Fingerprint: m.Spec.Fingerprint(), Config: cfg,
 		Classes: m.Classes, TargetMean: m.TargetMean, TargetScale: m.TargetScale,
 		Landmarks: m.Features.LandmarkRows, Meta: m.Meta, Arrays: shapes,
 	}
@@ -114,7 +126,7 @@ func (m *Model) Encode(w io.Writer) error {
 	out := io.MultiWriter(w, sum)
 	var pre [16]byte
 	copy(pre[:8], fileMagic)
-	binary.LittleEndian.PutUint32(pre[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(pre[8:], m.format())
 	binary.LittleEndian.PutUint32(pre[12:], uint32(len(js)))
 	if _, err := out.Write(pre[:]); err != nil {
 		return fmt.Errorf("write model: %w", err)
@@ -148,8 +160,63 @@ func writeArrays(w io.Writer, mats []mat.Matrix) error {
 	return nil
 }
 
-// contentHash identifies the model by its learned content.
-func (m *Model) contentHash() string {
+// format is the file format m is written in: the one it was read from,
+// so that a format 1 model keeps the version its file gave it.
+func (m *Model) format() uint32 {
+	if m.legacyFormat1 {
+		return format1
+	}
+	return FormatVersion
+}
+
+// modelIdentity is what the version of a format 2 model hashes besides the
+// arrays: everything else that changes a prediction (what the outputs
+// mean, the kernels, the view weights and intercepts, the views read) and
+// the configuration the model was fitted with.
+type modelIdentity struct {
+	Fingerprint string             `json:"spec_fingerprint"`
+	Config      TrainConfig        `json:"config"`
+	Classes     []float64          `json:"classes"`
+	TargetMean  float64            `json:"target_mean"`
+	TargetScale float64            `json:"target_scale"`
+	Kernels     []transform.Kernel `json:"kernels"`
+	Landmarks   []int              `json:"landmark_rows"`
+	W           [][]float64        `json:"w"`
+	Intercepts  [][]float64        `json:"intercepts"`
+}
+
+// identityHash is the version of a format 2 model: a hash of its
+// modelIdentity and its arrays, so that two models share a version only
+// when they score alike. The training run's description (Meta: rows,
+// time) is left out, so an identical refit of identical data has the same
+// version.
+func (m *Model) identityHash() (string, error) {
+	id := modelIdentity{
+		Fingerprint: m.Spec.Fingerprint(), Config: m.Config, Classes: m.Classes,
+		TargetMean: m.TargetMean, TargetScale: m.TargetScale, Landmarks: m.Features.LandmarkRows,
+	}
+	for _, vm := range m.Features.Views {
+		id.Kernels = append(id.Kernels, vm.Kernel)
+	}
+	for _, h := range m.Heads {
+		id.W = append(id.W, h.W)
+		id.Intercepts = append(id.Intercepts, h.Intercept)
+	}
+	js, err := json.Marshal(id)
+	if err != nil {
+		return "", fmt.Errorf("model identity: %w", err)
+	}
+	h := sha256.New()
+	h.Write(js)
+	_, mats := m.arrays()
+	if err := writeArrays(h, mats); err != nil {
+		return "", err // hash.Hash writes never fail
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6]), nil
+}
+
+// arraysHash is the version of a format 1 model: a hash of its arrays.
+func (m *Model) arraysHash() string {
 	_, mats := m.arrays()
 	h := sha256.New()
 	if err := writeArrays(h, mats); err != nil {
@@ -169,8 +236,9 @@ func Decode(r io.Reader) (*Model, error) {
 	if len(data) < 16+sha256.Size || string(data[:8]) != fileMagic {
 		return nil, fmt.Errorf("%w: not an mvml model (bad magic or too short)", ErrCorruptModel)
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
-		return nil, fmt.Errorf("model file format version %d, this build reads version %d", v, FormatVersion)
+	format := binary.LittleEndian.Uint32(data[8:])
+	if format != FormatVersion && format != format1 {
+		return nil, fmt.Errorf("model file format version %d, this build reads versions %d and %d", format, format1, FormatVersion)
 	}
 	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
@@ -184,14 +252,14 @@ func Decode(r io.Reader) (*Model, error) {
 	if err := json.Unmarshal(body[16:16+hlen], &hdr); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrCorruptModel, err)
 	}
-	m, err := fromHeader(&hdr, body[16+hlen:])
+	m, err := fromHeader(&hdr, body[16+hlen:], format)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptModel, err)
 	}
 	return m, nil
 }
 
-func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
+func fromHeader(hdr *fileHeader, payload []byte, format uint32) (*Model, error) {
 	if hdr.Spec == nil {
 		return nil, errors.New("no view spec")
 	}
@@ -328,8 +396,55 @@ func fromHeader(hdr *fileHeader, payload []byte) (*Model, error) {
 		return nil, fmt.Errorf("heads give %d outputs, the classes need %d", width, m.Outputs())
 	}
 	m.prepare()
-	if got := m.contentHash(); got != m.Version {
-		return nil, fmt.Errorf("content hash %s, header says version %s", got, m.Version)
+	var want string
+	var err error
+	if format == format1 {
+		m.legacyFormat1 = true
+		m.Config = format1Config(m.Config)
+		want = m.arraysHash()
+	} else if want, err = m.identityHash(); err != nil {
+		return nil, err
+	}
+	if want != m.Version {
+		return nil, fmt.Errorf("the content hashes to version %s, the header says %s", want, m.Version)
 	}
 	return m, nil
+}
+
+// format1Config reads the configuration of a format 1 file, in which a
+// zero field meant its default, as the explicit configuration it was
+// trained with, so that a refit of the model uses the same values.
+func format1Config(c TrainConfig) TrainConfig {
+	f := &c.Fit
+	if f.Lambda == 0 {
+		f.Lambda = DefaultLambda
+	}
+	if f.Eta == 0 {
+		f.Eta = DefaultEta
+	}
+	if f.Mu != nil && *f.Mu == 0 {
+		f.Mu = nil
+	}
+	if f.Mode == "" {
+		f.Mode = DefaultMode
+	}
+	switch {
+	case f.MaxIter == 0:
+		f.MaxIter = DefaultMaxIter
+	case f.MaxIter < 0:
+		f.MaxIter = 0
+	}
+	if f.Tol == 0 {
+		f.Tol = DefaultTol
+	}
+	if f.MaxCondGrowth == 0 {
+		f.MaxCondGrowth = DefaultMaxCondGrowth
+	}
+	if c.Landmarks == 0 {
+		c.Landmarks = DefaultLandmarks
+	}
+	if c.Multiclass == "" {
+		c.Multiclass = DefaultMulticlass
+	}
+	return c
 }

@@ -71,9 +71,8 @@ var ErrNotPositiveDefinite = errors.New("metric is not positive definite")
 // columns share one metric Ã (the shared multi-class mode, gradient
 // −λÃ⁻¹G̃G̃ᵀÃ⁻¹ + 2ηÃ).
 func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution) (*Solution, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("fit: %w", err)
 	}
 	if len(cols) == 0 {
 		return nil, errors.New("fit: no target columns")
@@ -261,7 +260,7 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 		bw: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
 		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
 		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
-		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.Mu,
+		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.StepMu(),
 	}
 	for _, c := range cols {
 		s.yty += st.YtY[c]
@@ -392,8 +391,8 @@ func (s *solver) run(ctx context.Context) error {
 		prev := s.trace.Objective[len(s.trace.Objective)-1]
 		s.trace.Objective = append(s.trace.Objective, obj)
 		s.trace.Iterations = it
-		if (prev-obj) <= s.cfg.Tol*math.Abs(prev) ||
-			(relChange(s.g, prevG) <= s.cfg.Tol && relChange(s.a, prevA) <= s.cfg.Tol) {
+		if s.cfg.Tol > 0 && ((prev-obj) <= s.cfg.Tol*math.Abs(prev) ||
+			(relChange(s.g, prevG) <= s.cfg.Tol && relChange(s.a, prevA) <= s.cfg.Tol)) {
 			s.trace.Converged = true
 			break
 		}
@@ -612,13 +611,7 @@ func (s *solver) penalty(a *mat.SymDense) float64 {
 
 // groupNorm is the Frobenius norm of the view-pair group {(l,m), (m,l)}.
 func (s *solver) groupNorm(a *mat.SymDense, l, m int) float64 {
-	ss := 0.0
-	for i := s.off[l]; i < s.off[l+1]; i++ {
-		for j := s.off[m]; j < s.off[m+1]; j++ {
-			v := a.At(i, j)
-			ss += v * v
-		}
-	}
+	ss := blockSqNorm(a, s.off, l, m)
 	if l != m {
 		ss *= 2
 	}
@@ -752,7 +745,7 @@ func (s *solver) armijo(abar, q *mat.Dense, frob float64) (metricStep, float64, 
 	inner := mat.NewSymDense(k, nil)
 	var innerChol mat.Cholesky
 	var x mat.Dense
-	for mu, try := s.cfg.Mu, 0; try < 60; mu, try = mu/2, try+1 {
+	for mu, try := s.cfg.StepMu(), 0; try < 60; mu, try = mu/2, try+1 {
 		alpha, beta := 1-2*mu*eta, mu*lam
 		if alpha <= 0 {
 			continue
@@ -916,9 +909,9 @@ func (s *solver) sparseStep() (float64, error) {
 		}
 		s.a.CopySym(next)
 		s.chol.Clone(&trial)
-		s.sparseMu = s.cfg.Mu
+		s.sparseMu = s.cfg.StepMu()
 		if try > 0 {
-			s.sparseMu = min(s.cfg.Mu, 2*mu)
+			s.sparseMu = min(s.cfg.StepMu(), 2*mu)
 		}
 		return mu, nil
 	}

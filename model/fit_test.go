@@ -147,7 +147,7 @@ func TestGStepMatchesClosedForm(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 7))
 			p := newProblem(3, 40, tc.ranks, 1)
 			st := p.stats(t)
-			cfg, _ := Config{Lambda: tc.lambda}.withDefaults()
+			cfg := fitWith(func(c *Config) { c.Lambda = tc.lambda })
 			s := newSolver(st, []int{0}, cfg)
 			s.a = randomSPD(rng, st.Dim())
 			if !s.chol.Factorize(s.a) {
@@ -210,7 +210,7 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 2))
 	p := newProblem(5, 30, []int{3, 3}, 1)
 	st := p.stats(t)
-	cfg, _ := Config{Lambda: 0.7, Eta: 0.3}.withDefaults()
+	cfg := fitWith(func(c *Config) { c.Lambda, c.Eta = 0.7, 0.3 })
 	s := newSolver(st, []int{0}, cfg)
 	s.a = randomSPD(rng, st.Dim())
 	s.chol.Factorize(s.a)
@@ -306,7 +306,7 @@ func TestFollowedFactorOverIterations(t *testing.T) {
 		for c := range cols {
 			cols[c] = c
 		}
-		cfg, _ := Config{Lambda: 0.05, Eta: 0.2}.withDefaults()
+		cfg := fitWith(func(c *Config) { c.Lambda, c.Eta = 0.05, 0.2 })
 		s := newSolver(p.stats(t), cols, cfg)
 		if err := s.initMetric(nil); err != nil {
 			t.Fatal(err)
@@ -359,13 +359,21 @@ func TestObjectiveNeverIncreases(t *testing.T) {
 		// last step.
 		illScaled bool
 	}{
-		{"learned", Config{Mode: ModeLearned, Lambda: 0.01, Eta: 1, Mu: 0.45, MaxIter: 25, Tol: 1e-12}, false},
-		{"learned small eta", Config{Mode: ModeLearned, Lambda: 1, Eta: 1e-3, MaxIter: 25, Tol: 1e-12}, false},
-		{"learned with w", Config{Mode: ModeLearned, Lambda: 0.1, Eta: 0.5, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
-		{"sparse", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 5, Mu: 0.05, MaxIter: 25, Tol: 1e-12}, false},
-		{"sparse with w", Config{Mode: ModeSparse, Lambda: 0.1, Eta: 1, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
-		{"sparse backtracking", Config{Mode: ModeSparse, Lambda: 1e-4, Eta: 0.1, MaxIter: 25, Tol: 1e-12}, true},
-		{"cov with w", Config{Mode: ModeCov, Lambda: 0.1, LearnW: true, MaxIter: 25, Tol: 1e-12}, false},
+		{"learned", fitWith(func(c *Config) {
+			c.Mode, c.Lambda, c.Eta, c.Mu, c.MaxIter, c.Tol = ModeLearned, 0.01, 1, new(0.45), 25, 1e-12
+		}), false},
+		{"learned small eta", fitWith(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.MaxIter, c.Tol = ModeLearned, 1, 1e-3, 25, 1e-12 }), false},
+		{"learned with w", fitWith(func(c *Config) {
+			c.Mode, c.Lambda, c.Eta, c.LearnW, c.MaxIter, c.Tol = ModeLearned, 0.1, 0.5, true, 25, 1e-12
+		}), false},
+		{"sparse", fitWith(func(c *Config) {
+			c.Mode, c.Lambda, c.Eta, c.Mu, c.MaxIter, c.Tol = ModeSparse, 0.1, 5, new(0.05), 25, 1e-12
+		}), false},
+		{"sparse with w", fitWith(func(c *Config) {
+			c.Mode, c.Lambda, c.Eta, c.LearnW, c.MaxIter, c.Tol = ModeSparse, 0.1, 1, true, 25, 1e-12
+		}), false},
+		{"sparse backtracking", fitWith(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.MaxIter, c.Tol = ModeSparse, 1e-4, 0.1, 25, 1e-12 }), true},
+		{"cov with w", fitWith(func(c *Config) { c.Mode, c.Lambda, c.LearnW, c.MaxIter, c.Tol = ModeCov, 0.1, true, 25, 1e-12 }), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProblem(9, 120, []int{4, 3, 5}, 1)
@@ -403,8 +411,7 @@ func TestObjectiveNeverIncreases(t *testing.T) {
 			if tc.illScaled && !slices.ContainsFunc(sol.Trace.Steps, func(mu float64) bool { return mu > 0 && mu < 0.45/tc.cfg.Eta }) {
 				t.Errorf("no sparse step backtracked (steps %v): the case does not exercise the search", sol.Trace.Steps)
 			}
-			cfg, _ := tc.cfg.withDefaults()
-			brute := bruteObjective(p, 0, sol, cfg, tc.cfg.Mode == ModeSparse)
+			brute := bruteObjective(p, 0, sol, tc.cfg, tc.cfg.Mode == ModeSparse)
 			if got := obj[len(obj)-1]; math.Abs(got-brute) > 1e-8*math.Abs(brute) {
 				t.Errorf("objective from statistics %.12g, brute force %.12g", got, brute)
 			}
@@ -477,7 +484,7 @@ func TestIdentityModeIsRidge(t *testing.T) {
 	p := newProblem(13, 80, []int{4, 6}, 1)
 	st := p.stats(t)
 	const lambda = 0.3
-	sol, err := Fit(context.Background(), st, []int{0}, Config{Mode: ModeIdentity, Lambda: lambda, NoIntercept: true}, nil)
+	sol, err := Fit(context.Background(), st, []int{0}, fitWith(func(c *Config) { c.Mode, c.Lambda, c.NoIntercept = ModeIdentity, lambda, true }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +493,7 @@ func TestIdentityModeIsRidge(t *testing.T) {
 
 	// With the intercept: ridge on centred features and target, and the
 	// intercept ȳ − x̄ᵀg.
-	withB, err := Fit(context.Background(), st, []int{0}, Config{Mode: ModeIdentity, Lambda: lambda}, nil)
+	withB, err := Fit(context.Background(), st, []int{0}, fitWith(func(c *Config) { c.Mode, c.Lambda = ModeIdentity, lambda }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +546,7 @@ func checkRidge(t *testing.T, x, y *mat.Dense, lambda float64, got *mat.Dense) *
 // Test 7: fixed-seed fits are bit-for-bit reproducible.
 func TestFitReproducible(t *testing.T) {
 	p := newProblem(17, 100, []int{3, 4, 2}, 3)
-	cfg := Config{Mode: ModeLearned, Lambda: 0.05, Eta: 0.5, LearnW: true}
+	cfg := fitWith(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.LearnW = ModeLearned, 0.05, 0.5, true })
 	a, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2}, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -561,7 +568,7 @@ func TestFitReproducible(t *testing.T) {
 // The shared mode objective falls too, with several columns.
 func TestSharedMetricObjective(t *testing.T) {
 	p := newProblem(23, 150, []int{3, 4}, 4)
-	sol, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2, 3}, Config{Lambda: 0.05, Eta: 0.2, MaxIter: 20, Tol: 1e-12}, nil)
+	sol, err := Fit(context.Background(), p.stats(t), []int{0, 1, 2, 3}, fitWith(func(c *Config) { c.Lambda, c.Eta, c.MaxIter, c.Tol = 0.05, 0.2, 20, 1e-12 }), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,24 +590,24 @@ func TestFitRejectsBadInput(t *testing.T) {
 	p := newProblem(1, 20, []int{2, 2}, 1)
 	st := p.stats(t)
 	for name, cfg := range map[string]Config{
-		"mu eta too large": {Mu: 1, Eta: 1},
-		"negative lambda":  {Lambda: -1},
-		"unknown mode":     {Mode: "fancy"},
+		"mu eta too large": fitWith(func(c *Config) { c.Mu, c.Eta = new(1.0), 1 }),
+		"negative lambda":  fitWith(func(c *Config) { c.Lambda = -1 }),
+		"unknown mode":     fitWith(func(c *Config) { c.Mode = "fancy" }),
 	} {
 		if _, err := Fit(context.Background(), st, []int{0}, cfg, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := Fit(context.Background(), st, []int{3}, Config{}, nil); err == nil {
+	if _, err := Fit(context.Background(), st, []int{3}, DefaultConfig(), nil); err == nil {
 		t.Error("out-of-range column: no error")
 	}
-	if _, err := Fit(context.Background(), NewStats([]int{2, 2}, 1), []int{0}, Config{}, nil); err == nil {
+	if _, err := Fit(context.Background(), NewStats([]int{2, 2}, 1), []int{0}, DefaultConfig(), nil); err == nil {
 		t.Error("empty statistics: no error")
 	}
 	// An all-zero view gives a semidefinite initial metric: jitter, no NaN.
 	zero := newProblem(2, 20, []int{2, 2}, 1)
 	zero.u[1].Zero()
-	sol, err := Fit(context.Background(), zero.stats(t), []int{0}, Config{}, nil)
+	sol, err := Fit(context.Background(), zero.stats(t), []int{0}, DefaultConfig(), nil)
 	if err != nil {
 		t.Fatalf("all-zero view: %v", err)
 	}
@@ -618,7 +625,7 @@ func TestFitCancelled(t *testing.T) {
 	p := newProblem(1, 50, []int{3, 3}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Fit(ctx, p.stats(t), []int{0}, Config{}, nil); err == nil {
+	if _, err := Fit(ctx, p.stats(t), []int{0}, DefaultConfig(), nil); err == nil {
 		t.Error("cancelled fit returned no error")
 	}
 }
@@ -642,14 +649,14 @@ func TestRegressionFitIsInLabelUnits(t *testing.T) {
 		name string
 		fit  Config
 	}{
-		{"learned", Config{Mode: ModeLearned, Lambda: 1e-3, Eta: 1}},
-		{"learned without intercept", Config{Mode: ModeLearned, Lambda: 1e-3, Eta: 1, NoIntercept: true}},
-		{"learned with w", Config{Mode: ModeLearned, Lambda: 1e-2, Eta: 0.1, LearnW: true}},
-		{"sparse", Config{Mode: ModeSparse, Lambda: 1e-3, Eta: 1}},
-		{"sparse without intercept", Config{Mode: ModeSparse, Lambda: 1e-3, Eta: 1, NoIntercept: true}},
+		{"learned", fitConfig(func(c *Config) { c.Mode, c.Lambda, c.Eta = ModeLearned, 1e-3, 1 })},
+		{"learned without intercept", fitConfig(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.NoIntercept = ModeLearned, 1e-3, 1, true })},
+		{"learned with w", fitConfig(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.LearnW = ModeLearned, 1e-2, 0.1, true })},
+		{"sparse", fitConfig(func(c *Config) { c.Mode, c.Lambda, c.Eta = ModeSparse, 1e-3, 1 })},
+		{"sparse without intercept", fitConfig(func(c *Config) { c.Mode, c.Lambda, c.Eta, c.NoIntercept = ModeSparse, 1e-3, 1, true })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := trainRegression(views, labels, TrainConfig{Landmarks: 6, Fit: tc.fit})
+			m, err := trainRegression(views, labels, TrainConfig{Landmarks: 6, Multiclass: DefaultMulticlass, Fit: tc.fit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -698,12 +705,10 @@ func TestRegressionFitIsInLabelUnits(t *testing.T) {
 			if err := std.Add(u, y); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := tc.fit.withDefaults()
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := tc.fit
+			mu := cfg.StepMu() * scale * scale
 			cfg.Eta /= scale * scale
-			cfg.Mu *= scale * scale
+			cfg.Mu = &mu
 			scaled, err := Fit(context.Background(), std, []int{0}, cfg, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -732,7 +737,7 @@ func nystromRegression(t *testing.T, n int) *Stats {
 	for i, v := range signal {
 		labels[i] = 60 + 20*v*views[1].At(i, 2) + 5*rng.NormFloat64()
 	}
-	p, err := Prepare(testSpec(schemas.Regression, 2, 3), views, labels, TrainConfig{Landmarks: 0.3})
+	p, err := Prepare(testSpec(schemas.Regression, 2, 3), views, labels, trainWith(func(c *TrainConfig) { c.Landmarks = 0.3 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,13 +753,13 @@ func nystromRegression(t *testing.T, n int) *Stats {
 func TestLearnedFitReachesItsOptimum(t *testing.T) {
 	st := nystromRegression(t, 100)
 	fit := func(maxIter int, tol float64) float64 {
-		sol, err := Fit(context.Background(), st, []int{0}, Config{Lambda: 1e-4, Eta: 1, MaxIter: maxIter, Tol: tol}, nil)
+		sol, err := Fit(context.Background(), st, []int{0}, fitConfig(func(c *Config) { c.Lambda, c.Eta, c.MaxIter, c.Tol = 1e-4, 1, maxIter, tol }), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return sol.Trace.Objective[len(sol.Trace.Objective)-1]
 	}
-	short, long := fit(10, 0), fit(100, 1e-13)
+	short, long := fit(10, DefaultTol), fit(100, 1e-13)
 	if gap := (short - long) / long; gap > 0.03 {
 		t.Errorf("objective after 10 iterations %.6g, %.1f%% above the %.6g of 100", short, 100*gap, long)
 	}
@@ -766,10 +771,7 @@ func TestLearnedFitReachesItsOptimum(t *testing.T) {
 func TestMetricStepsRespectConditionLimit(t *testing.T) {
 	st := nystromRegression(t, 200)
 	for _, growth := range []float64{1.1, 1.5, 3} {
-		cfg, err := Config{Lambda: 1e-4, Eta: 0.01, NoIntercept: true, MaxCondGrowth: growth}.withDefaults()
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := fitConfig(func(c *Config) { c.Lambda, c.Eta, c.NoIntercept, c.MaxCondGrowth = 1e-4, 0.01, true, growth })
 		s := newSolver(st, []int{0}, cfg)
 		if err := s.initMetric(nil); err != nil {
 			t.Fatal(err)
@@ -795,4 +797,11 @@ func TestMetricStepsRespectConditionLimit(t *testing.T) {
 			t.Errorf("growth %g: objective did not fall: %v", growth, obj)
 		}
 	}
+}
+
+// fitConfig is DefaultConfig with the changes set makes.
+func fitConfig(set func(*Config)) Config {
+	c := DefaultConfig()
+	set(&c)
+	return c
 }

@@ -39,17 +39,19 @@ func ParseMulticlass(s string) (Multiclass, error) {
 	return "", fmt.Errorf("multiclass %q: want ovr or shared", s)
 }
 
-// TrainConfig is everything a training run needs besides the data.
+// TrainConfig is everything a training run needs besides the data. Like
+// Config, every field means exactly its value: start from
+// DefaultTrainConfig.
 type TrainConfig struct {
 	// Fit holds the solver's hyper-parameters.
 	Fit Config `json:"fit"`
-	// Landmarks is p: a fraction of the training rows in (0,1] or a count
-	// above 1. Default 0.12.
+	// Landmarks is p: a fraction of the training rows in (0,1] or a whole
+	// count of at least 2.
 	Landmarks float64 `json:"landmarks"`
-	// Seed fixes the landmark and σ samples. Default 0.
+	// Seed fixes the landmark and σ samples.
 	Seed uint64 `json:"seed"`
-	// Multiclass is the mode for more than two classes. Default ovr (the
-	// paper's; see README for the measured comparison).
+	// Multiclass is the mode for more than two classes (the paper's is
+	// ovr; see README for the measured comparison).
 	Multiclass Multiclass `json:"multiclass"`
 	// Kernels overrides the view spec's kernel settings per view when
 	// non-nil (entries may be nil: RBF with σ = mean distance).
@@ -59,14 +61,26 @@ type TrainConfig struct {
 	Standardize bool `json:"standardize,omitempty"`
 }
 
-func (c TrainConfig) withDefaults() TrainConfig {
-	if c.Landmarks == 0 {
-		c.Landmarks = 0.12
+// DefaultTrainConfig returns DefaultConfig's fit, 12% of the rows as
+// landmarks, seed 0 and one-vs-all multi-class heads.
+func DefaultTrainConfig() TrainConfig {
+	return TrainConfig{Fit: DefaultConfig(), Landmarks: DefaultLandmarks, Multiclass: DefaultMulticlass}
+}
+
+// Validate reports every field outside its domain, each with the values
+// it may take.
+func (c TrainConfig) Validate() error {
+	var errs []error
+	if err := c.Fit.Validate(); err != nil {
+		errs = append(errs, err)
 	}
-	if c.Multiclass == "" {
-		c.Multiclass = MulticlassOvR
+	if v := c.Landmarks; !positiveFinite(v) || (v > 1 && v != math.Trunc(v)) {
+		errs = append(errs, fmt.Errorf("landmarks %v: want a fraction of the rows in (0,1] or a whole count of at least 2", v))
 	}
-	return c
+	if _, err := ParseMulticlass(string(c.Multiclass)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Head is one fitted solution with its scoring coefficients
@@ -86,8 +100,9 @@ type Meta struct {
 // Model is a trained MVML model: the view spec it reads, the feature maps
 // on their fixed landmarks, the fitted heads and what the outputs mean.
 type Model struct {
-	// Version identifies the model's content (a hash), for the output
-	// records' model_version.
+	// Version identifies the model: a hash of everything that changes a
+	// prediction (see identityHash), for the output records'
+	// model_version and the model store's file names.
 	Version string
 	Spec    *schemas.ViewSpec
 	Config  TrainConfig
@@ -104,8 +119,15 @@ type Model struct {
 	// coef[l] is p×outputs: w_l β_l of every head side by side, so that a
 	// batch's decisions are Σ_l k_l(X, Z_l)·coef[l].
 	coef []*mat.Dense
+	// featCoef[l] is r_l×outputs: w_l g̃_l of every head side by side, so
+	// that the decisions of rows given by their features u are
+	// Σ_l U_l·featCoef[l] (Scorer.ScoreProjected).
+	featCoef []*mat.Dense
 	// offset holds every output's intercept, in head order.
 	offset []float64
+	// legacyFormat1 marks a model read from a format 1 file, whose version
+	// hashes its arrays only: it is written back in format 1.
+	legacyFormat1 bool
 }
 
 // Outputs is the width of the decision: 1 for regression and binary
@@ -117,28 +139,14 @@ func (m *Model) Outputs() int {
 	return 1
 }
 
-// encodingOf derives the target encoding from training labels: the
-// sorted classes, or the mean and scale of a regression target.
-func encodingOf(task schemas.Task, labels []float64) Encoding {
-	if task != schemas.Regression {
-		return Encoding{Classes: distinct(labels)}
-	}
-	var mean, ss float64
-	for _, v := range labels {
-		mean += v
-	}
-	mean /= float64(len(labels))
-	for _, v := range labels {
-		ss += (v - mean) * (v - mean)
-	}
-	return Encoding{Mean: mean, Scale: math.Sqrt(ss / float64(len(labels)))}
-}
-
 // setEncoding checks enc against the task and adopts it.
 func (m *Model) setEncoding(enc Encoding) error {
 	if m.Spec.Task == schemas.Regression {
-		if !(enc.Scale > 0) || math.IsNaN(enc.Mean) || math.IsInf(enc.Mean, 0) || math.IsInf(enc.Scale, 0) {
-			return fmt.Errorf("regression target has mean %v and scale %v (a constant target?)", enc.Mean, enc.Scale)
+		switch {
+		case enc.Overflows():
+			return fmt.Errorf("regression target has mean %v and scale %v: the labels are too large, their mean or variance overflows", enc.Mean, enc.Scale)
+		case !(enc.Scale > 0):
+			return fmt.Errorf("regression target is constant (every label is %v): nothing to learn", enc.Mean)
 		}
 		m.TargetMean, m.TargetScale = enc.Mean, enc.Scale
 		return nil
@@ -146,6 +154,9 @@ func (m *Model) setEncoding(enc Encoding) error {
 	classes := distinct(enc.Classes)
 	if len(classes) < 2 || len(classes) != len(enc.Classes) {
 		return fmt.Errorf("classification needs at least two classes, each once; have %v", enc.Classes)
+	}
+	if err := checkClassCount(len(classes), enc.Rows); err != nil {
+		return err
 	}
 	m.Classes = classes
 	return nil
@@ -183,6 +194,31 @@ func (m *Model) encode(labels []float64) (*mat.Dense, error) {
 	return y, nil
 }
 
+// The labels of a classification look continuous, and the task is
+// refused, with more classes than MaxClasses or fewer than MinRowsPerClass
+// rows per class on average: one-vs-all would fit a head per value (1,639
+// of them for a regression target given as a classification), none of
+// them with rows enough to learn from.
+const (
+	MaxClasses      = 1000
+	MinRowsPerClass = 2
+)
+
+// checkClassCount refuses a classification of classes classes over rows
+// labelled rows (0: not known, only MaxClasses is checked).
+func checkClassCount(classes, rows int) error {
+	const advice = `the labels look continuous; for a numeric target set "task": "regression" in the view spec`
+	switch {
+	case classes > MaxClasses:
+		return fmt.Errorf("classification with %d classes, more than %d: %s", classes, MaxClasses, advice)
+	case rows > 0 && rows < MinRowsPerClass*classes:
+		return fmt.Errorf("classification with %d classes in %d rows, fewer than %d rows per class: %s", classes, rows, MinRowsPerClass, advice)
+	}
+	return nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 func distinct(xs []float64) []float64 {
 	out := slices.Clone(xs)
 	slices.Sort(out)
@@ -214,7 +250,9 @@ type Prepared struct {
 // Prepare chooses the landmarks, builds the feature maps and accumulates
 // the statistics of the rows (views[l] is n×d_l, labels has n values).
 func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg TrainConfig) (*Prepared, error) {
-	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	if len(views) != len(spec.Views) {
 		return nil, fmt.Errorf("train: %d views for a spec of %d", len(views), len(spec.Views))
 	}
@@ -225,14 +263,23 @@ func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg T
 	if n == 0 {
 		return nil, errors.New("train: no rows")
 	}
+	p := &Prepared{config: cfg, base: Model{Spec: spec, Config: cfg, Meta: Meta{Rows: n}}}
+	// The labels are checked first: they are cheap to check, the features
+	// are not.
+	targets := NewTargetScan(spec.Task)
+	largest := targets.Add(labels)
+	enc := targets.Encoding()
+	if err := p.base.setEncoding(enc); err != nil {
+		if spec.Task == schemas.Regression && enc.Overflows() {
+			err = &schemas.RowError{Row: int64(largest), Column: spec.Label, Reason: fmt.Sprintf("label %g: %v", labels[largest], err)}
+		}
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	feats, err := fitFeatures(spec, views, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	p := &Prepared{config: cfg, base: Model{Spec: spec, Config: cfg, Features: feats, Meta: Meta{Rows: n}}}
-	if err := p.base.setEncoding(encodingOf(spec.Task, labels)); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
+	p.base.Features = feats
 	acc := p.base.NewAccumulator()
 	if err := acc.Add(views, labels); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -244,6 +291,9 @@ func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg T
 // fitFeatures chooses the landmarks among the rows of views and builds
 // every view's feature map with the configured (or the spec's) kernels.
 func fitFeatures(spec *schemas.ViewSpec, views []*mat.Dense, cfg TrainConfig) (*transform.Features, error) {
+	if err := tooLargeRow(spec, views); err != nil {
+		return nil, err
+	}
 	kernels := cfg.Kernels
 	if kernels == nil {
 		kernels = make([]*schemas.KernelSpec, len(spec.Views))
@@ -294,9 +344,9 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 		}
 		groups = [][]int{cols}
 	}
-	cfg, err := m.Config.Fit.withDefaults()
-	if err != nil {
-		return err
+	cfg := m.Config.Fit
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("fit: %w", err)
 	}
 	in, err := newFitInput(st, cfg, m.labelUnits())
 	if err != nil {
@@ -316,8 +366,11 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 					init = &warm.Heads[h].Solution
 				}
 				sol, err := fitPrepared(ctx, in, groups[h], cfg, init)
+				if err == nil {
+					err = finiteSolution(sol)
+				}
 				if err != nil {
-					errs[h] = fmt.Errorf("fit head %d of %d: %w", h+1, len(groups), err)
+					errs[h] = err
 					continue
 				}
 				heads[h] = &Head{Solution: *sol}
@@ -329,22 +382,63 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	}
 	close(next)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := headErrors(errs); err != nil {
 		return err
 	}
 	m.Heads = heads
 	m.prepare()
-	m.Version = m.contentHash()
+	m.legacyFormat1 = false
+	if m.Version, err = m.identityHash(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// headErrors reports the heads that failed (errs[h] is head h's error or
+// nil) once per distinct error, "N of M heads failed: err", rather than
+// once per head: an interrupted fit of 1,639 heads repeated its
+// cancellation 1,639 times.
+func headErrors(errs []error) error {
+	const shown = 3
+	var firsts []int // the first head of every distinct error
+	count := map[string]int{}
+	for h, err := range errs {
+		if err == nil {
+			continue
+		}
+		if count[err.Error()] == 0 {
+			firsts = append(firsts, h)
+		}
+		count[err.Error()]++
+	}
+	var out []error
+	for i, h := range firsts {
+		if i == shown {
+			more := "errors"
+			if len(firsts)-shown == 1 {
+				more = "error"
+			}
+			out = append(out, fmt.Errorf("and %d other %s", len(firsts)-shown, more))
+			break
+		}
+		if c := count[errs[h].Error()]; c > 1 {
+			out = append(out, fmt.Errorf("%d of %d heads failed (the first is head %d): %w", c, len(errs), h+1, errs[h]))
+		} else {
+			out = append(out, fmt.Errorf("fit head %d of %d: %w", h+1, len(errs), errs[h]))
+		}
+	}
+	return errors.Join(out...)
 }
 
 // prepare derives β and the scoring coefficients from the heads.
 func (m *Model) prepare() {
 	off := offsets(m.Features.Ranks())
 	m.coef = make([]*mat.Dense, len(m.Features.Views))
+	m.featCoef = make([]*mat.Dense, len(m.Features.Views))
 	for l, vm := range m.Features.Views {
-		p, _ := vm.Proj.Dims()
+		p, r := vm.Proj.Dims()
 		m.coef[l] = mat.NewDense(p, m.Outputs(), nil)
+		m.featCoef[l] = mat.NewDense(r, m.Outputs(), nil)
 	}
 	col := 0
 	m.offset = make([]float64, 0, m.Outputs())
@@ -360,6 +454,8 @@ func (m *Model) prepare() {
 			}
 			dst := m.coef[l].Slice(0, p, col, col+k).(*mat.Dense)
 			dst.Scale(h.W[l], h.Beta[l])
+			fdst := m.featCoef[l].Slice(0, off[l+1]-off[l], col, col+k).(*mat.Dense)
+			fdst.Scale(h.W[l], h.G.Slice(off[l], off[l+1], 0, k))
 		}
 		col += k
 	}
@@ -387,6 +483,10 @@ type Scorer struct {
 	m       *Model
 	kern    []*mat.Dense // per view n×p kernel against the landmarks
 	partial []*mat.Dense // per view n×outputs contribution
+	// feats are the projected features the last batch was scored from
+	// (ScoreProjected), nil when it was scored from its views (Score):
+	// Unscorable looks there for the view that overflowed.
+	feats *mat.Dense
 }
 
 // NewScorer returns a scorer of m.
@@ -404,15 +504,25 @@ func (m *Model) NewScorer() *Scorer {
 func (s *Scorer) Score(dec, contrib *mat.Dense, views []*mat.Dense) {
 	m := s.m
 	n, _ := views[0].Dims()
-	out := m.Outputs()
-	resize(dec, n, out)
-	dec.Zero()
+	s.feats = nil
 	for l, vm := range m.Features.Views {
 		s.kern[l] = reuse(s.kern[l])
 		vm.KernelTo(s.kern[l], views[l])
 		s.partial[l] = reuse(s.partial[l])
 		s.partial[l].Mul(s.kern[l], m.coef[l])
-		dec.Add(dec, s.partial[l])
+	}
+	s.combine(dec, contrib, n)
+}
+
+// combine sets dec (and contrib) from the views' shares of the decision in
+// s.partial: their sum plus the intercepts, in label units.
+func (s *Scorer) combine(dec, contrib *mat.Dense, n int) {
+	m := s.m
+	out := m.Outputs()
+	resize(dec, n, out)
+	dec.Zero()
+	for _, p := range s.partial {
+		dec.Add(dec, p)
 	}
 	raw := dec.RawMatrix()
 	for i := 0; i < n; i++ {

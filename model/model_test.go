@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -72,7 +73,10 @@ func TestNystromWithAllLandmarksEqualsFullKernel(t *testing.T) {
 	gammas := []float64{0.3, 0.5}
 	kernels := []*schemas.KernelSpec{{Type: "rbf", Gamma: gammas[0]}, {Type: "rbf", Gamma: gammas[1]}}
 	const lambda = 0.05
-	cfg := TrainConfig{Landmarks: 1, Kernels: kernels, Fit: Config{Lambda: lambda, MaxIter: -1, NoIntercept: true}}
+	cfg := trainWith(func(c *TrainConfig) {
+		c.Landmarks, c.Kernels = 1, kernels
+		c.Fit.Lambda, c.Fit.MaxIter, c.Fit.NoIntercept = lambda, 0, true
+	})
 	m, err := trainRegression(views, labels, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -148,11 +152,15 @@ func TestTrainClassifiesToy(t *testing.T) {
 		name string
 		cfg  TrainConfig
 	}{
-		{"ovr learned", TrainConfig{Landmarks: 0.2, Fit: Config{Lambda: 0.01, Eta: 1}}},
-		{"shared learned", TrainConfig{Landmarks: 0.2, Multiclass: MulticlassShared, Fit: Config{Lambda: 0.01, Eta: 1}}},
-		{"ovr sparse", TrainConfig{Landmarks: 0.2, Fit: Config{Mode: ModeSparse, Lambda: 0.01, Eta: 1}}},
-		{"identity learn w", TrainConfig{Landmarks: 30, Fit: Config{Mode: ModeIdentity, Lambda: 0.01, LearnW: true}}},
-		{"cov", TrainConfig{Landmarks: 0.2, Fit: Config{Mode: ModeCov, Lambda: 1e-4}}},
+		{"ovr learned", trainWith(func(c *TrainConfig) { c.Landmarks, c.Fit.Lambda, c.Fit.Eta = 0.2, 0.01, 1 })},
+		{"shared learned", trainWith(func(c *TrainConfig) {
+			c.Landmarks, c.Multiclass, c.Fit.Lambda, c.Fit.Eta = 0.2, MulticlassShared, 0.01, 1
+		})},
+		{"ovr sparse", trainWith(func(c *TrainConfig) { c.Landmarks, c.Fit.Mode, c.Fit.Lambda, c.Fit.Eta = 0.2, ModeSparse, 0.01, 1 })},
+		{"identity learn w", trainWith(func(c *TrainConfig) {
+			c.Landmarks, c.Fit.Mode, c.Fit.Lambda, c.Fit.LearnW = 30, ModeIdentity, 0.01, true
+		})},
+		{"cov", trainWith(func(c *TrainConfig) { c.Landmarks, c.Fit.Mode, c.Fit.Lambda = 0.2, ModeCov, 1e-4 })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := Train(context.Background(), spec, train, trainLabels, tc.cfg)
@@ -176,7 +184,7 @@ func TestBinaryAndContributions(t *testing.T) {
 			labels[i] = -7 // any two values work as classes
 		}
 	}
-	m, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, labels, TrainConfig{Landmarks: 40})
+	m, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, labels, trainWith(func(c *TrainConfig) { c.Landmarks = 40 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,17 +207,17 @@ func TestBinaryAndContributions(t *testing.T) {
 func TestTrainRejectsDegenerateLabels(t *testing.T) {
 	views, labels := toyViews(4, 50)
 	one := make([]float64, len(labels))
-	if _, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, one, TrainConfig{}); err == nil {
+	if _, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, one, DefaultTrainConfig()); err == nil {
 		t.Error("single class: no error")
 	}
-	if _, err := Train(context.Background(), testSpec(schemas.Regression, 2, 3), views, one, TrainConfig{}); err == nil {
+	if _, err := Train(context.Background(), testSpec(schemas.Regression, 2, 3), views, one, DefaultTrainConfig()); err == nil {
 		t.Error("constant regression target: no error")
 	}
 }
 
 func trainedToy(t testing.TB) (*Model, []*mat.Dense) {
 	views, labels := toyViews(7, 120)
-	m, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, labels, TrainConfig{Landmarks: 25, Standardize: true, Fit: Config{LearnW: true}})
+	m, err := Train(context.Background(), testSpec(schemas.Classification, 2, 3), views, labels, trainWith(func(c *TrainConfig) { c.Landmarks, c.Standardize, c.Fit.LearnW = 25, true, true }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +287,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add(buf.Bytes()[:buf.Len()-sha256.Size])
 	f.Add([]byte(fileMagic))
+	format1, err := os.ReadFile("testdata/format1.mvml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(format1)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Decode(bytes.NewReader(data))
 		if err == nil && m.Outputs() < 1 {
@@ -299,7 +312,7 @@ func FuzzDecode(f *testing.F) {
 func ExampleTrain() {
 	views, labels := toyViews(1, 240)
 	spec := testSpec(schemas.Classification, 2, 3)
-	m, err := Train(context.Background(), spec, views, labels, TrainConfig{Landmarks: 0.25, Fit: Config{Lambda: 0.01}})
+	m, err := Train(context.Background(), spec, views, labels, trainWith(func(c *TrainConfig) { c.Landmarks, c.Fit.Lambda = 0.25, 0.01 }))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -327,26 +340,26 @@ func TestDegenerateData(t *testing.T) {
 				v[0].SetRow(i, v[0].RawRowView(i-30))
 				v[1].SetRow(i, v[1].RawRowView(i-30))
 			}
-		}, TrainConfig{Landmarks: 1}, ""},
+		}, trainWith(func(c *TrainConfig) { c.Landmarks = 1 }), ""},
 		{"more landmarks than distinct rows", func(v []*mat.Dense, _ []float64) {
 			for i := 10; i < 60; i++ {
 				v[0].SetRow(i, v[0].RawRowView(i%10))
 				v[1].SetRow(i, v[1].RawRowView(i%10))
 			}
-		}, TrainConfig{Landmarks: 40}, ""},
+		}, trainWith(func(c *TrainConfig) { c.Landmarks = 40 }), ""},
 		{"constant view", func(v []*mat.Dense, _ []float64) {
 			for i := 0; i < 60; i++ {
 				v[1].SetRow(i, []float64{1, 2, 3})
 			}
-		}, TrainConfig{Landmarks: 20}, `view "v1"`},
+		}, trainWith(func(c *TrainConfig) { c.Landmarks = 20 }), `view "v1"`},
 		{"all-zero view, linear kernel", func(v []*mat.Dense, _ []float64) {
 			v[1].Zero()
-		}, TrainConfig{Landmarks: 20, Kernels: []*schemas.KernelSpec{nil, {Type: "linear"}}}, `view "v1"`},
+		}, trainWith(func(c *TrainConfig) { c.Landmarks, c.Kernels = 20, []*schemas.KernelSpec{nil, {Type: "linear"}} }), `view "v1"`},
 		{"single class", func(_ []*mat.Dense, l []float64) {
 			for i := range l {
 				l[i] = 2
 			}
-		}, TrainConfig{Landmarks: 20}, "at least two classes"},
+		}, trainWith(func(c *TrainConfig) { c.Landmarks = 20 }), "at least two classes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			views := []*mat.Dense{mat.DenseCopyOf(base[0]), mat.DenseCopyOf(base[1])}
@@ -376,7 +389,10 @@ func TestDegenerateData(t *testing.T) {
 func TestWarmStart(t *testing.T) {
 	views, labels := toyViews(5, 200)
 	spec := testSpec(schemas.Classification, 2, 3)
-	cfg := TrainConfig{Landmarks: 40, Multiclass: MulticlassShared, Fit: Config{Lambda: 0.01, MaxIter: 30, Tol: 1e-6}}
+	cfg := trainWith(func(c *TrainConfig) {
+		c.Landmarks, c.Multiclass = 40, MulticlassShared
+		c.Fit.Lambda, c.Fit.MaxIter, c.Fit.Tol = 0.01, 30, 1e-6
+	})
 	p, err := Prepare(spec, views, labels, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +418,7 @@ func TestWarmStart(t *testing.T) {
 func TestTrainReproducible(t *testing.T) {
 	views, labels := toyViews(9, 150)
 	spec := testSpec(schemas.Classification, 2, 3)
-	cfg := TrainConfig{Landmarks: 30, Seed: 4, Fit: Config{LearnW: true}}
+	cfg := trainWith(func(c *TrainConfig) { c.Landmarks, c.Seed, c.Fit.LearnW = 30, 4, true })
 	a, err := Train(context.Background(), spec, views, labels, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,19 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/schemas"
 )
-
-// Encoding is how labels become fit targets: the sorted class labels of a
-// classification model, or the mean and scale that standardise a
-// regression target.
-type Encoding struct {
-	Classes     []float64
-	Mean, Scale float64
-}
 
 // Untrained returns a model whose feature maps are fitted on sample rows
 // (sample[l] is n×d_l: they supply the landmarks and σ) and whose targets
@@ -25,7 +19,9 @@ type Encoding struct {
 // than it can hold: a sample fixes the features, then every row passes
 // through the statistics once.
 func Untrained(spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc Encoding) (*Model, error) {
-	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("untrained model: %w", err)
+	}
 	if len(sample) != len(spec.Views) {
 		return nil, fmt.Errorf("untrained model: %d views for a spec of %d", len(sample), len(spec.Views))
 	}
@@ -50,6 +46,9 @@ type Accumulator struct {
 	m     *Model
 	stats *Stats
 	u     []*mat.Dense
+	// lineage is m's, hashed on first use: Merge and MarshalBinary need it
+	// and it costs a pass over the landmarks.
+	lineage string
 }
 
 // NewAccumulator returns an empty accumulator for m's features and targets.
@@ -62,8 +61,9 @@ func (m *Model) NewAccumulator() *Accumulator {
 }
 
 // Add projects the rows of views (views[l] is n×d_l) and adds them with
-// their labels. A label of a class the model does not know is an error,
-// and nothing is added.
+// their labels. A label of a class the model does not know, or a row whose
+// features overflow (a *schemas.RowError whose Row is the matrix row), is
+// an error, and nothing is added.
 func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 	if len(views) != len(a.m.Features.Views) {
 		return fmt.Errorf("accumulate: %d views, the model has %d", len(views), len(a.m.Features.Views))
@@ -79,18 +79,84 @@ func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 		return fmt.Errorf("accumulate: %w", err)
 	}
 	a.m.Features.Transform(a.u, views)
+	if err := a.m.nonFiniteFeatures(views, a.u); err != nil {
+		return fmt.Errorf("accumulate: %w", err)
+	}
 	return a.stats.Add(a.u, y)
+}
+
+// AddProjected adds rows given by their projected features u (n×D,
+// Model.Project's output, as a late label's join keeps them) with their
+// labels: the same sums as Add of the rows' views. A label the model
+// cannot learn from, or a row whose features are not finite or whose
+// squared norm overflows (a *schemas.RowError whose Row is the matrix
+// row), is an error, and nothing is added.
+func (a *Accumulator) AddProjected(u *mat.Dense, labels []float64) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	n, d := u.Dims()
+	if d != a.stats.Dim() {
+		return fmt.Errorf("accumulate: rows of %d features, the model's have %d", d, a.stats.Dim())
+	}
+	if n != len(labels) {
+		return fmt.Errorf("accumulate: %d rows but %d labels", n, len(labels))
+	}
+	y, err := a.m.encode(labels)
+	if err != nil {
+		return fmt.Errorf("accumulate: %w", err)
+	}
+	if err := a.m.nonFiniteProjected(u); err != nil {
+		return fmt.Errorf("accumulate: %w", err)
+	}
+	a.stats.addRows(u.RawMatrix(), y)
+	return nil
+}
+
+// CheckLabel says why a refit of m cannot learn from label y, or returns
+// nil: y must be a finite number, one of the classes of a classification
+// model, and, for regression, close enough to the training targets that
+// the square of its standardised value is finite, since one infinite term
+// would spoil all the statistics.
+func (m *Model) CheckLabel(y float64) error {
+	switch {
+	case math.IsNaN(y) || math.IsInf(y, 0):
+		return fmt.Errorf("label %v is not a finite number", y)
+	case m.Classes != nil:
+		if _, found := slices.BinarySearch(m.Classes, y); !found {
+			return fmt.Errorf("label %v is not one of the model's classes %v", y, m.Classes)
+		}
+	default:
+		if z := (y - m.TargetMean) / m.TargetScale; math.IsInf(z*z, 0) {
+			return fmt.Errorf("label %v is too far from the training targets (mean %v, scale %v)", y, m.TargetMean, m.TargetScale)
+		}
+	}
+	return nil
 }
 
 // Decay multiplies what was accumulated so far by f in [0, 1].
 func (a *Accumulator) Decay(f float64) { a.stats.Scale(f) }
 
-// Merge adds the rows of another accumulator of the same model.
+// Merge adds the rows of another accumulator gathered on a model of the
+// same lineage: the same model, a refit of it, or a copy of it decoded
+// elsewhere (another replica, the model topic). Statistics of different
+// lineages live in different feature spaces; merging them is an error
+// naming both.
 func (a *Accumulator) Merge(o *Accumulator) error {
-	if o.m != a.m {
-		return errors.New("accumulate: merging accumulators of different models")
+	if o.m != a.m && o.Lineage() != a.Lineage() {
+		return fmt.Errorf("accumulate: statistics of lineage %s (model %s) cannot merge into lineage %s (model %s): their feature maps or target encodings differ",
+			o.Lineage(), o.m.Version, a.Lineage(), a.m.Version)
 	}
 	return a.stats.Merge(o.stats)
+}
+
+// Lineage is the lineage of the model the statistics are gathered on
+// (Model.Lineage).
+func (a *Accumulator) Lineage() string {
+	if a.lineage == "" {
+		a.lineage = a.m.Lineage()
+	}
+	return a.lineage
 }
 
 // Rows is the (decayed) number of rows accumulated.
@@ -100,16 +166,33 @@ func (a *Accumulator) Rows() float64 { return a.stats.N }
 // maps and target encoding as the accumulator's model and the
 // hyper-parameters fit, warm-started from warm's Ã and w: typically the
 // latest refit, which shares those feature maps. A nil warm means the
-// accumulator's model; a warm model with other feature maps is an error.
+// accumulator's model; a warm model of another lineage is an error.
 func (a *Accumulator) Refit(ctx context.Context, fit Config, warm *Model) (*Model, error) {
-	if a.stats.N <= 0 {
-		return nil, errors.New("refit: no rows accumulated")
-	}
 	if warm == nil {
 		warm = a.m
 	}
-	if warm.Features != a.m.Features {
-		return nil, fmt.Errorf("refit: warm start from model %s, whose feature maps are not the accumulator's", warm.Version)
+	if warm.Features != a.m.Features && warm.Lineage() != a.Lineage() {
+		return nil, fmt.Errorf("refit: warm start from model %s of lineage %s, the statistics are of lineage %s (other feature maps or target encoding)",
+			warm.Version, warm.Lineage(), a.Lineage())
+	}
+	return a.refit(ctx, fit, warm)
+}
+
+// RefitCold fits a new model on the accumulated rows as training does:
+// from the paper's initial metric (I, S or blockdiag(S_ll) as the mode
+// says) and uniform view weights, with no warm start. A cold refit depends
+// on the statistics and fit alone, so the refit of statistics merged from
+// many replicas equals a training run on their rows (train --like), which
+// a warm start from whichever model was in service would not.
+func (a *Accumulator) RefitCold(ctx context.Context, fit Config) (*Model, error) {
+	return a.refit(ctx, fit, nil)
+}
+
+// refit fits the heads on the statistics, warm-started from warm when it
+// is not nil.
+func (a *Accumulator) refit(ctx context.Context, fit Config, warm *Model) (*Model, error) {
+	if a.stats.N <= 0 {
+		return nil, errors.New("refit: no rows accumulated")
 	}
 	m := *a.m
 	m.Config.Fit = fit

@@ -86,6 +86,13 @@ func (s *Stats) Add(u []*mat.Dense, y *mat.Dense) error {
 		}
 		off += c
 	}
+	s.addRows(cat, y)
+	return nil
+}
+
+// addRows adds the rows of cat (n×D) with their targets y (n×k).
+func (s *Stats) addRows(cat blas64.General, y *mat.Dense) {
+	n, d, k := cat.Rows, cat.Cols, s.Outputs()
 	// S += catᵀcat (symmetric rank-k update: half the work of a product).
 	blas64.Syrk(blas.Trans, 1, cat, 1, s.S.RawSymmetric())
 	// C += catᵀY.
@@ -97,12 +104,11 @@ func (s *Stats) Add(u []*mat.Dense, y *mat.Dense) error {
 			s.YtY[j] += v * v
 			s.YSum[j] += v
 		}
-		for j, v := range cat.Data[i*d : (i+1)*d] {
+		for j, v := range cat.Data[i*cat.Stride : i*cat.Stride+d] {
 			s.USum[j] += v
 		}
 	}
 	s.N += float64(n)
-	return nil
 }
 
 // Merge adds the statistics of other rows (another batch or partition) with

@@ -4,7 +4,8 @@
 // (load → model.Train → model file), with their lifecycles: bounded
 // channels for backpressure, cancellation through context.Context, explicit
 // release of every Arrow record, and outputs that appear under their final
-// name only when a job succeeds.
+// name only when a job succeeds and never replace a file the job reads or
+// writes otherwise (CheckFiles, run before any row is read).
 //
 // Service is the long-running job behind `mvml serve`: it scores an
 // unending source (a Kafka consumer group) into a sink, sends the records it
@@ -13,12 +14,26 @@
 // durable — at once for a sink that writes synchronously, when the file
 // holding them is committed for a sink.Committer — so every record is
 // scored, dead-lettered or delivered again. Labelled records feed a
-// model.Accumulator; refits run in the background and the new model (or one
-// handed to Swap by a retraining job) goes into service between two
-// batches. A training run reads its rows through a SourceFunc, so it can
-// read a time range of a topic as well as files.
+// model.Accumulator, but for labels the model cannot learn from, which cost
+// only themselves; refits run in the background and the new model (or one
+// handed to Swap by a retraining job or found by WatchModel) goes into
+// service between two batches. ServeHTTP answers /healthz, /readyz (from
+// the source, when it can tell whether it consumes) and /metrics, whose
+// numbers are those of ServeStats. Its parts have a file each: the run
+// loop (serve.go), a batch's way through (serve_batch.go), the refit
+// scheduler (serve_refit.go), the metrics (serve_metrics.go) and the model
+// watcher (serve_watch.go). KafkaRunner (serve_kafka.go) wires a Service to
+// Kafka as `mvml serve` and its demo both do: the consumer group, the
+// output topic or Parquet directory, the dead-letter topic, the model
+// store, the watcher and the HTTP server, and how they close — the output
+// is committed after a clean stop and dropped after a failure, whose
+// records will be delivered again.
 //
-// pipeline does no math (model and transform do) and parses no flags
-// (cmd/mvml does); it decides what happens to bad rows and in which order
-// rows leave a job.
+// A training run reads its rows through a SourceFunc, so it can read a
+// time range of a topic (ingest.KafkaRangeOpener) as well as files.
+//
+// The numerical work — kernels, features, samples, fits, scores,
+// sufficient statistics — is model's and transform's. pipeline gathers and
+// routes rows, decides what happens to bad rows and in which order rows
+// leave a job, and parses no flags (cmd/mvml does).
 package pipeline

@@ -51,9 +51,10 @@ func ExampleScore() {
 	train, score := write("train.csv", 200, -1), write("score.csv", 20, 2)
 
 	ctx := context.Background()
+	cfg := model.DefaultTrainConfig()
+	cfg.Landmarks, cfg.Fit.Lambda = 40, 1e-3
 	m, err := pipeline.Train(ctx, pipeline.TrainJob{
-		Spec: spec, Inputs: []string{train}, Output: filepath.Join(dir, "m.mvml"),
-		Config: model.TrainConfig{Landmarks: 40, Fit: model.Config{Lambda: 1e-3}},
+		Spec: spec, Inputs: []string{train}, Output: filepath.Join(dir, "m.mvml"), Config: cfg,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -117,7 +118,9 @@ func ExampleService() {
 	train, stream := write("train.csv", 200, -1), write("stream.csv", 300, 207)
 
 	ctx := context.Background()
-	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: []string{train}, Config: model.TrainConfig{Landmarks: 30}})
+	cfg := model.DefaultTrainConfig()
+	cfg.Landmarks = 30
+	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: []string{train}, Config: cfg})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"gonum.org/v1/gonum/mat"
 
@@ -142,37 +141,31 @@ func writeParquet(t testing.TB, path string, spec *schemas.ViewSpec, d *dataset,
 			t.Fatal(err)
 		}
 	}
-	if err := out.Close(); err != nil {
+	if err := out.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// inputRecord is rows [lo, hi) of d as a canonical record, assembled from
-// arrays because the list fields are not nullable.
+// inputRecord is rows [lo, hi) of d as a canonical record, every label
+// given.
 func inputRecord(mem memory.Allocator, spec *schemas.ViewSpec, d *dataset, lo, hi int) arrow.Record {
-	schema := schemas.InputSchema(spec)
+	b := schemas.NewRecordBuilder(mem, spec)
+	defer b.Release()
 	n := hi - lo
-	var cols []arrow.Array
-	add := func(data arrow.ArrayData) {
-		cols = append(cols, array.MakeFromData(data))
-		data.Release()
+	b.Reserve(n)
+	copy(b.IDs(), d.ids[lo:hi])
+	copy(b.Labels(), d.labels[lo:hi])
+	b.SetLabelsValid(0, n, true)
+	for l, dim := range d.dims {
+		copy(b.View(l), d.views[l][lo*dim:hi*dim])
 	}
-	add(primitiveData(mem, arrow.PrimitiveTypes.Int64, arrow.Int64Traits.CastToBytes(d.ids[lo:hi]), n))
-	add(primitiveData(mem, arrow.PrimitiveTypes.Float64, arrow.Float64Traits.CastToBytes(d.labels[lo:hi]), n))
-	for l := range spec.Views {
-		dim := d.dims[l]
-		add(listData(mem, schema.Field(schemas.FirstViewField+l).Type, d.views[l][lo*dim:hi*dim], n))
-	}
-	rec := array.NewRecord(schema, cols, int64(n))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
+	b.SetLen(n)
+	return b.NewRecord()
 }
 
 func trainTestModel(t testing.TB, spec *schemas.ViewSpec, d *dataset) *model.Model {
 	t.Helper()
-	m, err := model.Train(context.Background(), spec, d.matrices(), d.labels, model.TrainConfig{Landmarks: 24, Seed: 3})
+	m, err := model.Train(context.Background(), spec, d.matrices(), d.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 24, 3 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,3 +285,11 @@ func (p *peakAllocator) Free(b []byte) {
 }
 
 func tempPath(t testing.TB, name string) string { return filepath.Join(t.TempDir(), name) }
+
+// trainWith is model.DefaultTrainConfig changed by set, so that a test
+// names only the values it is about.
+func trainWith(set func(*model.TrainConfig)) model.TrainConfig {
+	c := model.DefaultTrainConfig()
+	set(&c)
+	return c
+}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
-	"github.com/apache/arrow/go/v15/arrow"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/ingest"
@@ -35,7 +35,7 @@ func FileSource(spec *schemas.ViewSpec, patterns []string) SourceFunc {
 func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, opts Options) ([]*mat.Dense, []float64, error) {
 	views, labels, err := LoadLabelledFrom(ctx, spec, FileSource(spec, inputs), opts)
 	if errors.Is(err, errNoRows) {
-		err = fmt.Errorf("load labelled rows from %v: %w", inputs, err)
+		err = fmt.Errorf("%w: %s", err, strings.Join(inputs, " "))
 	}
 	return views, labels, err
 }
@@ -43,30 +43,72 @@ func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, 
 // LoadLabelledFrom is LoadLabelled for the rows of any source, such as a
 // time range of a Kafka topic.
 func LoadLabelledFrom(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, error) {
+	views, labels, _, err := loadLabelled(ctx, spec, open, opts)
+	return views, labels, err
+}
+
+// origin is where a row is in the inputs.
+type origin struct {
+	source string
+	row    int64
+}
+
+// loadLabelled is LoadLabelledFrom that also says where every row came
+// from, so that an error about a row of the matrices can name it in the
+// inputs (locateRow).
+func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, []origin, error) {
 	opts = opts.withDefaults()
 	values := make([][]float64, len(spec.Views))
 	var labels []float64
-	err := eachLabelled(ctx, spec, open, opts, func(rec arrow.Record) error {
-		labels = append(labels, schemas.Labels(rec).Float64Values()...)
+	var origins []origin
+	err := eachLabelled(ctx, spec, open, opts, func(b ingest.Batch) error {
+		labels = append(labels, schemas.Labels(b.Record).Float64Values()...)
 		for l := range values {
-			v, _ := schemas.ViewValues(rec, l)
+			v, _ := schemas.ViewValues(b.Record, l)
 			values[l] = append(values[l], v...)
+		}
+		for _, r := range b.Rows {
+			origins = append(origins, origin{b.Source, r})
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("load labelled rows: %w", err)
+		return nil, nil, nil, err
 	}
 	n := len(labels)
 	if n == 0 {
-		return nil, nil, errNoRows
+		return nil, nil, nil, errNoRows
 	}
 	views := make([]*mat.Dense, len(values))
 	for l, v := range values {
 		views[l] = mat.NewDense(n, spec.Views[l].Dimension(), v)
 	}
 	opts.Logger.Info("loaded labelled rows", "rows", n, "views", len(views))
-	return views, labels, nil
+	return views, labels, origins, nil
+}
+
+// batchOrigins says where the rows of b's record came from.
+func batchOrigins(b ingest.Batch) []origin {
+	rows := make([]origin, len(b.Rows))
+	for i, r := range b.Rows {
+		rows[i] = origin{b.Source, r}
+	}
+	return rows
+}
+
+// locateRow returns err, or, when err holds a *schemas.RowError that the
+// model reported by the index of a row it was given (it has no Source yet),
+// that row error located in the inputs, rows[i] being where row i came
+// from: the layers between say nothing the row error does not, and their
+// messages were written with the index.
+func locateRow(err error, rows []origin) error {
+	var re *schemas.RowError
+	if !errors.As(err, &re) || re.Source != "" || re.Row < 0 || re.Row >= int64(len(rows)) {
+		return err
+	}
+	located := *re
+	located.Source, located.Row = rows[re.Row].source, rows[re.Row].row
+	return &located
 }
 
 // errNoRows is the error of inputs without a single row.
@@ -82,31 +124,34 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 	scorer := m.NewScorer()
 	var dec mat.Dense
 	nViews := len(m.Spec.Views)
-	err = eachLabelled(ctx, m.Spec, FileSource(m.Spec, inputs), opts, func(rec arrow.Record) error {
+	err = eachLabelled(ctx, m.Spec, FileSource(m.Spec, inputs), opts, func(b ingest.Batch) error {
+		rec := b.Record
 		n := int(rec.NumRows())
-		if n == 0 {
-			return nil
+		start := len(pred)
+		pred = slices.Grow(pred, n)[:start+n]
+		// A metric over a NaN would be NaN: such a row is refused as a
+		// bad row is.
+		if u := scorer.Predict(pred[start:], &dec, nil, model.ViewsOf(rec, nViews)); len(u) > 0 {
+			bad := unscorableRow(b, u[0])
+			return &bad
 		}
-		scorer.Score(&dec, nil, model.ViewsOf(rec, nViews))
 		truth = append(truth, schemas.Labels(rec).Float64Values()...)
-		for i := range n {
-			pred = append(pred, m.Predict(dec.RawRowView(i)))
-		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("predict labelled rows: %w", err)
+		return nil, nil, err
 	}
 	if len(truth) == 0 {
-		return nil, nil, fmt.Errorf("predict labelled rows from %v: %w", inputs, errNoRows)
+		return nil, nil, fmt.Errorf("%w: %s", errNoRows, strings.Join(inputs, " "))
 	}
 	return truth, pred, nil
 }
 
 // eachLabelled hands fn every batch of inputs in order, after making sure
 // that all its rows decoded and are finite and labelled; the first bad row
-// ends the read with an error that locates it.
-func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, fn func(rec arrow.Record) error) (err error) {
+// ends the read with an error that locates it. fn must not keep the batch's
+// record.
+func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, fn func(b ingest.Batch) error) (err error) {
 	src, err := open(ctx, opts.ingestOptions(true))
 	if err != nil {
 		return err
@@ -129,7 +174,7 @@ func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, 
 		if len(bad) > 0 {
 			err = &bad[0]
 		} else {
-			err = fn(b.Record)
+			err = fn(b)
 		}
 		b.Record.Release()
 		if err != nil {

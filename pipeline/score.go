@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -21,7 +23,8 @@ import (
 )
 
 // OnError says what Score does with a bad input row: one that does not
-// decode, or that has a NaN or ±Inf feature.
+// decode, that has a NaN or ±Inf feature, or whose score is not a finite
+// number (values too large for the model).
 type OnError string
 
 const (
@@ -44,6 +47,9 @@ func ParseOnError(s string) (OnError, error) {
 // ScoreConfig describes a batch scoring job.
 type ScoreConfig struct {
 	Model *model.Model
+	// ModelFile, when set, is the file Model was read from: no output may
+	// replace it.
+	ModelFile string
 	// Inputs are files or glob patterns, read in order with the model's
 	// view spec.
 	Inputs []string
@@ -73,42 +79,55 @@ type ScoreConfig struct {
 	Options
 }
 
-// Counts are the rows a scoring job has finished with: In == Scored +
-// Rejected always holds, also when the job stops early.
+// Counts account for every input row a scoring job read: In == Scored +
+// Rejected + NotWritten always holds, also when the job stops early.
 type Counts struct {
-	// In counts the input rows, decoded or not.
+	// In counts the input rows read, decoded or not.
 	In int64 `json:"in"`
 	// Scored counts the rows written to the output.
 	Scored int64 `json:"scored"`
 	// Rejected counts the bad rows written to the rejects file.
 	Rejected int64 `json:"rejected"`
+	// NotWritten counts the rows read but in no output when the job
+	// stopped: those of the batch it stopped at and of the batches in
+	// flight, and, as a failed job's output file is discarded, those
+	// scored into it. It is 0 when the job succeeds.
+	NotWritten int64 `json:"not_written"`
+}
+
+// withOutputDiscarded moves the rows of a discarded output file to
+// NotWritten.
+func (c Counts) withOutputDiscarded() Counts {
+	c.NotWritten += c.Scored
+	c.Scored = 0
+	return c
 }
 
 func (c ScoreConfig) resolve() (ScoreConfig, error) {
 	if c.Model == nil {
-		return c, errors.New("score: no model")
+		return c, errors.New("no model to score with")
 	}
 	if c.Output == "" {
-		return c, errors.New("score: no output")
+		return c, errors.New("no output")
 	}
 	if c.OnError == "" {
 		c.OnError = OnErrorFail
 	}
 	if _, err := ParseOnError(string(c.OnError)); err != nil {
-		return c, fmt.Errorf("score: %w", err)
+		return c, err
 	}
 	if c.OnError == OnErrorSkip && c.Rejects == "" {
-		return c, errors.New("score: skipping bad rows needs a rejects file")
+		return c, errors.New("skipping bad rows needs a rejects file")
 	}
 	switch {
 	case c.Workers < 0:
-		return c, fmt.Errorf("score: %d workers", c.Workers)
+		return c, fmt.Errorf("%d workers", c.Workers)
 	case c.Workers == 0:
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	switch {
 	case c.QueueDepth < 0:
-		return c, fmt.Errorf("score: queue depth %d", c.QueueDepth)
+		return c, fmt.Errorf("queue depth %d", c.QueueDepth)
 	case c.QueueDepth == 0:
 		c.QueueDepth = 2 * c.Workers
 	}
@@ -118,6 +137,9 @@ func (c ScoreConfig) resolve() (ScoreConfig, error) {
 
 // Score streams the inputs through the model into the output: one reader,
 // Workers scoring goroutines and one writer that restores input order.
+// Before it reads a row it refuses an output or rejects file that is one
+// of the inputs, the model file or each other, or that cannot be created
+// (CheckFiles).
 // Every goroutine stops when ctx is cancelled or another fails, and every
 // Arrow record is released on every path. The counts say how far the job
 // got, also when it returns an error.
@@ -126,20 +148,23 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
+	if err := cfg.checkFiles(); err != nil {
+		return Counts{}, err
+	}
 	m := cfg.Model
 	src, err := ingest.Open(ctx, m.Spec, cfg.Inputs, cfg.ingestOptions(false))
 	if err != nil {
-		return Counts{}, fmt.Errorf("score: %w", err)
+		return Counts{}, err
 	}
 	schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), cfg.Contributions)
 	out, err := createOutput(cfg.Output, cfg.Stdout, schema, cfg.Parquet)
 	if err != nil {
-		return Counts{}, errors.Join(fmt.Errorf("score: %w", err), src.Close())
+		return Counts{}, errors.Join(err, src.Close())
 	}
 	var rejects *rejectsFile
 	if cfg.OnError == OnErrorSkip {
 		if rejects, err = createRejects(cfg.Rejects); err != nil {
-			return Counts{}, errors.Join(fmt.Errorf("score: %w", err), src.Close(), out.discard())
+			return Counts{}, errors.Join(err, src.Close(), out.discard())
 		}
 	}
 	job := &scoreJob{cfg: cfg, src: src, out: out, rejects: rejects, schema: schema}
@@ -151,10 +176,16 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 		err = errors.Join(err, rejects.close())
 	}
 	if err != nil {
-		return counts, errors.Join(fmt.Errorf("score: %w", err), out.discard())
+		if cfg.Output != sink.Stdout {
+			counts = counts.withOutputDiscarded()
+		}
+		return counts, errors.Join(err, out.discard())
 	}
-	if err := out.commit(); err != nil {
-		return counts, fmt.Errorf("score: %w", err)
+	if err := out.commit(ctx); err != nil {
+		if cfg.Output != sink.Stdout {
+			counts = counts.withOutputDiscarded()
+		}
+		return counts, err
 	}
 	cfg.Logger.Info("scored", "in", counts.In, "scored", counts.Scored, "rejected", counts.Rejected, "output", out.name)
 	return counts, nil
@@ -201,7 +232,8 @@ func (j *scoreJob) run(ctx context.Context) (Counts, error) {
 	batches := make(chan inputBatch)
 	results := make(chan scoredBatch, j.cfg.QueueDepth)
 
-	g.Go(func() error { return j.read(ctx, slots, batches) })
+	var read int64
+	g.Go(func() error { return j.read(ctx, slots, batches, &read) })
 	var workers sync.WaitGroup
 	for range j.cfg.Workers {
 		workers.Go(func() { j.score(ctx, batches, results) })
@@ -221,11 +253,15 @@ func (j *scoreJob) run(ctx context.Context) (Counts, error) {
 	for r := range results {
 		r.release()
 	}
+	// The writer counted the rows of the batches it wrote; the reader
+	// may have read more before the job stopped.
+	counts.NotWritten = read - counts.In
+	counts.In = read
 	return counts, err
 }
 
-// read feeds the workers in input order.
-func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan<- inputBatch) error {
+// read feeds the workers in input order, counting the rows it read.
+func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan<- inputBatch, rows *int64) error {
 	defer close(batches)
 	for seq := int64(0); ; seq++ {
 		select {
@@ -240,6 +276,7 @@ func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan
 		if err != nil {
 			return err
 		}
+		*rows += int64(len(b.Rows) + len(b.Rejects))
 		select {
 		case batches <- inputBatch{seq: seq, Batch: b}:
 		case <-ctx.Done():
@@ -277,7 +314,9 @@ func (j *scoreJob) scoreBatch(s *batchScorer, b inputBatch) scoredBatch {
 	if j.cfg.OnError == OnErrorFail && len(r.bad) > 0 {
 		return r // the writer stops the job here; scoring would be wasted
 	}
-	r.scores = s.scoreRows(b.Record, skip)
+	var unscorable []schemas.RowError
+	r.scores, unscorable, _ = s.scoreRows(b.Batch, skip)
+	r.bad = mergeRowErrors(r.bad, unscorable)
 	return r
 }
 
@@ -287,24 +326,27 @@ func (j *scoreJob) scoreBatch(s *batchScorer, b inputBatch) scoredBatch {
 type batchScorer struct {
 	model   *model.Model
 	scorer  *model.Scorer
-	schema  *arrow.Schema
-	mem     memory.Allocator
 	dec     mat.Dense
 	contrib *mat.Dense
-	cols    scoreColumns
+	pred    []float64
+	out     *schemas.OutputBuilder
 }
 
 func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) *batchScorer {
-	s := &batchScorer{model: m, scorer: m.NewScorer(), schema: schema, mem: mem}
+	s := &batchScorer{model: m, scorer: m.NewScorer(), out: schemas.NewOutputBuilder(mem, schema)}
 	if schema.HasField(schemas.FieldContributions) {
 		s.contrib = &mat.Dense{}
 	}
 	return s
 }
 
-// scoreRows scores the rows of rec not marked in skip (nil: all rows) and
-// returns their output record, or nil when no row is left.
-func (s *batchScorer) scoreRows(rec arrow.Record, skip []bool) arrow.Record {
+// scoreRows scores the rows of b's record not marked in skip (nil: all
+// rows). It returns their output record, or nil when no row is left; the
+// rows whose decision or contributions are not finite numbers (values too
+// large for the model), which are left out of it, as bad rows located in
+// b's input; and skip marking those rows too (allocated when needed).
+func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []schemas.RowError, []bool) {
+	rec := b.Record
 	n := int(rec.NumRows())
 	kept := n
 	for _, bad := range skip {
@@ -313,31 +355,59 @@ func (s *batchScorer) scoreRows(rec arrow.Record, skip []bool) arrow.Record {
 		}
 	}
 	if kept == 0 {
-		return nil
+		return nil, nil, skip
 	}
 	m := s.model
 	// Rows are scored independently, so the few bad rows are scored
 	// along with the others and left out below.
-	s.scorer.Score(&s.dec, s.contrib, model.ViewsOf(rec, len(m.Spec.Views)))
-	c := &s.cols
-	c.ids, c.prediction, c.decision = c.ids[:0], c.prediction[:0], c.decision[:0]
-	if s.contrib != nil {
-		c.contrib = c.contrib[:0]
+	s.pred = slices.Grow(s.pred[:0], n)[:n]
+	var unscorable []schemas.RowError
+	for _, u := range s.scorer.Predict(s.pred, &s.dec, s.contrib, model.ViewsOf(rec, len(m.Spec.Views))) {
+		if skip != nil && skip[u.Row] {
+			continue
+		}
+		if skip == nil {
+			skip = make([]bool, n)
+		}
+		skip[u.Row] = true
+		kept--
+		unscorable = append(unscorable, unscorableRow(b, u))
 	}
+	if kept == 0 {
+		return nil, unscorable, skip
+	}
+	s.out.Reserve(kept)
 	ids := schemas.IDs(rec).Int64Values()
+	var contrib []float64
 	for i := range n {
 		if skip != nil && skip[i] {
 			continue
 		}
-		dec := s.dec.RawRowView(i)
-		c.ids = append(c.ids, ids[i])
-		c.prediction = append(c.prediction, m.Predict(dec))
-		c.decision = append(c.decision, dec...)
 		if s.contrib != nil {
-			c.contrib = append(c.contrib, s.contrib.RawRowView(i)...)
+			contrib = s.contrib.RawRowView(i)
 		}
+		s.out.Append(ids[i], m.Version, s.pred[i], s.dec.RawRowView(i), contrib)
 	}
-	return newScoreRecord(s.mem, s.schema, m.Version, c)
+	return s.out.NewRecord(), unscorable, skip
+}
+
+// unscorableRow is the bad row of b that Scorer.Predict reported as u,
+// located in the input.
+func unscorableRow(b ingest.Batch, u model.Unscorable) schemas.RowError {
+	e := *u.RowError()
+	e.Source, e.Row = b.Source, b.Rows[u.Row]
+	return e
+}
+
+// mergeRowErrors merges two lists of bad rows, each in input order, into
+// one in input order.
+func mergeRowErrors(a, b []schemas.RowError) []schemas.RowError {
+	if len(b) == 0 {
+		return a
+	}
+	out := append(slices.Clone(a), b...)
+	slices.SortStableFunc(out, func(x, y schemas.RowError) int { return cmp.Compare(x.Row, y.Row) })
+	return out
 }
 
 // write takes scored batches in any order and writes them in input order.
@@ -415,7 +485,7 @@ func createRejects(path string) (*rejectsFile, error) {
 }
 
 func (r *rejectsFile) close() error {
-	if err := errors.Join(r.Rejects.Close(), r.file.Close()); err != nil {
+	if err := errors.Join(r.Rejects.Close(context.Background()), r.file.Close()); err != nil {
 		return fmt.Errorf("rejects file %s: %w", r.file.Name(), err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,11 +214,64 @@ func TestScoreFailStopsAtFirstBadRow(t *testing.T) {
 			if !errors.As(err, &rowErr) || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error %v, want a row error containing %q", err, tt.wantErr)
 			}
-			if counts.In != counts.Scored || counts.Rejected != 0 || counts.In > rowErr.Row {
-				t.Fatalf("counts %+v: only whole batches before row %d may be counted", counts, rowErr.Row)
+			// The bad row was read; the discarded output holds nothing.
+			if counts.In != counts.NotWritten || counts.Scored != 0 || counts.Rejected != 0 || counts.In <= rowErr.Row {
+				t.Fatalf("counts %+v: the rows up to row %d must be read and none written", counts, rowErr.Row)
 			}
 			if got := dirEntries(t, dir); !slices.Equal(got, []string{"in.csv"}) {
 				t.Fatalf("a failed job left %v", got)
+			}
+		})
+	}
+}
+
+// A job that stops still accounts for every row it read: in = scored +
+// rejected + not written, where the rows of a discarded output file are
+// not written, and the rows already on stdout or in the rejects file are.
+func TestScoreCountsBalanceWhenStopped(t *testing.T) {
+	spec := testSpec(t)
+	d := makeData(spec, 400, 12)
+	m := trainTestModel(t, spec, d)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	writeCSV(t, bad, spec, d, map[int]map[string]string{30: {"a_0": "x"}, 250: {"b_1": "NaN"}})
+	tests := []struct {
+		name     string
+		cfg      ScoreConfig
+		cancelAt int64 // rows done when the job is cancelled; 0: not cancelled
+		stdout   bool  // the rows scored are on stdout, not in a discarded file
+	}{
+		{name: "bad row, file output", cfg: ScoreConfig{Output: filepath.Join(dir, "s.parquet")}},
+		{name: "bad row, stdout", cfg: ScoreConfig{Output: sink.Stdout}, stdout: true},
+		{name: "cancelled while skipping", cfg: ScoreConfig{Output: filepath.Join(dir, "s.jsonl"), OnError: OnErrorSkip, Rejects: filepath.Join(dir, "r.jsonl")}, cancelAt: 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stdout bytes.Buffer
+			cfg := tt.cfg
+			cfg.Model, cfg.Inputs, cfg.Stdout, cfg.Workers = m, []string{bad}, &stdout, 2
+			cfg.Options = Options{BatchSize: 20, Progress: func(rows int64) {
+				if tt.cancelAt > 0 && rows >= tt.cancelAt {
+					cancel()
+				}
+			}}
+			counts, err := Score(ctx, cfg)
+			if err == nil {
+				t.Fatal("the job did not stop")
+			}
+			if counts.In != counts.Scored+counts.Rejected+counts.NotWritten || counts.NotWritten == 0 {
+				t.Fatalf("counts %+v do not balance", counts)
+			}
+			if lines := int64(strings.Count(stdout.String(), "\n")); tt.stdout && (counts.Scored == 0 || counts.Scored != lines) {
+				t.Fatalf("counts %+v, %d rows on stdout", counts, lines)
+			}
+			if !tt.stdout && counts.Scored != 0 {
+				t.Fatalf("counts %+v: the discarded output holds no row", counts)
+			}
+			if cfg.OnError == OnErrorSkip && (counts.Rejected != int64(len(readRejects(t, cfg.Rejects))) || counts.In < tt.cancelAt) {
+				t.Fatalf("counts %+v: the rejects file holds %d rows", counts, len(readRejects(t, cfg.Rejects)))
 			}
 		})
 	}
@@ -245,7 +299,7 @@ func TestScoreCancel(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
-	if counts.In < 100 || counts.In >= 2000 || counts.In != counts.Scored {
+	if counts.In < 100 || counts.In >= 2000 || counts.In != counts.NotWritten || counts.Scored != 0 {
 		t.Fatalf("counts %+v after cancelling at 100 rows", counts)
 	}
 	if got := dirEntries(t, dir); !slices.Equal(got, []string{"in.csv"}) {
@@ -353,8 +407,10 @@ func TestWriterRestoresOrder(t *testing.T) {
 	results := make(chan scoredBatch, len(order))
 	for _, seq := range order {
 		slots <- struct{}{}
-		ids := []int64{10 * seq, 10*seq + 1}
-		rec := newScoreRecord(mem, schema, "v", &scoreColumns{ids: ids, prediction: []float64{0, 1}, decision: []float64{-1, 1}})
+		b := schemas.NewOutputBuilder(mem, schema)
+		b.Append(10*seq, "v", 0, []float64{-1}, nil)
+		b.Append(10*seq+1, "v", 1, []float64{1}, nil)
+		rec := b.NewRecord()
 		results <- scoredBatch{seq: seq, in: 3, scores: rec, bad: []schemas.RowError{{Row: 10*seq + 2, Reason: "bad"}}}
 	}
 	close(results)
@@ -363,7 +419,7 @@ func TestWriterRestoresOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := out.commit(); err != nil {
+	if err := out.commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if want := (Counts{In: 15, Scored: 10, Rejected: 5}); counts != want {

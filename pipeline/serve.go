@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
@@ -40,7 +36,7 @@ type ServeConfig struct {
 	// Source yields the records, for instance an ingest.KafkaSource. A
 	// batch is acknowledged (Batch.Ack) only once its scores and dead
 	// letters are durable, so delivery is at-least-once. The Service
-	// neither opens nor closes the source and sinks.
+	// neither opens nor closes the source and sinks (ServeKafka does).
 	Source ingest.Source
 	// Output receives the scored rows (schemas.OutputSchema). A Write must
 	// be durable when it returns, unless Output is a sink.Committer, whose
@@ -55,12 +51,16 @@ type ServeConfig struct {
 	Refit RefitPolicy
 	// OnRefit, if set, receives every refitted model before it is served,
 	// e.g. to save it to a model store; an error keeps the old model in
-	// service.
+	// service. A refit cancelled before it gets here (the service stops,
+	// or Swap replaced the model it refits) is not handed over.
 	OnRefit func(ctx context.Context, m *model.Model) error
 	// ShutdownGrace bounds the time a cancelled service spends finishing
-	// the batch in hand (writing and acknowledging it); 0 means
-	// DefaultShutdownGrace. A batch not finished in time is not
-	// acknowledged and will be delivered again.
+	// the batch in hand (writing and acknowledging it), counted from the
+	// cancellation; 0 means DefaultShutdownGrace. A batch not finished in
+	// time is not acknowledged and will be delivered again. While the
+	// service runs, a batch takes as long as its sinks need: they bound
+	// their own writes (the Kafka sinks by their write timeout and retry
+	// policy).
 	ShutdownGrace time.Duration
 	// Allocator allocates the output records; nil means a Go allocator.
 	Allocator memory.Allocator
@@ -94,29 +94,6 @@ type RefitPolicy struct {
 
 func (p RefitPolicy) enabled() bool { return p.Rows > 0 || p.Interval > 0 }
 
-// ServeStats are a Service's counters since it started. In == Scored +
-// DeadLettered + the rows of the batch in hand, which is not yet
-// acknowledged.
-type ServeStats struct {
-	In            int64 `json:"in"`
-	Scored        int64 `json:"scored"`
-	DeadLettered  int64 `json:"dead_lettered"`
-	Labelled      int64 `json:"labelled"`
-	Batches       int64 `json:"batches"`
-	Refits        int64 `json:"refits"`
-	RefitFailures int64 `json:"refit_failures"`
-	// Pending counts the batches written but not yet acknowledged, waiting
-	// for their output to commit.
-	Pending int64 `json:"pending"`
-	// Accumulated is the (decayed) number of labelled rows in the refit
-	// statistics.
-	Accumulated float64 `json:"accumulated"`
-	// LastRefitSeconds is how long the last successful refit took.
-	LastRefitSeconds float64 `json:"last_refit_seconds"`
-	ModelVersion     string  `json:"model_version"`
-	Running          bool    `json:"running"`
-}
-
 // Service is a running (or ready to run) scoring service.
 type Service struct {
 	cfg     ServeConfig
@@ -127,10 +104,7 @@ type Service struct {
 	swaps   chan swapRequest
 	started atomic.Bool
 	stopped chan struct{}
-
-	in, scored, deadLettered, labelled, batches, refits, refitFailures, pending atomic.Int64
-	// accumulated and lastRefit hold float64 bits.
-	accumulated, lastRefit atomic.Uint64
+	metrics serveMetrics
 }
 
 // NewService checks cfg and returns a Service ready to Run.
@@ -185,28 +159,6 @@ func (s *Service) running() bool {
 // Model is the model in service.
 func (s *Service) Model() *model.Model { return s.current.Load() }
 
-// Stats returns the counters. Safe for concurrent use.
-func (s *Service) Stats() ServeStats {
-	return ServeStats{
-		In: s.in.Load(), Scored: s.scored.Load(), DeadLettered: s.deadLettered.Load(),
-		Labelled: s.labelled.Load(), Batches: s.batches.Load(), Refits: s.refits.Load(),
-		RefitFailures: s.refitFailures.Load(), Pending: s.pending.Load(),
-		Accumulated:      math.Float64frombits(s.accumulated.Load()),
-		LastRefitSeconds: math.Float64frombits(s.lastRefit.Load()),
-		ModelVersion:     s.Model().Version, Running: s.running(),
-	}
-}
-
-// refitResult is the outcome of a background refit.
-type refitResult struct {
-	model   *model.Model
-	err     error
-	seconds float64
-	// base is the model whose features the refit's statistics were
-	// gathered on: a refit of a model since swapped out is dropped.
-	base *model.Model
-}
-
 // swapRequest is a model given to Swap, and where its verdict goes.
 type swapRequest struct {
 	model *model.Model
@@ -218,8 +170,10 @@ type swapRequest struct {
 // published. m must read the same views (the same view spec fingerprint)
 // and give as many outputs. The refit statistics gathered so far belong to
 // the old model's features, so they start again, empty, on m's; a refit
-// under way is dropped. Swap returns once m is in service, or with an
-// error when m does not fit, Run is not running, or ctx ends first.
+// under way on the old features is cancelled, so that its model is
+// neither served nor handed to OnRefit (which might publish it over m).
+// Swap returns once m is in service, or with an error when m does not
+// fit, Run is not running, or ctx ends first.
 func (s *Service) Swap(ctx context.Context, m *model.Model) error {
 	cur := s.Model()
 	switch {
@@ -254,364 +208,167 @@ func (s *Service) Run(ctx context.Context) error {
 		return errors.New("serve: Run was called before")
 	}
 	defer close(s.stopped)
-
-	busy := false
-	base := s.cfg.Model // the model whose features acc gathers on
-	acc := base.NewAccumulator()
-	sinceRefit := 0
-	lastRefit := time.Now()
-	// Batches are acknowledged once their outputs are durable: at once,
-	// or, for an output that commits (a directory of files), when it
-	// commits.
-	committer, _ := s.cfg.Output.(sink.Committer)
-	var pending []func(context.Context) error // the Acks of the batches written since (nil for sources without)
-	var commitCheck <-chan time.Time
-	if committer != nil {
+	r := &serviceRun{Service: s, refits: newRefitScheduler(s), scorer: newBatchScorer(s.Model(), s.schema, s.cfg.Allocator)}
+	if c, ok := s.cfg.Output.(sink.Committer); ok {
+		r.committer = c
 		t := time.NewTicker(commitCheckInterval)
 		defer t.Stop()
-		commitCheck = t.C
-	}
-	var refitting sync.WaitGroup
-	refitCtx, stopRefits := context.WithCancel(ctx)
-	refitDone := make(chan refitResult, 1)
-	// On the way out a refit in flight is cancelled, except at the end of
-	// a finite source, where its model is still worth having.
-	finish := func(err error, waitRefit bool) error {
-		if err == nil {
-			err = s.acknowledge(ctx, committer, &pending)
-		}
-		if !waitRefit {
-			stopRefits()
-		}
-		refitting.Wait()
-		stopRefits()
-		select {
-		case r := <-refitDone:
-			if r.base == base && !errors.Is(r.err, context.Canceled) {
-				s.adopt(r)
-			}
-		default:
-		}
-		return err
-	}
-
-	onRefit := func(r refitResult) {
-		busy = false
-		if r.base == base {
-			s.adopt(r)
-		}
-	}
-	onSwap := func(req swapRequest) {
-		s.current.Store(req.model)
-		base, acc, sinceRefit = req.model, req.model.NewAccumulator(), 0
-		s.accumulated.Store(0)
-		s.cfg.Logger.Info("model swapped in", "version", req.model.Version)
-		req.done <- nil
+		r.commitCheck = t.C
 	}
 	fetched, stopFetching := s.prefetch(ctx)
 	defer stopFetching()
-	scorer := newBatchScorer(s.Model(), s.schema, s.cfg.Allocator)
+	sourceEnded, err := r.loop(ctx, fetched)
+	if err == nil {
+		err = r.acknowledge(ctx)
+	}
+	// A refit in flight is cancelled, except at the end of a finite
+	// source, where its model is still worth having.
+	r.refits.stop(sourceEnded)
+	return err
+}
+
+// serviceRun is the state of one Run, owned by its goroutine.
+type serviceRun struct {
+	*Service
+	refits *refitScheduler
+	scorer *batchScorer
+	// committer is the output when it commits (a directory of files),
+	// which commitCheck asks about while the source is idle; nil for an
+	// output whose writes are durable at once.
+	committer   sink.Committer
+	commitCheck <-chan time.Time
+	// pending are the batches written since the last acknowledgement.
+	pending []pendingBatch
+}
+
+// loop serves the fetched batches until ctx is cancelled (nil), the
+// source ends (sourceEnded) or something fails.
+func (r *serviceRun) loop(ctx context.Context, fetched <-chan fetchResult) (sourceEnded bool, err error) {
 	for {
-		// A refit that ends while the source is idle goes into service
-		// at once, not with the next batch; and a batch is scored by the
-		// newest model ready when it is taken.
-		var f fetchResult
-		var ok bool
-		for waiting := true; waiting; {
-			select {
-			case r := <-refitDone:
-				onRefit(r)
-			case req := <-s.swaps:
-				onSwap(req)
-			case <-commitCheck:
-				if committer.Due() {
-					if err := s.acknowledge(ctx, committer, &pending); err != nil {
-						return finish(err, false)
-					}
-				}
-			case f, ok = <-fetched:
-				waiting = false
-			}
-		}
-		for ready := true; ready; {
-			select {
-			case r := <-refitDone:
-				onRefit(r)
-			case req := <-s.swaps:
-				onSwap(req)
-			default:
-				ready = false
-			}
-		}
-		if !ok { // the fetcher saw ctx done
-			return finish(nil, false)
-		}
-		if m := s.Model(); m != scorer.model {
-			scorer = newBatchScorer(m, s.schema, s.cfg.Allocator)
-		}
-		b, err := f.batch, f.err
+		f, ok, err := r.await(ctx, fetched)
 		switch {
-		case errors.Is(err, io.EOF):
-			return finish(nil, true)
-		case ctx.Err() != nil:
-			if err == nil {
-				b.Record.Release() // not acknowledged: delivered again
-			}
-			return finish(nil, false)
 		case err != nil:
-			return finish(fmt.Errorf("serve: %w", err), false)
+			f.release()
+			return false, err
+		case !ok: // the fetcher saw ctx done
+			return false, nil
+		case errors.Is(f.err, io.EOF):
+			return true, nil
+		case ctx.Err() != nil:
+			f.release() // not acknowledged: delivered again
+			return false, nil
+		case f.err != nil:
+			return false, fmt.Errorf("serve: %w", f.err)
 		}
-		n, err := s.handle(ctx, scorer, acc, b)
-		if err != nil {
-			return finish(err, false)
-		}
-		pending = append(pending, b.Ack)
-		s.pending.Store(int64(len(pending)))
-		s.accumulated.Store(math.Float64bits(acc.Rows()))
-		if committer == nil || committer.Due() {
-			if err := s.acknowledge(ctx, committer, &pending); err != nil {
-				return finish(err, false)
-			}
-		}
-		sinceRefit += n
-		due := s.cfg.Refit.Rows > 0 && sinceRefit >= s.cfg.Refit.Rows ||
-			s.cfg.Refit.Interval > 0 && sinceRefit > 0 && time.Since(lastRefit) >= s.cfg.Refit.Interval
-		if s.cfg.Refit.enabled() && due && !busy && acc.Rows() >= s.cfg.Refit.MinRows {
-			snapshot := base.NewAccumulator()
-			if err := snapshot.Merge(acc); err != nil {
-				return finish(fmt.Errorf("serve: %w", err), false)
-			}
-			acc.Decay(s.cfg.Refit.Decay)
-			s.accumulated.Store(math.Float64bits(acc.Rows()))
-			busy, sinceRefit, lastRefit = true, 0, time.Now()
-			refitting.Go(func() { refitDone <- s.refit(refitCtx, base, snapshot) })
+		if err := r.serve(ctx, f.batch); err != nil {
+			return false, err
 		}
 	}
 }
 
-// fetchResult is one outcome of Source.Next.
-type fetchResult struct {
-	batch ingest.Batch
-	err   error
-}
-
-// prefetch reads the source in its own goroutine, one batch ahead, so that
-// waiting for the broker overlaps scoring and writing the batch before.
-// It stops after the source's first error; stop ends it, releases what it
-// fetched and not handed over, and returns once Next is no longer running,
-// so that the caller may then close the source.
-func (s *Service) prefetch(ctx context.Context) (results <-chan fetchResult, stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	out := make(chan fetchResult, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(out)
-		for {
-			b, err := s.cfg.Source.Next(ctx)
-			select {
-			case out <- fetchResult{b, err}:
-			case <-ctx.Done():
-				if err == nil {
-					b.Record.Release()
+// await waits for the next batch; meanwhile it puts finished refits and
+// swapped models in service, starts a refit that comes due by time and
+// commits an output that is due, so that all of it happens while the
+// source is idle too. The refits and swaps ready when the batch arrives
+// go first, so that the batch is scored by the newest model.
+func (r *serviceRun) await(ctx context.Context, fetched <-chan fetchResult) (fetchResult, bool, error) {
+	for {
+		select {
+		case res := <-r.refits.done:
+			if err := r.refits.finished(ctx, res); err != nil {
+				return fetchResult{}, true, err
+			}
+		case req := <-r.swaps:
+			r.swap(req)
+		case <-r.refits.timer():
+			if err := r.refits.start(ctx); err != nil {
+				return fetchResult{}, true, err
+			}
+		case <-r.commitCheck:
+			if r.committer.Due() {
+				if err := r.acknowledge(ctx); err != nil {
+					return fetchResult{}, true, err
 				}
-				return
 			}
-			if err != nil {
-				return
+		case f, ok := <-fetched:
+			if !ok {
+				return f, false, nil
 			}
+			return f, true, r.takeReady(ctx)
 		}
-	})
-	return out, func() {
-		cancel()
-		for f := range out {
-			if f.err == nil {
-				f.batch.Record.Release()
-			}
-		}
-		wg.Wait()
 	}
 }
 
-// handle scores one batch, writes its outputs and dead letters and adds
-// its labelled rows to acc; the caller acknowledges it. It returns the
-// number of labelled rows added. Once the batch is taken, cancellation of ctx gives
-// it the shutdown grace to finish.
-func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (int, error) {
-	defer b.Record.Release()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
-	defer cancel()
-	m := scorer.model
-	in := int64(len(b.Rows) + len(b.Rejects))
-	s.in.Add(in)
-	bad, skip := badRows(m.Spec, b, false)
-	if len(bad) > 0 {
-		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
-			return 0, fmt.Errorf("serve: dead letters: %w", err)
-		}
-	}
-	scores := scorer.scoreRows(b.Record, skip)
-	var scored int64
-	if scores != nil {
-		scored = scores.NumRows()
-		err := s.cfg.Output.Write(ctx, scores)
-		scores.Release()
-		if err != nil {
-			return 0, fmt.Errorf("serve: output: %w", err)
-		}
-	}
-	labelled := 0
-	if s.cfg.Refit.enabled() {
-		views, labels := labelledRows(b.Record, m.Spec, skip)
-		if len(labels) > 0 {
-			if err := acc.Add(views, labels); err != nil {
-				// A label the model cannot learn from (an unknown class)
-				// costs the refit those rows, not the service.
-				s.cfg.Logger.Warn("labelled rows not used for refits", "source", b.Source, "rows", len(labels), "err", err)
-			} else {
-				labelled = len(labels)
+// takeReady handles the refits and swaps that are ready now.
+func (r *serviceRun) takeReady(ctx context.Context) error {
+	for {
+		select {
+		case res := <-r.refits.done:
+			if err := r.refits.finished(ctx, res); err != nil {
+				return err
 			}
+		case req := <-r.swaps:
+			r.swap(req)
+		default:
+			return nil
 		}
 	}
-	s.scored.Add(scored)
-	s.deadLettered.Add(int64(len(bad)))
-	s.labelled.Add(int64(labelled))
-	return labelled, nil
+}
+
+// swap puts a model given to Swap in service.
+func (r *serviceRun) swap(req swapRequest) {
+	r.current.Store(req.model)
+	r.refits.rebase(req.model)
+	r.cfg.Logger.Info("model swapped in", "version", req.model.Version)
+	req.done <- nil
+}
+
+// serve scores one batch with the model in service, writes it,
+// acknowledges what is due and starts a refit if one is.
+func (r *serviceRun) serve(ctx context.Context, b ingest.Batch) error {
+	if m := r.Model(); m != r.scorer.model {
+		r.scorer = newBatchScorer(m, r.schema, r.cfg.Allocator)
+	}
+	counts, labelled, err := r.handle(ctx, r.scorer, r.refits.acc, b)
+	if err != nil {
+		return err
+	}
+	r.pending = append(r.pending, pendingBatch{ack: b.Ack, counts: counts})
+	r.metrics.set(metricPending, int64(len(r.pending)))
+	if r.committer == nil || r.committer.Due() {
+		if err := r.acknowledge(ctx); err != nil {
+			return err
+		}
+	}
+	r.refits.added(labelled)
+	return r.refits.start(ctx)
 }
 
 // acknowledge commits the output when it is a sink.Committer, then
-// acknowledges the batches written since the last time, in order. Like a
-// batch in hand, it gets the shutdown grace after cancellation.
-func (s *Service) acknowledge(ctx context.Context, committer sink.Committer, pending *[]func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
+// acknowledges the batches written since the last time, in order, and
+// counts their rows as scored or dead-lettered. Like a batch in hand, it
+// gets the shutdown grace after cancellation.
+func (r *serviceRun) acknowledge(ctx context.Context) error {
+	ctx, cancel := r.withGrace(ctx)
 	defer cancel()
-	if committer != nil {
-		if err := committer.Commit(ctx); err != nil {
+	if r.committer != nil {
+		if err := r.committer.Commit(ctx); err != nil {
 			return fmt.Errorf("serve: output: commit: %w", err)
 		}
 	}
-	for _, ack := range *pending {
-		if ack != nil {
-			if err := ack(ctx); err != nil {
+	for len(r.pending) > 0 {
+		p := r.pending[0]
+		if p.ack != nil {
+			if err := p.ack(ctx); err != nil {
 				return fmt.Errorf("serve: acknowledge: %w", err)
 			}
 		}
-		s.batches.Add(1)
+		r.metrics.add(metricScored, p.counts.scored)
+		r.metrics.add(metricDeadLettered, p.counts.deadLettered)
+		r.metrics.add(metricNotCommitted, -p.counts.in)
+		r.metrics.add(metricBatches, 1)
+		r.pending = r.pending[1:]
+		r.metrics.set(metricPending, int64(len(r.pending)))
 	}
-	*pending = (*pending)[:0]
-	s.pending.Store(0)
 	return nil
-}
-
-// labelledRows gathers the rows of rec that have a label and are not
-// skipped, as one matrix per view plus their labels. When every row
-// qualifies (a labelled stream) the matrices alias the record's buffers
-// instead of copying them, so rec must outlive their use.
-func labelledRows(rec arrow.Record, spec *schemas.ViewSpec, skip []bool) ([]*mat.Dense, []float64) {
-	lab := schemas.Labels(rec)
-	var rows []int
-	var labels []float64
-	for i := range int(rec.NumRows()) {
-		if lab.IsValid(i) && (skip == nil || !skip[i]) {
-			rows = append(rows, i)
-			labels = append(labels, lab.Value(i))
-		}
-	}
-	switch len(rows) {
-	case 0:
-		return nil, nil
-	case int(rec.NumRows()):
-		return model.ViewsOf(rec, len(spec.Views)), labels
-	}
-	views := make([]*mat.Dense, len(spec.Views))
-	for l := range spec.Views {
-		vals, dim := schemas.ViewValues(rec, l)
-		v := mat.NewDense(len(rows), dim, nil)
-		for r, i := range rows {
-			copy(v.RawRowView(r), vals[i*dim:(i+1)*dim])
-		}
-		views[l] = v
-	}
-	return views, labels
-}
-
-// refit fits a model on snapshot, gathered on base's features, and hands
-// it to OnRefit.
-func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.Accumulator) refitResult {
-	current := s.Model()
-	fit := current.Config.Fit
-	if s.cfg.Refit.Fit != nil {
-		fit = *s.cfg.Refit.Fit
-	}
-	// The latest refit shares base's features and is the closer start.
-	warm := base
-	if current.Features == base.Features {
-		warm = current
-	}
-	start := time.Now()
-	m, err := snapshot.Refit(ctx, fit, warm)
-	if err == nil && s.cfg.OnRefit != nil {
-		if err = s.cfg.OnRefit(ctx, m); err != nil {
-			err = fmt.Errorf("on refit: %w", err)
-		}
-	}
-	if err != nil {
-		return refitResult{err: err, base: base}
-	}
-	s.cfg.Logger.Info("refitted", "rows", snapshot.Rows(), "seconds", time.Since(start).Seconds(), "version", m.Version)
-	return refitResult{model: m, base: base, seconds: time.Since(start).Seconds()}
-}
-
-// adopt puts a refitted model in service, or counts the failure.
-func (s *Service) adopt(r refitResult) {
-	if r.err != nil {
-		s.refitFailures.Add(1)
-		s.cfg.Logger.Error("refit failed; the old model stays in service", "err", r.err)
-		return
-	}
-	s.current.Store(r.model)
-	s.refits.Add(1)
-	s.lastRefit.Store(math.Float64bits(r.seconds))
-}
-
-// ServeHTTP answers /healthz (200 while Run is serving, 503 otherwise) and
-// /metrics (the counters in Prometheus' text format).
-func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := s.Stats()
-	switch r.URL.Path {
-	case "/healthz":
-		if !st.Running {
-			http.Error(w, "not serving", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	case "/metrics":
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		for _, c := range []struct {
-			name, help string
-			value      int64
-		}{
-			{"mvml_records_in_total", "Records taken from the source.", st.In},
-			{"mvml_records_scored_total", "Records scored and written to the output.", st.Scored},
-			{"mvml_records_dead_lettered_total", "Records sent to the dead-letter destination.", st.DeadLettered},
-			{"mvml_records_labelled_total", "Labelled records added to the refit statistics.", st.Labelled},
-			{"mvml_batches_total", "Batches written and acknowledged.", st.Batches},
-			{"mvml_refits_total", "Refitted models put in service.", st.Refits},
-			{"mvml_refit_failures_total", "Refits that failed; the old model stayed in service.", st.RefitFailures},
-		} {
-			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.value)
-		}
-		for _, g := range []struct {
-			name, help string
-			value      float64
-		}{
-			{"mvml_batches_pending", "Batches written and waiting for their output to commit before they are acknowledged.", float64(st.Pending)},
-			{"mvml_refit_rows", "Labelled rows (decayed) in the statistics of the next refit.", st.Accumulated},
-			{"mvml_last_refit_seconds", "Duration of the last refit put in service.", st.LastRefitSeconds},
-		} {
-			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", g.name, g.help, g.name, g.name, g.value)
-		}
-		fmt.Fprintf(w, "# HELP mvml_model_info The model in service.\n# TYPE mvml_model_info gauge\nmvml_model_info{version=%q} 1\n", st.ModelVersion)
-	default:
-		http.NotFound(w, r)
-	}
 }

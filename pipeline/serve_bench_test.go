@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"syscall"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -32,7 +34,7 @@ func BenchmarkServeKafka(b *testing.B) {
 	spec := benchSpec(b, dim)
 	d := makeData(spec, rows, 22)
 	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
-	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, model.TrainConfig{Landmarks: 128, Seed: 1})
+	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func BenchmarkServeKafka(b *testing.B) {
 				b.StopTimer()
 				cluster := kafkatest.Start(b, 3, "in", "out", "dead")
 				cluster.ProduceBulk(b, "in", values...)
-				src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Brokers: cluster.Brokers, Topic: "in", GroupID: "bench"}, ingest.Options{BatchSize: 1024})
+				src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "in", GroupID: "bench"}, ingest.Options{BatchSize: 1024})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -74,12 +76,12 @@ func BenchmarkServeKafka(b *testing.B) {
 					out, err = sink.NewRollingParquet(b.TempDir(), "scores", schemas.OutputSchema(m.Outputs(), len(spec.Views), false),
 						sink.ParquetOptions{}, sink.RollingPolicy{Rows: 5000})
 				} else {
-					out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "out"})
+					out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "out"})
 				}
 				if err != nil {
 					b.Fatal(err)
 				}
-				dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: cluster.Brokers, Topic: "dead"})
+				dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "dead"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -106,10 +108,8 @@ func BenchmarkServeKafka(b *testing.B) {
 				if st.Scored != rows || (refit > 0 && st.Refits+st.RefitFailures == 0) {
 					b.Fatalf("stats %+v", st)
 				}
-				for _, c := range []interface{ Close() error }{src, out, dead} {
-					if err := c.Close(); err != nil {
-						b.Fatal(err)
-					}
+				if err := errors.Join(src.Close(), out.Close(context.Background()), dead.Close(context.Background())); err != nil {
+					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")

@@ -6,9 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
+	"math"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,8 +179,8 @@ func TestServeAcksAfterWrite(t *testing.T) {
 	if want := []int{0, 1, 2}; !equalInts(src.acked, want) {
 		t.Errorf("acked batches %v, want %v", src.acked, want)
 	}
-	if st := svc.Stats(); st.Scored != 30 || st.In != 40 || st.Running {
-		t.Errorf("stats %+v: want 30 scored of 40 taken (one batch in hand), not running", st)
+	if st := svc.Stats(); st.Scored != 30 || st.In != 40 || st.NotCommitted != 10 || st.In != st.Scored+st.DeadLettered+st.NotCommitted || st.Running {
+		t.Errorf("stats %+v: want in 40 = scored 30 + dead-lettered 0 + not committed 10 (the batch in hand), not running", st)
 	}
 }
 
@@ -200,10 +206,30 @@ func (blockingSource) Next(ctx context.Context) (ingest.Batch, error) {
 }
 func (blockingSource) Close() error { return nil }
 
+// readySource is an idle source that says whether it is consuming.
+type readySource struct {
+	blockingSource
+	mu       sync.Mutex
+	notReady error
+}
+
+func (r *readySource) set(notReady error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notReady = notReady
+}
+
+func (r *readySource) Ready() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.notReady
+}
+
 func TestServeHealthAndMetrics(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
-	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)})
+	src := &readySource{}
+	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +241,9 @@ func TestServeHealthAndMetrics(t *testing.T) {
 	if code, _ := get("/healthz"); code != 503 {
 		t.Errorf("healthz before Run: %d, want 503", code)
 	}
+	if code, _ := get("/readyz"); code != 503 {
+		t.Errorf("readyz before Run: %d, want 503", code)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- svc.Run(ctx) }()
@@ -225,9 +254,22 @@ func TestServeHealthAndMetrics(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("healthz while running: %d %q", code, body)
 	}
+	// Readiness follows the source: not consuming is not ready, but alive.
+	src.set(errors.New("joining consumer group g"))
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "joining consumer group g") {
+		t.Errorf("readyz of a source not consuming: %d %q, want 503 with the reason", code, body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("healthz of a source not consuming: %d, want 200", code)
+	}
+	src.set(nil)
+	if code, body := get("/readyz"); code != 200 || body != "ok\n" {
+		t.Errorf("readyz of a source consuming: %d %q", code, body)
+	}
 	code, body := get("/metrics")
 	for _, want := range []string{"mvml_records_in_total 0", "# TYPE mvml_refits_total counter", "# TYPE mvml_batches_pending gauge",
-		"mvml_refit_rows 0", `mvml_model_info{version="` + m.Version + `"} 1`} {
+		"mvml_refit_rows 0", `mvml_model_info{version="` + m.Version + `"} 1`, "mvml_labels_rejected_total 0", "mvml_model_reloads_total 0",
+		"mvml_model_reload_failures_total 0", "# TYPE mvml_records_not_committed gauge"} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("metrics (%d) lack %q:\n%s", code, want, body)
 		}
@@ -399,4 +441,227 @@ type commitSpy struct {
 func (c *commitSpy) Commit(ctx context.Context) error {
 	c.ackedAtCommit = append(c.ackedAtCommit, slices.Clone(*c.acked))
 	return c.RollingParquet.Commit(ctx)
+}
+
+// syncBuffer is a log written by a running service and read by the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls cond until it holds or the time runs out.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// labelledBatch is rows [lo, hi) of d as a batch at offsets 100+lo...
+func labelledBatch(mem memory.Allocator, spec *schemas.ViewSpec, d *dataset, lo, hi int) ingest.Batch {
+	rows := make([]int64, hi-lo)
+	for i := range rows {
+		rows[i] = int64(100 + lo + i)
+	}
+	return ingest.Batch{Record: inputRecord(mem, spec, d, lo, hi), Source: "in", Rows: rows}
+}
+
+// A label the model cannot learn from (not a class, not finite) costs the
+// refit that label alone: its record is scored, the other labels of its
+// batch refit the model, and it is counted and logged with its offset.
+func TestServeRejectsLabelsOneByOne(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 60, 6)
+	d.labels[5], d.labels[17] = 99, math.NaN()
+	src := make(chanSource, 1)
+	var log syncBuffer
+	var refitted []*model.Model
+	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+		Refit:     RefitPolicy{Rows: 50},
+		OnRefit:   func(_ context.Context, m *model.Model) error { refitted = append(refitted, m); return nil },
+		Allocator: mem, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src <- labelledBatch(mem, spec, d, 0, 60)
+	close(src)
+	if err := svc.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := svc.Stats()
+	if st.In != 60 || st.Scored != 60 || st.Labelled != 58 || st.LabelsRejected != 2 || st.Refits != 1 {
+		t.Errorf("stats %+v: want 60 scored, 58 labels learned, 2 rejected, one refit", st)
+	}
+	if len(refitted) != 1 || refitted[0].Meta.Rows != 58 {
+		t.Errorf("%d refits; want one, on the 58 usable labels", len(refitted))
+	}
+	for _, want := range []string{"labels not used for refits", "source=in", "labels=2", "offsets=\"[105 117]\"", "ids=\"[1005 1017]\"", "label 99 is not one of the model's classes"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, log.String())
+		}
+	}
+	rec := httptest.NewRecorder()
+	svc.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "mvml_labels_rejected_total 2\n") {
+		t.Errorf("metrics lack the rejected labels:\n%s", rec.Body)
+	}
+}
+
+// A refit that becomes due while another runs starts as soon as that one
+// ends, without waiting for more records.
+func TestServeRefitDueWhileRefitting(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 120, 7)
+	src := make(chanSource)
+	release := make(chan struct{})
+	refits := make(chan int, 2)
+	var calls atomic.Int32
+	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+		Refit: RefitPolicy{Rows: 50},
+		OnRefit: func(ctx context.Context, m *model.Model) error {
+			n := calls.Add(1)
+			if n == 1 { // the first refit runs until the test lets it end
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			refits <- m.Meta.Rows
+			return nil
+		},
+		Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	src <- labelledBatch(mem, spec, d, 0, 60)   // a refit starts
+	src <- labelledBatch(mem, spec, d, 60, 120) // due again while it runs
+	waitFor(t, "the second batch", func() bool { return svc.Stats().In == 120 })
+	close(release)
+	for i, want := range []int{60, 120} { // statistics keep every row (no decay)
+		select {
+		case rows := <-refits:
+			if rows != want {
+				t.Errorf("refit %d on %d rows, want %d", i+1, rows, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("refit %d did not happen; %d OnRefit calls", i+1, calls.Load())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WatchModel serves a model a retraining job publishes, counts the files
+// it cannot serve and logs a file that disappears; the model in service
+// stays through both.
+func TestServeWatchModel(t *testing.T) {
+	spec := testSpec(t)
+	m1 := trainTestModel(t, spec, makeData(spec, 150, 1))
+	m2 := trainTestModel(t, spec, makeData(spec, 150, 2))
+	store := t.TempDir()
+	if err := PublishModel(store, m1); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(store, CurrentModel)
+	var log syncBuffer
+	svc, err := NewService(ServeConfig{Model: m1, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	watching := make(chan struct{})
+	go func() { defer close(watching); svc.WatchModel(ctx, path, 5*time.Millisecond) }()
+
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the damaged file counted", func() bool { return svc.Stats().ReloadFailures > 0 })
+	if err := PublishModel(store, m2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the published model in service", func() bool { return svc.Model().Version == m2.Version })
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the missing file logged", func() bool { return strings.Contains(log.String(), "model file is gone") })
+	cancel()
+	<-watching
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.Stats(); st.Reloads != 1 || st.ReloadFailures < 1 || st.ModelVersion != m2.Version {
+		t.Errorf("stats %+v: want one reload, the damaged file counted as failed, %s in service", st, m2.Version)
+	}
+	if n := strings.Count(log.String(), "model file is gone"); n != 1 {
+		t.Errorf("the missing file logged %d times, want once:\n%s", n, log.String())
+	}
+}
+
+// A refit due by time starts when the interval has passed, also while no
+// record arrives.
+func TestServeRefitIntervalWhileIdle(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	src := make(chanSource)
+	refitted := make(chan *model.Model, 1)
+	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+		Refit:     RefitPolicy{Interval: 500 * time.Millisecond},
+		OnRefit:   func(_ context.Context, m *model.Model) error { refitted <- m; return nil },
+		Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	src <- labelledBatch(mem, spec, makeData(spec, 60, 8), 0, 60) // before the interval has passed
+	select {
+	case r := <-refitted:
+		if r.Meta.Rows != 60 {
+			t.Errorf("refit on %d rows, want 60", r.Meta.Rows)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no refit while the source was idle")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"gonum.org/v1/gonum/mat"
-
+	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/transform"
@@ -23,7 +19,7 @@ const DefaultSampleRows = 20000
 // trainStreamed is Train for inputs larger than memory (TrainJob.Stream).
 func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	if len(job.Grid) > 0 {
-		return nil, errors.New("train: a streamed training cannot cross-validate a grid; choose the values with mvml cv on a sample")
+		return nil, errors.New("a streamed training cannot cross-validate a grid; choose the values with mvml cv on a sample")
 	}
 	size := job.SampleRows
 	if size <= 0 {
@@ -31,125 +27,97 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	}
 	scan := newSampleScan(job.Spec, size, job.Config.Seed)
 	if err := eachLabelled(ctx, job.Spec, job.Source, job.Options, scan.add); err != nil {
-		return nil, fmt.Errorf("train: first pass: %w", err)
+		return nil, fmt.Errorf("first pass: %w", err)
 	}
-	if scan.n == 0 {
-		return nil, fmt.Errorf("train: %w", errNoRows)
+	rows := scan.targets.Rows()
+	if rows == 0 {
+		return nil, errNoRows
 	}
 	if job.OnLoaded != nil {
-		job.OnLoaded(int(scan.n))
+		job.OnLoaded(int(rows))
 	}
 	cfg := job.Config
-	p, err := transform.LandmarkCount(int(scan.n), cfg.Landmarks)
+	p, err := transform.LandmarkCount(int(rows), cfg.Landmarks)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, err
 	}
-	sample := scan.sample()
+	sample := scan.reservoir.Sample()
 	kept, _ := sample[0].Dims()
 	switch {
 	case p > kept:
-		return nil, fmt.Errorf("train: %d landmarks do not fit in the sample of %d rows; raise the sample size or give fewer landmarks", p, kept)
+		return nil, fmt.Errorf("%d landmarks do not fit in the sample of %d rows; raise the sample size or give fewer landmarks", p, kept)
 	case p < 2:
-		return nil, fmt.Errorf("train: %d landmark is too few", p)
+		return nil, fmt.Errorf("%d landmark is too few", p)
 	}
 	cfg.Landmarks = float64(p) // a count, now that the rows are known
-	untrained, err := model.Untrained(job.Spec, sample, cfg, scan.encoding())
+	enc := scan.targets.Encoding()
+	if enc.Overflows() {
+		return nil, &schemas.RowError{Source: scan.largest.source, Row: scan.largest.row, Column: job.Spec.Label,
+			Reason: fmt.Sprintf("label %g is too large: the mean or variance of the regression target overflows", scan.targets.Largest())}
+	}
+	untrained, err := model.Untrained(job.Spec, sample, cfg, enc)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, locateRow(err, scan.origins)
 	}
 	acc := untrained.NewAccumulator()
 	nViews := len(job.Spec.Views)
-	err = eachLabelled(ctx, job.Spec, job.Source, job.Options, func(rec arrow.Record) error {
-		if rec.NumRows() == 0 {
+	err = eachLabelled(ctx, job.Spec, job.Source, job.Options, func(b ingest.Batch) error {
+		if b.Record.NumRows() == 0 {
 			return nil
 		}
-		return acc.Add(model.ViewsOf(rec, nViews), schemas.Labels(rec).Float64Values())
+		err := acc.Add(model.ViewsOf(b.Record, nViews), schemas.Labels(b.Record).Float64Values())
+		return locateRow(err, batchOrigins(b))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("train: second pass: %w", err)
+		return nil, fmt.Errorf("second pass: %w", err)
 	}
-	if acc.Rows() != float64(scan.n) {
-		return nil, fmt.Errorf("train: the inputs changed between the passes (%d rows, then %v)", scan.n, acc.Rows())
+	if acc.Rows() != float64(rows) {
+		return nil, fmt.Errorf("the inputs changed between the passes (%d rows, then %v)", rows, acc.Rows())
 	}
-	job.Logger.Info("streamed labelled rows", "rows", scan.n, "sample", kept, "landmarks", p)
+	job.Logger.Info("streamed labelled rows", "rows", rows, "sample", kept, "landmarks", p)
 	m, err := acc.Refit(ctx, cfg.Fit, nil)
 	if err != nil {
-		return nil, fmt.Errorf("train on %d rows: %w", scan.n, err)
+		return nil, fmt.Errorf("fitting %d rows: %w", rows, err)
 	}
 	return m, nil
 }
 
-// sampleScan is the first pass of a streamed training: a uniform
-// reservoir sample of the rows (Algorithm R, seeded), the row count, and
-// what the target encoding needs (the classes, or the label mean and
-// variance by Welford's method).
+// sampleScan is the first pass of a streamed training: a reservoir sample
+// of the rows (transform.Reservoir) with where each came from, and what the
+// target encoding needs (model.TargetScan).
 type sampleScan struct {
-	spec    *schemas.ViewSpec
-	size    int
-	rng     *rand.Rand
-	rows    [][]float64 // per view, size×d_l row-major
-	n       int64
-	classes map[float64]bool
-	mean    float64
-	m2      float64
+	nViews    int
+	reservoir *transform.Reservoir
+	targets   *model.TargetScan
+	slots     []int    // of the batch being added
+	origins   []origin // where the row of every slot came from
+	// largest is the row of the label of largest magnitude, which names
+	// the culprit when the mean or variance overflows.
+	largest origin
 }
 
 func newSampleScan(spec *schemas.ViewSpec, size int, seed uint64) *sampleScan {
-	s := &sampleScan{spec: spec, size: size, rng: rand.New(rand.NewPCG(seed, 0x5a4d)), classes: map[float64]bool{}}
-	s.rows = make([][]float64, len(spec.Views))
-	return s
+	return &sampleScan{
+		nViews:    len(spec.Views),
+		reservoir: transform.NewReservoir(spec.Dims(), size, seed),
+		targets:   model.NewTargetScan(spec.Task),
+	}
 }
 
-func (s *sampleScan) add(rec arrow.Record) error {
-	labels := schemas.Labels(rec).Float64Values()
-	for i, y := range labels {
-		slot := -1
-		if s.n < int64(s.size) {
-			slot = int(s.n)
-		} else if j := s.rng.Int64N(s.n + 1); j < int64(s.size) {
-			slot = int(j)
+func (s *sampleScan) add(b ingest.Batch) error {
+	n := int(b.Record.NumRows())
+	s.slots = slices.Grow(s.slots[:0], n)[:n]
+	s.reservoir.Add(s.slots, model.ViewsOf(b.Record, s.nViews))
+	for i, slot := range s.slots {
+		switch {
+		case slot == len(s.origins):
+			s.origins = append(s.origins, origin{b.Source, b.Rows[i]})
+		case slot >= 0:
+			s.origins[slot] = origin{b.Source, b.Rows[i]}
 		}
-		if slot >= 0 {
-			for l := range s.rows {
-				vals, d := schemas.ViewValues(rec, l)
-				row := vals[i*d : (i+1)*d]
-				if slot == len(s.rows[l])/d {
-					s.rows[l] = append(s.rows[l], row...)
-				} else {
-					copy(s.rows[l][slot*d:], row)
-				}
-			}
-		}
-		s.n++
-		if s.spec.Task == schemas.Classification {
-			s.classes[y] = true
-			continue
-		}
-		delta := y - s.mean
-		s.mean += delta / float64(s.n)
-		s.m2 += delta * (y - s.mean)
+	}
+	if i := s.targets.Add(schemas.Labels(b.Record).Float64Values()); i >= 0 {
+		s.largest = origin{b.Source, b.Rows[i]}
 	}
 	return nil
-}
-
-// sample returns the reservoir as one matrix per view.
-func (s *sampleScan) sample() []*mat.Dense {
-	out := make([]*mat.Dense, len(s.rows))
-	for l, vals := range s.rows {
-		d := s.spec.Views[l].Dimension()
-		out[l] = mat.NewDense(len(vals)/d, d, vals)
-	}
-	return out
-}
-
-func (s *sampleScan) encoding() model.Encoding {
-	if s.spec.Task == schemas.Classification {
-		classes := make([]float64, 0, len(s.classes))
-		for c := range s.classes {
-			classes = append(classes, c)
-		}
-		slices.Sort(classes)
-		return model.Encoding{Classes: classes}
-	}
-	return model.Encoding{Mean: s.mean, Scale: math.Sqrt(s.m2 / float64(s.n))}
 }

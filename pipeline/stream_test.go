@@ -17,7 +17,7 @@ func TestTrainStreamed(t *testing.T) {
 	d := makeData(spec, 150, 21)
 	in := filepath.Join(t.TempDir(), "train.csv")
 	writeCSV(t, in, spec, d, nil)
-	cfg := model.TrainConfig{Landmarks: 0.2, Seed: 5, Fit: model.Config{Lambda: 0.01, MaxIter: 4}}
+	cfg := trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed, c.Fit.Lambda, c.Fit.MaxIter = 0.2, 5, 0.01, 4 })
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	opts := Options{BatchSize: 40, Allocator: mem}
@@ -62,7 +62,7 @@ func TestTrainStreamed(t *testing.T) {
 	}
 
 	for name, job := range map[string]TrainJob{
-		"landmarks beyond the sample": {Config: model.TrainConfig{Landmarks: 0.9}, SampleRows: 60},
+		"landmarks beyond the sample": {Config: trainWith(func(c *model.TrainConfig) { c.Landmarks = 0.9 }), SampleRows: 60},
 		"grid":                        {Config: cfg, Grid: map[string][]float64{"lambda": {1, 2}}},
 	} {
 		job.Spec, job.Inputs, job.Stream, job.Options = spec, []string{in}, true, opts
@@ -83,7 +83,7 @@ func TestTrainStreamedRegression(t *testing.T) {
 	}
 	in := filepath.Join(t.TempDir(), "train.csv")
 	writeCSV(t, in, spec, d, nil)
-	cfg := model.TrainConfig{Landmarks: 30, Fit: model.Config{Mode: model.ModeIdentity, Lambda: 0.01}}
+	cfg := trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Fit.Mode, c.Fit.Lambda = 30, model.ModeIdentity, 0.01 })
 	want, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg})
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mvml/mvml/eval"
@@ -37,9 +39,15 @@ type TrainJob struct {
 	// combined with Grid, whose cross-validation needs the rows.
 	Stream     bool
 	SampleRows int
+	// SpecFile, when set, is the file Spec was read from: no output may
+	// replace it.
+	SpecFile string
 	// Output is the model file to write; empty means the model is only
 	// returned.
 	Output string
+	// ModelDir, when set, is a model store the model is published to
+	// (PublishModel), after Output when both are set.
+	ModelDir string
 	// OnLoaded, when set, is called with the number of rows once they are
 	// in memory, before the fit starts (which reports no progress).
 	OnLoaded func(rows int)
@@ -47,11 +55,17 @@ type TrainJob struct {
 }
 
 // Train fits a model on the labelled rows of the job's inputs and writes
-// it to job.Output atomically. The rows are held in memory, or, with
-// job.Stream, read twice: once for a sample and the target encoding, once
-// through the statistics.
+// it to job.Output atomically, and to job.ModelDir. The rows are held in
+// memory, or, with job.Stream, read twice: once for a sample and the
+// target encoding, once through the statistics. Before it reads a row, it
+// creates the model store and refuses a model file or store that is one
+// of the inputs or the view spec, or that cannot be created (CheckFiles),
+// so that a long fit never ends with a model it cannot write.
 func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	job.Options = job.Options.withDefaults()
+	if err := job.checkFiles(); err != nil {
+		return nil, err
+	}
 	if job.Source == nil {
 		job.Source = FileSource(job.Spec, job.Inputs)
 	}
@@ -64,7 +78,7 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 		m, err = trainInMemory(ctx, job)
 	}
 	if errors.Is(err, errNoRows) && len(job.Inputs) > 0 {
-		err = fmt.Errorf("%w: %v", err, job.Inputs)
+		err = fmt.Errorf("%w: %s", err, strings.Join(job.Inputs, " "))
 	}
 	if err != nil {
 		return nil, err
@@ -77,20 +91,25 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 			job.Logger.Warn("metric needed care", "head", h, "not_pd_steps_refused", tr.NotPD, "initial_jitter", tr.Jitter)
 		}
 	}
-	if job.Output == "" {
-		return m, nil
+	if job.Output != "" {
+		if err := SaveModel(job.Output, m); err != nil {
+			return nil, err
+		}
+		job.Logger.Info("model written", "path", job.Output)
 	}
-	if err := SaveModel(job.Output, m); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+	if job.ModelDir != "" {
+		if err := PublishModel(job.ModelDir, m); err != nil {
+			return nil, err
+		}
+		job.Logger.Info("model published", "dir", job.ModelDir, "version", m.Version)
 	}
-	job.Logger.Info("model written", "path", job.Output)
 	return m, nil
 }
 
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
-	views, labels, err := LoadLabelledFrom(ctx, job.Spec, job.Source, job.Options)
+	views, labels, origins, err := loadLabelled(ctx, job.Spec, job.Source, job.Options)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, err
 	}
 	if job.OnLoaded != nil {
 		job.OnLoaded(len(labels))
@@ -101,13 +120,13 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 		cfg, chosen, err = eval.Select(ctx, job.Spec, views, labels, eval.CVConfig{
 			Base: job.Config, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
 		if err != nil {
-			return nil, fmt.Errorf("train: choosing hyper-parameters: %w", err)
+			return nil, fmt.Errorf("choosing hyper-parameters: %w", locateRow(err, origins))
 		}
 		job.Logger.Info("hyper-parameters chosen by cross-validation", "chosen", chosen)
 	}
 	m, err := model.Train(ctx, job.Spec, views, labels, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("train on %d rows: %w", len(labels), err)
+		return nil, fmt.Errorf("fitting %d rows: %w", len(labels), locateRow(err, origins))
 	}
 	return m, nil
 }
@@ -121,9 +140,22 @@ const CurrentModel = "current.mvml"
 // watching current.mvml (`mvml serve --model DIR/current.mvml
 // --reload-interval D`) and a restart both find the newest complete model,
 // and earlier versions stay for a rollback.
+//
+// A version file is never replaced: one that already holds m (the version
+// hashes everything that changes a prediction) is kept as first published,
+// and one that holds anything else is an error, before current.mvml is
+// touched.
 func PublishModel(dir string, m *model.Model) error {
-	if err := SaveModel(filepath.Join(dir, m.Version+".mvml"), m); err != nil {
-		return err
+	path := filepath.Join(dir, m.Version+".mvml")
+	switch old, err := LoadModel(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := SaveModel(path, m); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("publish model %s: %s exists and is not that model, refusing to replace it: %w", m.Version, path, err)
+	case old.Version != m.Version:
+		return fmt.Errorf("publish model %s: %s holds model %s, refusing to replace it", m.Version, path, old.Version)
 	}
 	return SaveModel(filepath.Join(dir, CurrentModel), m)
 }

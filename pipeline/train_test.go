@@ -26,7 +26,7 @@ func TestTrainWritesLoadableModel(t *testing.T) {
 	loaded := -1
 	m, err := Train(context.Background(), TrainJob{
 		Spec: spec, Inputs: []string{in}, Output: path,
-		Config:   model.TrainConfig{Landmarks: 0.2, Seed: 5},
+		Config:   trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 0.2, 5 }),
 		OnLoaded: func(rows int) { loaded = rows },
 		Options:  Options{BatchSize: 40, Allocator: mem},
 	})
@@ -74,8 +74,8 @@ func TestTrainFailureLeavesOldModel(t *testing.T) {
 		cfg     model.TrainConfig
 		wantErr string
 	}{
-		{name: "bad row", edit: map[int]map[string]string{60: {"label": "NaN"}}, wantErr: "train.csv: row 60, column label"},
-		{name: "bad config", cfg: model.TrainConfig{Fit: model.Config{Lambda: -1}}, wantErr: "lambda"},
+		{name: "bad row", edit: map[int]map[string]string{60: {"label": "NaN"}}, cfg: model.DefaultTrainConfig(), wantErr: "train.csv: row 60, column label"},
+		{name: "bad config", cfg: trainWith(func(c *model.TrainConfig) { c.Fit.Lambda = -1 }), wantErr: "lambda"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestTrainChoosesFromGrid(t *testing.T) {
 	writeCSV(t, in, spec, d, nil)
 	m, err := Train(context.Background(), TrainJob{
 		Spec: spec, Inputs: []string{in},
-		Config: model.TrainConfig{Landmarks: 0.2, Seed: 5},
+		Config: trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 0.2, 5 }),
 		// λ = 1e4 all but erases the signal: cross-validation must avoid it.
 		Grid: map[string][]float64{"lambda": {1e4, 1e-3}}, GridFolds: 3,
 	})

@@ -7,11 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 )
 
 // Task is what the label means.
@@ -69,6 +68,9 @@ type View struct {
 	// Standardize scales every feature of the view to zero mean and unit
 	// variance (training statistics) before the kernel. Default false.
 	Standardize bool `json:"standardize,omitempty" yaml:"standardize,omitempty"`
+	// Meta is free data about the view (any JSON value), kept in the model
+	// file; mvml does not read it.
+	Meta json.RawMessage `json:"meta,omitempty" yaml:"-"`
 }
 
 // MaxDim bounds a view's dimension, so that a corrupt spec cannot make a
@@ -134,9 +136,14 @@ type ViewSpec struct {
 	Split            string            `json:"split,omitempty" yaml:"split,omitempty"`
 	Files            map[string]string `json:"files,omitempty" yaml:"files,omitempty"`
 	LabelDescription string            `json:"label_description,omitempty" yaml:"label_description,omitempty"`
+	// Meta is free data about the data set (any JSON value: its rows, its
+	// source, a split), kept in the model file; mvml does not read it and
+	// it is not part of the fingerprint.
+	Meta json.RawMessage `json:"meta,omitempty" yaml:"-"`
 }
 
 // LoadViewSpec reads and validates a view spec file (JSON or YAML).
+// Errors name the file, the line and the key path (views[2].dim).
 func LoadViewSpec(path string) (*ViewSpec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -149,37 +156,33 @@ func LoadViewSpec(path string) (*ViewSpec, error) {
 	return spec, nil
 }
 
-// ParseViewSpec decodes a view spec from JSON or YAML, fills defaults and
-// validates it. Unknown keys are errors, so that a misspelt key is not
-// silently ignored.
+// ParseViewSpec decodes a view spec from JSON (text starting with "{") or
+// YAML, fills defaults and validates it. Unknown keys are errors, so that
+// a misspelt key is not silently ignored, and so are keys given twice;
+// free data goes under "meta", in the spec or in a view. An error says
+// where (line and key path), what was found and what is wanted.
 func ParseViewSpec(data []byte) (*ViewSpec, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, errors.New("empty view spec")
 	}
-	if trimmed[0] != '{' {
-		// YAML: decode generically, then take the single strict JSON path.
-		var generic any
-		if err := yaml.Unmarshal(trimmed, &generic); err != nil {
-			return nil, fmt.Errorf("yaml: %w", err)
-		}
-		js, err := json.Marshal(generic)
-		if err != nil {
-			return nil, fmt.Errorf("yaml: %w", err)
-		}
-		trimmed = js
+	parse := parseYAMLSpec
+	if trimmed[0] == '{' {
+		parse = parseJSONSpec
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	var spec ViewSpec
-	if err := dec.Decode(&spec); err != nil {
-		return nil, fmt.Errorf("json: %w", err)
+	doc, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := doc.bindSpec()
+	if err != nil {
+		return nil, doc.locate(err)
 	}
 	spec.fillDefaults()
 	if err := spec.Validate(); err != nil {
-		return nil, err
+		return nil, doc.locate(err)
 	}
-	return &spec, nil
+	return spec, nil
 }
 
 func (s *ViewSpec) fillDefaults() {
@@ -191,98 +194,123 @@ func (s *ViewSpec) fillDefaults() {
 	}
 }
 
-// Validate checks that the spec is complete and unambiguous.
+// Validate checks that the spec is complete and unambiguous. Its errors
+// name the key path of the problem (views[2].dim).
 func (s *ViewSpec) Validate() error {
 	switch s.Task {
 	case Classification, Regression:
 	case "":
-		return errors.New("task is missing (classification or regression)")
+		return pathErr("task", "missing: want classification or regression")
 	default:
-		return fmt.Errorf("task %q: want classification or regression", s.Task)
+		return pathErr("task", "found %q, want classification or regression", s.Task)
 	}
 	if len(s.Views) == 0 {
-		return errors.New("no views")
+		return pathErr("views", "no views: want at least one")
 	}
-	seenView := map[string]bool{}
-	seenCol := map[string]string{s.ID: "the id", s.Label: "the label"}
 	if s.ID == s.Label {
-		return fmt.Errorf("id and label are the same column %q", s.ID)
+		return pathErr("label", "%q is the id column too: give the label its own column", s.Label)
 	}
+	seenView := map[string]int{}
+	seenCol := map[string]string{s.ID: "the id column", s.Label: "the label column"}
 	for i := range s.Views {
 		v := &s.Views[i]
-		if v.Name == "" {
-			return fmt.Errorf("view %d has no name", i)
+		path := indexPath("views", i)
+		switch prev, named := seenView[v.Name]; {
+		case v.Name == "":
+			return pathErr(path, "no name: every view needs one")
+		case v.Name == FieldID || v.Name == FieldLabel:
+			return pathErr(keyPath(path, "name"), "%q is reserved: name the view otherwise", v.Name)
+		case named:
+			return pathErr(keyPath(path, "name"), "%q is the name of views[%d] too", v.Name, prev)
 		}
-		if v.Name == FieldID || v.Name == FieldLabel {
-			return fmt.Errorf("view name %q is reserved", v.Name)
-		}
-		if seenView[v.Name] {
-			return fmt.Errorf("view %q is named twice", v.Name)
-		}
-		seenView[v.Name] = true
-		layouts := 0
+		seenView[v.Name] = i
+		var layouts []string
 		if v.Prefix != "" {
-			layouts++
+			layouts = append(layouts, "prefix")
 		}
 		if len(v.Columns) > 0 {
-			layouts++
+			layouts = append(layouts, "columns")
 		}
 		if v.List != "" {
-			layouts++
+			layouts = append(layouts, "list")
 		}
-		if layouts != 1 {
-			return fmt.Errorf("view %q: give exactly one of prefix+dim, columns, list", v.Name)
+		switch {
+		case len(layouts) == 0:
+			return pathErr(path, "no columns: give prefix and dim, columns, or list and dim")
+		case len(layouts) > 1:
+			return pathErr(path, "both %s and %s: give only one of prefix and dim, columns, or list and dim", layouts[0], layouts[1])
 		}
-		if len(v.Columns) > 0 && v.Dim != 0 && v.Dim != len(v.Columns) {
-			return fmt.Errorf("view %q: dim %d but %d columns", v.Name, v.Dim, len(v.Columns))
-		}
-		if v.Dimension() <= 0 {
-			return fmt.Errorf("view %q: dim must be positive", v.Name)
-		}
-		if v.Dimension() > MaxDim {
-			return fmt.Errorf("view %q: dim %d exceeds %d", v.Name, v.Dimension(), MaxDim)
+		dimPath := keyPath(path, "dim")
+		switch {
+		case len(v.Columns) > 0 && v.Dim != 0 && v.Dim != len(v.Columns):
+			return pathErr(dimPath, "found %d, but columns has %d names", v.Dim, len(v.Columns))
+		case len(v.Columns) == 0 && v.Dim == 0:
+			return pathErr(dimPath, "missing: want the number of features, a positive integer")
+		case v.Dimension() <= 0:
+			return pathErr(dimPath, "found %d, want a positive integer", v.Dim)
+		case v.Dimension() > MaxDim:
+			return pathErr(dimPath, "found %d, want at most %d", v.Dimension(), MaxDim)
 		}
 		cols := v.ColumnNames()
 		if v.List != "" {
 			cols = []string{v.List}
 		}
-		for _, c := range cols {
+		for j, c := range cols {
 			if owner, ok := seenCol[c]; ok {
-				return fmt.Errorf("view %q: column %q is already %s", v.Name, c, owner)
+				return pathErr(columnPath(v, path, j), "column %q is already %s", c, owner)
 			}
-			seenCol[c] = "in view " + strconv.Quote(v.Name)
+			seenCol[c] = "in " + path
 		}
-		if err := v.Kernel.validate(); err != nil {
-			return fmt.Errorf("view %q: %w", v.Name, err)
+		if err := v.Kernel.validate(keyPath(path, "kernel")); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func (k *KernelSpec) validate() error {
+// columnPath is the key that names feature j's column in view v at path.
+func columnPath(v *View, path string, j int) string {
+	switch {
+	case v.List != "":
+		return keyPath(path, "list")
+	case len(v.Columns) > 0:
+		return indexPath(keyPath(path, "columns"), j)
+	}
+	return keyPath(path, "prefix")
+}
+
+func (k *KernelSpec) validate(path string) error {
 	if k == nil {
 		return nil
 	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch k.Type {
 	case "", KernelRBF, KernelLinear, KernelPoly:
 	default:
-		return fmt.Errorf("kernel type %q: want rbf, linear or poly", k.Type)
+		return pathErr(keyPath(path, "type"), "found %q, want rbf, linear or poly", k.Type)
 	}
-	if k.Gamma < 0 {
-		return fmt.Errorf("kernel gamma %v must not be negative", k.Gamma)
+	if k.Gamma < 0 || !finite(k.Gamma) {
+		return pathErr(keyPath(path, "gamma"), "found %s, want a number > 0 (or 0: derived)", formatNumber(k.Gamma))
 	}
-	if k.SigmaScale < 0 {
-		return fmt.Errorf("kernel sigma_scale %v must not be negative", k.SigmaScale)
+	if k.SigmaScale < 0 || !finite(k.SigmaScale) {
+		return pathErr(keyPath(path, "sigma_scale"), "found %s, want a number > 0", formatNumber(k.SigmaScale))
 	}
 	if k.Degree < 0 {
-		return fmt.Errorf("kernel degree %d must not be negative", k.Degree)
+		return pathErr(keyPath(path, "degree"), "found %d, want a positive integer", k.Degree)
+	}
+	if k.Coef0 != nil && !finite(*k.Coef0) {
+		return pathErr(keyPath(path, "coef0"), "found %s, want a finite number", formatNumber(*k.Coef0))
 	}
 	switch k.Sigma {
 	case "", "mean", "median":
 	default:
+		found := strconv.Quote(k.Sigma)
 		s, err := strconv.ParseFloat(k.Sigma, 64)
-		if err != nil || !(s > 0) {
-			return fmt.Errorf("kernel sigma %q: want mean, median or a positive number", k.Sigma)
+		if err == nil {
+			found = formatNumber(s)
+		}
+		if err != nil || !(s > 0) || math.IsInf(s, 0) {
+			return pathErr(keyPath(path, "sigma"), "found %s, want \"mean\", \"median\" or a finite number > 0", found)
 		}
 	}
 	return nil
@@ -290,7 +318,7 @@ func (k *KernelSpec) validate() error {
 
 // Fingerprint identifies the spec's meaning: task, columns and views in
 // order, and kernel settings. Two specs with the same fingerprint read the
-// same data the same way; informational fields do not count.
+// same data the same way; informational fields and meta do not count.
 func (s *ViewSpec) Fingerprint() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "task=%s;id=%s;label=%s", s.Task, s.ID, s.Label)

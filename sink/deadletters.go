@@ -9,7 +9,10 @@ import (
 
 // DeadLetters receives the rows a job could not process, with the reason.
 type DeadLetters interface {
+	// WriteRejects records rejects; they are durable when it returns.
 	WriteRejects(ctx context.Context, rejects []schemas.RowError) error
+	// Close releases the destination, within ctx; later WriteRejects fail.
+	Close(ctx context.Context) error
 }
 
 var _ DeadLetters = (*Rejects)(nil)

@@ -18,10 +18,15 @@
 // original message value as the value (or the RowError as JSON when there
 // is none) with the reason, source, row and column in mvml-* headers; the
 // rejects file (Rejects) serves the same role for file jobs, and both are
-// DeadLetters. Both Kafka writers are synchronous and wait for every
+// DeadLetters. A dead letter too large for its topic is still written, its
+// value cut and its original size in the mvml-truncated header; a batch the
+// broker refuses as too large is written again in halves by both Kafka
+// writers, so no one message stops a job. Both Kafka writers are synchronous and wait for every
 // in-sync replica (RequiredAcks all): when a write returns nil the broker
 // has the messages, so a job may then commit its input offsets, which
-// gives at-least-once delivery.
+// gives at-least-once delivery. They reach the brokers as a
+// kafkaconn.Config says, on connections of their own; ReadKafkaDeadLetters
+// reads dead letters back.
 //
 // RollingParquet writes an unending stream into a directory of Parquet
 // files, each committed atomically when it reaches RollingPolicy.Rows rows

@@ -15,7 +15,7 @@ import (
 
 // scores builds a two-row output record of a three-class model.
 func scores(mem memory.Allocator) arrow.Record {
-	b := schemas.NewOutputBuilder(mem, 3, 0, false)
+	b := schemas.NewOutputBuilder(mem, schemas.OutputSchema(3, 0, false))
 	defer b.Release()
 	b.Append(17, "2026-11-25.1", 2, []float64{-0.75, 0.125, 1.5}, nil)
 	b.Append(18, "2026-11-25.1", 1, []float64{-0.5, 0.25, -1}, nil)
@@ -29,7 +29,7 @@ func ExampleNewJSONL() {
 	if err := out.Write(context.Background(), rec); err != nil {
 		fmt.Println(err)
 	}
-	if err := out.Close(); err != nil {
+	if err := out.Close(context.Background()); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
@@ -55,7 +55,7 @@ func ExampleCreate() {
 	if err := out.Write(context.Background(), rec); err != nil {
 		fmt.Println(err)
 	}
-	if err := out.Close(); err != nil { // the file appears under path only now
+	if err := out.Close(context.Background()); err != nil { // the file appears under path only now
 		fmt.Println(err)
 	}
 	_, err = os.Stat(path)

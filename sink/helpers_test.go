@@ -16,7 +16,7 @@ import (
 // decision values; a few values are NaN or ±Inf to exercise their encoding.
 func outputRecord(mem memory.Allocator, start, n, classes int, withContributions bool) arrow.Record {
 	const nViews = 3
-	b := schemas.NewOutputBuilder(mem, classes, nViews, withContributions)
+	b := schemas.NewOutputBuilder(mem, schemas.OutputSchema(classes, nViews, withContributions))
 	defer b.Release()
 	decision := make([]float64, classes)
 	contrib := make([]float64, nViews)

@@ -80,8 +80,9 @@ func (s *jsonlSink) Write(ctx context.Context, rec arrow.Record) error {
 	return nil
 }
 
-// Close marks the sink closed; every Write has already reached the writer.
-func (s *jsonlSink) Close() error {
+// Close marks the sink closed; every Write has already reached the writer,
+// so there is nothing to flush and ctx is not needed.
+func (s *jsonlSink) Close(context.Context) error {
 	s.closed = true
 	return nil
 }

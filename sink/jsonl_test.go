@@ -32,7 +32,7 @@ func writeJSONL(t *testing.T, recs ...arrow.Record) []byte {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -216,7 +216,7 @@ func TestJSONLRejects(t *testing.T) {
 	if err := (NewJSONL(&failingWriter{n: 10})).Write(context.Background(), rec); !errors.Is(err, errDiskFull) {
 		t.Errorf("failing writer: %v", err)
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Write(context.Background(), rec); !errors.Is(err, errClosed) {
@@ -278,7 +278,7 @@ func FuzzJSONL(f *testing.F) {
 
 // scoreRecord is one output row with a single-column decision.
 func scoreRecord(mem memory.Allocator, id int64, version string, value float64) arrow.Record {
-	b := schemas.NewOutputBuilder(mem, 1, 0, false)
+	b := schemas.NewOutputBuilder(mem, schemas.OutputSchema(1, 0, false))
 	defer b.Release()
 	b.Append(id, version, value, []float64{value}, nil)
 	return b.NewRecord()

@@ -2,11 +2,13 @@ package sink
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -42,11 +45,11 @@ func jsonlLines(t *testing.T, recs ...arrow.Record) []string {
 
 func newTestKafkaSink(t *testing.T, c *kafkatest.Cluster, topic string) *KafkaSink {
 	t.Helper()
-	s, err := NewKafka(KafkaWriterConfig{Brokers: c.Brokers, Topic: topic})
+	s, err := NewKafka(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 
@@ -63,7 +66,7 @@ func TestKafkaSinkRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	want := jsonlLines(t, recs...)
@@ -197,10 +200,10 @@ func TestKafkaSinkErrors(t *testing.T) {
 	})
 	t.Run("closed", func(t *testing.T) {
 		s := newTestKafkaSink(t, c, "out")
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			t.Errorf("second Close: %v", err)
 		}
 		if err := s.Write(context.Background(), rec); !errors.Is(err, errClosed) {
@@ -222,13 +225,13 @@ func TestKafkaSinkErrors(t *testing.T) {
 }
 
 func TestKafkaWriterConfig(t *testing.T) {
-	good := KafkaWriterConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "t"}
+	good := KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: []string{"127.0.0.1:1"}}, Topic: "t"}
 	tests := []struct {
 		name string
 		edit func(*KafkaWriterConfig)
 		want string
 	}{
-		{"no brokers", func(c *KafkaWriterConfig) { c.Brokers = nil }, "no brokers"},
+		{"no brokers", func(c *KafkaWriterConfig) { c.Conn.Brokers = nil }, "no brokers"},
 		{"no topic", func(c *KafkaWriterConfig) { c.Topic = "" }, "no topic"},
 		{"negative size", func(c *KafkaWriterConfig) { c.BatchSize = -1 }, "must not be negative"},
 		{"negative timeout", func(c *KafkaWriterConfig) { c.WriteTimeout = -time.Second }, "must not be negative"},
@@ -249,8 +252,8 @@ func TestKafkaWriterConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	w := s.w
+	defer s.Close(context.Background())
+	w := s.w.w
 	if w.RequiredAcks != kafka.RequireAll || w.Async || w.BatchSize != DefaultKafkaBatchSize || w.BatchBytes != DefaultKafkaBatchBytes ||
 		w.BatchTimeout != DefaultKafkaBatchTimeout || w.WriteTimeout != DefaultKafkaWriteTimeout {
 		t.Errorf("writer %+v", w)
@@ -262,11 +265,11 @@ func TestKafkaWriterConfig(t *testing.T) {
 
 func TestKafkaDeadLetters(t *testing.T) {
 	c := kafkatest.Start(t, 2, "dead")
-	d, err := NewKafkaDeadLetters(KafkaWriterConfig{Brokers: c.Brokers, Topic: "dead"})
+	d, err := NewKafkaDeadLetters(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "dead"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer d.Close(context.Background())
 	rejects := []schemas.RowError{
 		{Source: "in/0", Row: 12, Column: "a", Reason: `view "a" item 1 is null, want a number`, Payload: []byte(`{"id":1,"a":[1,null]}`)},
 		{Source: "in/0", Row: 13, Reason: "invalid JSON: unexpected end of input at offset 3", Payload: []byte{'{', 0xff, '"'}},
@@ -323,7 +326,7 @@ func TestKafkaDeadLetters(t *testing.T) {
 	if len(partitions) != 2 || partitions[0] != partitions[1] || rows[0] != "12" || rows[1] != "13" {
 		t.Errorf("rejects of in/0: partitions %v rows %v, want one partition, rows 12 and 13", partitions, rows)
 	}
-	if err := d.Close(); err != nil {
+	if err := d.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.WriteRejects(context.Background(), rejects); err == nil {
@@ -371,4 +374,120 @@ func ExampleRejects_WriteRejects() {
 	}
 	// Output:
 	// {"source":"events/2","row":1041,"column":"acc","reason":"view \"acc\" item 1 is null, want a number"}
+}
+
+// createTopic adds a one-partition topic whose broker-side message limit
+// (max.message.bytes) is maxBytes.
+func createTopic(t *testing.T, c *kafkatest.Cluster, topic string, maxBytes int) {
+	t.Helper()
+	if err := c.Fake().CreateTopic(topic, 1, map[string]string{"max.message.bytes": strconv.Itoa(maxBytes)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A dead letter larger than the topic takes is still written: cut to the
+// writer's limit, or to nothing when the broker's limit is lower, with its
+// original size in mvml-truncated; dead letters that fit one by one but
+// not together are all written whole.
+func TestKafkaDeadLettersTooLarge(t *testing.T) {
+	c := kafkatest.Start(t, 1, "dead") // the broker's default limit, 1048588 bytes
+	createTopic(t, c, "small", 4096)
+	// Invalid JSON, as a producer could send it: close to the broker's
+	// default limit, or only to the small topic's.
+	payload := func(n int) []byte { return append([]byte(`{"id": 1, "x": "`), bytes.Repeat([]byte{'x'}, n-16)...) }
+	reject := func(row int64, p []byte) schemas.RowError {
+		return schemas.RowError{Source: "in/0", Row: row, Reason: "invalid JSON: unexpected end of input at offset 3 (a value)", Payload: p}
+	}
+	small := make([]schemas.RowError, 40)
+	for i := range small {
+		small[i] = reject(int64(i), payload(300))
+	}
+	tests := []struct {
+		name       string
+		topic      string
+		batchBytes int64
+		rejects    []schemas.RowError
+		// wantKept is the bytes of each value kept; -1 means cut to the
+		// writer's limit.
+		wantKept []int
+	}{
+		{"near the default limit", "dead", 0, []schemas.RowError{reject(7, payload(1048500))}, []int{-1}},
+		{"above the writer's limit", "small", 2048, []schemas.RowError{reject(8, payload(3000))}, []int{-1}},
+		{"above the broker's limit", "small", 0, []schemas.RowError{reject(9, payload(5000)), reject(10, payload(100))}, []int{0, 100}},
+		{"together above the broker's limit", "small", 0, small, slices.Repeat([]int{300}, len(small))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(c.ConsumeAll(t, tt.topic))
+			d, err := NewKafkaDeadLetters(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: tt.topic, BatchBytes: tt.batchBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close(context.Background())
+			if err := d.WriteRejects(context.Background(), tt.rejects); err != nil {
+				t.Fatal(err)
+			}
+			msgs := c.ConsumeAll(t, tt.topic)[before:]
+			if len(msgs) != len(tt.rejects) {
+				t.Fatalf("%d dead letters, want %d", len(msgs), len(tt.rejects))
+			}
+			// Dead letters retried alone come after the others: match them
+			// by row.
+			row := func(m kafka.Message) int64 { r, _ := strconv.ParseInt(header(m, HeaderRow), 10, 64); return r }
+			slices.SortFunc(msgs, func(a, b kafka.Message) int { return cmp.Compare(row(a), row(b)) })
+			limit := tt.batchBytes
+			if limit == 0 {
+				limit = DefaultKafkaBatchBytes
+			}
+			for i, m := range msgs {
+				r := tt.rejects[i]
+				if header(m, HeaderReason) != r.Reason || header(m, HeaderRow) != strconv.FormatInt(r.Row, 10) || header(m, HeaderSource) != r.Source {
+					t.Errorf("dead letter %d: headers %v do not locate %s", i, m.Headers, r.Error())
+				}
+				if !bytes.HasPrefix(r.Payload, m.Value) {
+					t.Errorf("dead letter %d: value of %d bytes is not the start of the message", i, len(m.Value))
+				}
+				kept := tt.wantKept[i]
+				switch {
+				case kept == len(r.Payload):
+					if header(m, HeaderTruncated) != "<none>" || len(m.Value) != kept {
+						t.Errorf("dead letter %d: %d bytes of %d, %s %q; want the whole message", i, len(m.Value), len(r.Payload), HeaderTruncated, header(m, HeaderTruncated))
+					}
+					continue
+				case kept == -1:
+					if size := messageBytes(&m); len(m.Value) == 0 || size > limit || size < limit-2*recordBatchFraming {
+						t.Errorf("dead letter %d: %d bytes kept, %d counted; want it cut to the writer's %d", i, len(m.Value), size, limit)
+					}
+				case len(m.Value) != kept:
+					t.Errorf("dead letter %d: %d bytes kept, want %d", i, len(m.Value), kept)
+				}
+				if got := header(m, HeaderTruncated); got != strconv.Itoa(len(r.Payload)) {
+					t.Errorf("dead letter %d: %s %q, want the original size %d", i, HeaderTruncated, got, len(r.Payload))
+				}
+			}
+		})
+	}
+}
+
+// Scores that fit the topic one by one but not in one batch are all
+// written; a score that does not fit alone fails the write, naming the
+// topic's limit.
+func TestKafkaSinkTooLarge(t *testing.T) {
+	mem := checkedMem(t)
+	c := kafkatest.Start(t, 1)
+	createTopic(t, c, "scores", 1024)
+	createTopic(t, c, "tiny", 40)
+	rec := outputRecord(mem, 0, 60, 3, true)
+	defer rec.Release()
+	s := newTestKafkaSink(t, c, "scores")
+	if err := s.Write(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := valuesOf(c.ConsumeAll(t, "scores")), jsonlLines(t, rec); len(got) != len(want) {
+		t.Errorf("%d scores written, want %d", len(got), len(want))
+	}
+	tiny := newTestKafkaSink(t, c, "tiny")
+	if err := tiny.Write(context.Background(), rec); err == nil || !strings.Contains(err.Error(), "max.message.bytes") {
+		t.Errorf("Write of scores larger than the topic takes: %v", err)
+	}
 }

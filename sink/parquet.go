@@ -101,6 +101,8 @@ func NewParquet(w io.Writer, schema *arrow.Schema, opts ParquetOptions) (Sink, e
 	if err != nil {
 		return nil, fmt.Errorf("parquet sink: %w", err)
 	}
+	// parquet-go writes a CRC32 into every page header (it has no option to
+	// leave it out), so readers, ingest among them, detect damaged pages.
 	config, err := parquet.NewWriterConfig(
 		parquet.NewSchema("schema", layout.root),
 		parquet.Compression(codec),
@@ -212,14 +214,18 @@ func (s *parquetSink) writeRows(rec arrow.Record) error {
 	return nil
 }
 
-// Close writes the last row group and the footer. Closing twice is a no-op.
-func (s *parquetSink) Close() error {
+// Close writes the last row group and the footer, unless ctx has ended:
+// the file is then left incomplete. Closing twice is a no-op.
+func (s *parquetSink) Close(ctx context.Context) error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
 	if s.failed != nil {
 		return fmt.Errorf("parquet sink: file is incomplete after an earlier failure: %w", s.failed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("parquet sink: close: %w", err)
 	}
 	if err := s.w.Close(); err != nil {
 		return fmt.Errorf("parquet sink: close: %w", err)
@@ -302,10 +308,12 @@ func planLayout(schema *arrow.Schema, opts ParquetOptions) (*layout, error) {
 				}
 				// A flat column is one feature of a list that is present
 				// whenever the field is; it is optional only when the field
-				// is nullable. Item nullability does not count: Arrow Go's
-				// list builders always declare items nullable, and optional
-				// columns would halve the write speed of every input-layout
-				// file. Write rejects records that do hold null items.
+				// is nullable. Item nullability does not count:
+				// arrow.FixedSizeListOf declares items nullable, so the
+				// canonical records' views have nullable items that are
+				// never null, and optional columns would halve the write
+				// speed of every input-layout file. Write rejects records
+				// that do hold null items.
 				nullable := f.Nullable
 				l.encoders = append(l.encoders, flatColumn{width: width, optional: nullable, float32: opts.Float32})
 				for _, name := range names {

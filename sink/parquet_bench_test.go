@@ -33,7 +33,7 @@ func benchmarkParquet(b *testing.B, recs []arrow.Record, opts ParquetOptions) {
 				b.Fatal(err)
 			}
 		}
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ func writeParquet(t *testing.T, schema *arrow.Schema, opts ParquetOptions, recs 
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -501,7 +501,7 @@ func TestParquetWriteRejectsBadRecords(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
 			}
 			// A rejected record leaves the file intact.
-			if err := s.Close(); err != nil {
+			if err := s.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
@@ -552,10 +552,10 @@ func TestParquetClosedSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
 	if err := s.Write(context.Background(), rec); !errors.Is(err, errClosed) {
@@ -594,7 +594,7 @@ func TestParquetWriteFailureIsSticky(t *testing.T) {
 	if err := s.Write(context.Background(), rec); !errors.Is(err, errDiskFull) {
 		t.Errorf("second Write: %v, want the first failure", err)
 	}
-	if err := s.Close(); !errors.Is(err, errDiskFull) {
+	if err := s.Close(context.Background()); !errors.Is(err, errDiskFull) {
 		t.Errorf("Close: %v, want the first failure", err)
 	}
 }

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -63,8 +64,8 @@ func (r *Rejects) Count() int64 {
 }
 
 // Close ends the rejects list; later Writes fail. Every Write has already
-// reached the writer.
-func (r *Rejects) Close() error {
+// reached the writer, so there is nothing to flush and ctx is not needed.
+func (r *Rejects) Close(context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true

@@ -3,6 +3,7 @@ package sink
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ func TestRejectsRoundTrip(t *testing.T) {
 	if r.Count() != int64(len(want)) {
 		t.Errorf("Count %d, want %d", r.Count(), len(want))
 	}
-	if err := r.Close(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := decodeRejects(t, buf.Bytes())

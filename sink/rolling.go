@@ -111,25 +111,26 @@ func (r *RollingParquet) Due() bool {
 	return r.current != nil && (r.rows >= r.policy.Rows || r.now().Sub(r.opened) >= r.policy.Every)
 }
 
-// Commit closes the current file, which then appears under its name.
-func (r *RollingParquet) Commit(context.Context) error {
+// Commit closes the current file, which then appears under its name, or,
+// when ctx has ended, drops it.
+func (r *RollingParquet) Commit(ctx context.Context) error {
 	if r.current == nil {
 		return nil
 	}
 	s := r.current
 	r.current = nil
-	return s.Close()
+	return s.Close(ctx)
 }
 
 // Files lists the names of the files started so far, in order.
 func (r *RollingParquet) Files() []string { return r.files }
 
-// Close commits the current file. Closing twice is a no-op.
-func (r *RollingParquet) Close() error {
+// Close commits the current file (see Commit). Closing twice is a no-op.
+func (r *RollingParquet) Close(ctx context.Context) error {
 	if r.closed {
 		return nil
 	}
-	err := r.Commit(context.Background())
+	err := r.Commit(ctx)
 	r.closed = true
 	return err
 }

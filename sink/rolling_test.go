@@ -61,7 +61,7 @@ func TestRollingParquet(t *testing.T) {
 	if err := r.Write(ctx, recs[4]); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Close(); err != nil {
+	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	files := parquetFiles(t, dir)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/mvml/mvml/schemas"
@@ -56,28 +55,24 @@ func readUWave(t *testing.T, mem memory.Allocator) (*schemas.ViewSpec, arrow.Rec
 		}
 		return v
 	}
-	schema := schemas.InputSchema(spec)
-	ids := array.NewInt64Builder(mem)
-	defer ids.Release()
-	labels := array.NewFloat64Builder(mem)
-	defer labels.Release()
+	b := schemas.NewRecordBuilder(mem, spec)
+	defer b.Release()
+	b.Reserve(len(rows))
 	views := make([][]float64, len(spec.Views))
+	for l, d := range spec.Dims() {
+		views[l] = make([]float64, d)
+	}
 	for r := range rows {
-		ids.Append(int64(num(r, 0)))
-		labels.Append(num(r, 1))
 		c := 2
-		for l, d := range spec.Dims() {
-			for range d {
-				views[l] = append(views[l], num(r, c))
+		for _, v := range views {
+			for j := range v {
+				v[j] = num(r, c)
 				c++
 			}
 		}
+		b.Append(int64(num(r, 0)), num(r, 1), true, views)
 	}
-	cols := []arrow.Array{ids.NewArray(), labels.NewArray()}
-	for l, v := range views {
-		cols = append(cols, fixedSizeList(mem, schema.Field(schemas.FirstViewField+l).Type, v))
-	}
-	return spec, newRecord(schema, cols, len(rows)), header
+	return spec, b.NewRecord(), header
 }
 
 func flatColumnNames(spec *schemas.ViewSpec) []string {

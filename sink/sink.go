@@ -18,8 +18,10 @@ type Sink interface {
 	// Write appends the rows of rec. It does not take ownership of rec
 	// and does not keep it after returning.
 	Write(ctx context.Context, rec arrow.Record) error
-	// Close flushes; the output is complete and valid only after Close.
-	Close() error
+	// Close flushes and releases the sink; the output is complete and
+	// valid only after Close. It gives up when ctx ends, leaving what it
+	// had not flushed unwritten (a file sink then commits nothing).
+	Close(ctx context.Context) error
 }
 
 // Aborter is a Sink whose output can be dropped instead of committed, for
@@ -42,8 +44,9 @@ const fileBufferSize = 1 << 20
 // .parquet or .pq (Parquet, with schema and opts), .jsonl or .ndjson (JSON
 // Lines; schema and opts are not needed), or Stdout for JSON Lines on
 // standard output. The file is an AtomicFile committed by Close, so path
-// never holds a partial file; after a failed Write, Close removes the
-// temporary file instead and returns the failure.
+// never holds a partial file; after a failed Write, or when Close's
+// context has ended, Close removes the temporary file instead and returns
+// why.
 func Create(path string, schema *arrow.Schema, opts ParquetOptions) (Sink, error) {
 	if path == Stdout {
 		return NewJSONL(os.Stdout), nil
@@ -92,17 +95,21 @@ func (s *fileSink) Write(ctx context.Context, rec arrow.Record) error {
 	return nil
 }
 
-// Close commits the file (see AtomicFile). Closing twice is a no-op.
-func (s *fileSink) Close() error {
+// Close commits the file (see AtomicFile), unless ctx has ended: the file
+// is then dropped, as by Abort. Closing twice is a no-op.
+func (s *fileSink) Close(ctx context.Context) error {
 	if s.closed {
 		return nil
 	}
+	if err := ctx.Err(); err != nil {
+		return errors.Join(fmt.Errorf("sink %s: not written: %w", s.path, err), s.Abort())
+	}
 	s.closed = true
 	if s.failed != nil {
-		err := errors.Join(s.inner.Close(), s.file.Abort())
+		err := errors.Join(s.inner.Close(ctx), s.file.Abort())
 		return errors.Join(fmt.Errorf("sink %s: not written after a failed write: %w", s.path, s.failed), err)
 	}
-	if err := s.inner.Close(); err != nil {
+	if err := s.inner.Close(ctx); err != nil {
 		return errors.Join(fmt.Errorf("sink %s: %w", s.path, err), s.file.Abort())
 	}
 	if err := s.buf.Flush(); err != nil {
@@ -120,6 +127,6 @@ func (s *fileSink) Abort() error {
 	s.closed = true
 	// The format sink's Close would write a footer into a file about to be
 	// removed; its error says nothing the caller needs.
-	_ = s.inner.Close()
+	_ = s.inner.Close(context.Background())
 	return s.file.Abort()
 }

@@ -52,7 +52,7 @@ func TestCreateCommitsOnClose(t *testing.T) {
 			if _, err := os.Stat(path + ".tmp"); err != nil {
 				t.Fatalf("temporary file: %v", err)
 			}
-			if err := s.Close(); err != nil {
+			if err := s.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
@@ -63,7 +63,7 @@ func TestCreateCommitsOnClose(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.parses(t, data, recs)
-			if err := s.Close(); err != nil {
+			if err := s.Close(context.Background()); err != nil {
 				t.Errorf("second Close: %v", err)
 			}
 			if err := s.Write(context.Background(), recs[0]); !errors.Is(err, errClosed) {
@@ -91,7 +91,7 @@ func TestCreateDiscardsFileAfterFailedWrite(t *testing.T) {
 	if err := s.Write(context.Background(), bad); err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Write of a record of another schema: %v, want an error naming %s", err, path)
 	}
-	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "not written") {
+	if err := s.Close(context.Background()); err == nil || !strings.Contains(err.Error(), "not written") {
 		t.Fatalf("Close after a failed write: %v", err)
 	}
 	entries, err := os.ReadDir(filepath.Dir(path))
@@ -124,7 +124,7 @@ func TestCreateAbortLeavesNothing(t *testing.T) {
 		if err := a.Abort(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Close(); err != nil {
+		if err := s.Close(context.Background()); err != nil {
 			t.Errorf("%s: Close after Abort: %v", name, err)
 		}
 		entries, err := os.ReadDir(filepath.Dir(path))
@@ -185,7 +185,7 @@ func TestCreateStdoutWritesJSONL(t *testing.T) {
 	if err := s.Write(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -196,4 +196,63 @@ func TestCreateStdoutWritesJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkJSONLMatches(t, out.Bytes(), []arrow.Record{rec})
+}
+
+// Close after its context ended commits nothing: a file sink leaves
+// neither the file nor its temporary, a rolling directory drops the file
+// being written, and the error says why.
+func TestCloseAfterContextEnded(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := outputRecord(mem, 0, 10, 3, false)
+	defer rec.Release()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	rolling, err := NewRollingParquet(dir, "scores", rec.Schema(), ParquetOptions{}, RollingPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		open  func() (Sink, error)
+		close func(s Sink) error
+	}{
+		{"parquet file", func() (Sink, error) { return Create(filepath.Join(dir, "s.parquet"), rec.Schema(), ParquetOptions{}) },
+			func(s Sink) error { return s.Close(ended) }},
+		{"jsonl file", func() (Sink, error) { return Create(filepath.Join(dir, "s.jsonl"), rec.Schema(), ParquetOptions{}) },
+			func(s Sink) error { return s.Close(ended) }},
+		{"rolling commit", func() (Sink, error) { return rolling, nil },
+			func(Sink) error { return rolling.Commit(ended) }},
+	} {
+		s, err := tt.open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.close(s); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "not written") {
+			t.Errorf("%s: close after the context ended: %v", tt.name, err)
+		}
+	}
+	if err := rolling.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if names := dirEntries(t, dir); len(names) != 0 {
+		t.Errorf("files left: %v", names)
+	}
+}
+
+func dirEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

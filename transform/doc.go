@@ -20,6 +20,9 @@
 // depend on how rows are split, so a row's features are bit-identical
 // whatever the batch it arrives in and whatever the number of workers.
 //
+// A training that reads more rows than it can hold fits the feature maps
+// on a Reservoir: a seeded uniform sample of its stream of rows.
+//
 // The package is pure computation on gonum matrices: no files, topics,
 // clocks or global state. Inputs are never written to, so a mat.Dense built
 // over schemas.ViewValues (an Arrow buffer) can be passed without copying.

@@ -83,6 +83,9 @@ func Fit(views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Featur
 		if err != nil {
 			return nil, fmt.Errorf("fit features: %s: %w", cfg.viewName(l), err)
 		}
+		if err := landmarksOverflow(cfg.viewName(l), k, v, f.LandmarkRows); err != nil {
+			return nil, fmt.Errorf("fit features: %w", err)
+		}
 		f.Views[l], err = NewViewMap(k, gatherRows(v, f.LandmarkRows), cfg.RelTol)
 		if err != nil {
 			return nil, fmt.Errorf("fit features: %s, %v on %d landmarks: %w", cfg.viewName(l), k, p, err)
@@ -90,6 +93,21 @@ func Fit(views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Featur
 		f.Views[l].Standardize = std
 	}
 	return f, nil
+}
+
+// landmarksOverflow returns a *schemas.RowError for the first landmark row
+// of the view x (rows) whose kernel with itself overflows, so that the
+// kernel matrix of the landmarks would not be finite; Row is the row of x.
+func landmarksOverflow(view string, k Kernel, x *mat.Dense, rows []int) error {
+	_, d := x.Dims()
+	for _, r := range rows {
+		row := x.RawRowView(r)[:d]
+		if !k.selfFinite(row) {
+			return &schemas.RowError{Row: int64(r),
+				Reason: fmt.Sprintf("%s: the %v kernel of this landmark row with itself overflows (values too large for it)", view, k)}
+		}
+	}
+	return nil
 }
 
 func (c *Config) viewName(l int) string {

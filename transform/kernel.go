@@ -235,6 +235,14 @@ func (k Kernel) crossBlock(dst, x blas64.General, rhs *rightSide) {
 		for i := range dst.Rows {
 			row := dst.Data[i*dst.Stride : i*dst.Stride+dst.Cols]
 			for j, d2 := range row {
+				// The squared distance of finite rows overflows only for
+				// values beyond 1e154: NaN, not the 0 of exp(−∞), so that
+				// such a row is refused rather than scored as if it were
+				// merely far from every landmark.
+				if math.IsInf(d2, 1) {
+					row[j] = math.NaN()
+					continue
+				}
 				row[j] = math.Exp(-k.Gamma * d2)
 			}
 		}
@@ -276,6 +284,18 @@ func sqNorm(v []float64) float64 {
 		s += float64(x * x)
 	}
 	return s
+}
+
+// selfFinite reports whether k(x, x) of a row x is a finite number, that
+// is whether the kernel can compare x with rows no larger than itself:
+// its squared norm, raised to the degree of a polynomial kernel, does not
+// overflow.
+func (k Kernel) selfFinite(x []float64) bool {
+	v := sqNorm(x)
+	if k.Type == schemas.KernelPoly {
+		v = powInt(k.Gamma*v+k.Coef0, k.Degree)
+	}
+	return !math.IsInf(v, 0) && !math.IsNaN(v)
 }
 
 // powInt is b^e for e ≥ 1 by repeated squaring.

@@ -66,6 +66,9 @@ func NewViewMap(k Kernel, landmarks *mat.Dense, relTol float64) (*ViewMap, error
 
 	w := mat.NewDense(p, p, nil)
 	k.crossRows(w.RawMatrix(), z.RawMatrix(), &rhs, defaultWorkers())
+	if err := checkFinite(w); err != nil {
+		return nil, fmt.Errorf("kernel matrix of the landmarks (%v): %w: values too large for the kernel", k, err)
+	}
 	var eig mat.EigenSym
 	// W is exactly symmetric (the product and the norms are), so its upper
 	// triangle is all of it.

@@ -14,7 +14,7 @@ import (
 )
 
 func runCV(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "cv")
+	fs := newFlagSet("cv")
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
 	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) (required)")
@@ -26,7 +26,7 @@ func runCV(ctx context.Context, a *app, args []string) error {
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	fit := registerFit(fs)
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("input", inputs.String(), "views", *specPath); err != nil {
@@ -50,21 +50,27 @@ func runCV(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	bar := a.progress("cv: reading", "rows", estimateTotal(a, inputs))
+	bar := a.progress("cv: reading", "rows", a.totalRows(ctx, inputs))
 	opts.Progress = bar.rowsFunc()
 	views, labels, err := pipeline.LoadLabelled(ctx, spec, inputs, opts)
 	bar.finish()
 	if err != nil {
 		return err
 	}
-	fits := a.progress("cv", "fits", 0)
+	fits := a.progress("cv: fitting", "fits", 0)
+	foldDraws := *folds * *draws
 	res, err := eval.CrossValidate(ctx, spec, views, labels, eval.CVConfig{
 		Base: base, Folds: *folds, Seed: fit.seed, Grid: grid, InnerFolds: *innerFolds, Draws: *draws,
-		Progress: func(done, total int) { fits.setOf(int64(done), int64(total)) },
+		Progress: func(done, total int) {
+			// Every fold and draw takes the same number of fits: its
+			// inner search and its final fit.
+			fits.with("fold_draws", done/(total/foldDraws), "fold_draws_of", foldDraws)
+			fits.setOf(int64(done), int64(total))
+		},
 	})
 	fits.finish()
 	if err != nil {
-		return fmt.Errorf("cross-validate: %w", err)
+		return err
 	}
 	a.log.Info("cross-validated", "folds", len(res.Folds), "rows", len(labels))
 	if *asJSON {

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -89,32 +88,20 @@ func (d *demoRows) slice(lo, hi int) *demoRows {
 	return out
 }
 
-// record is d as a canonical record of spec. The list columns are
-// assembled from arrays because their items are not nullable.
+// record is d as a canonical record of spec.
 func (d *demoRows) record(mem memory.Allocator, spec *schemas.ViewSpec) arrow.Record {
-	schema := schemas.InputSchema(spec)
-	ids := array.NewInt64Builder(mem)
-	defer ids.Release()
-	ids.AppendValues(d.ids, nil)
-	labels := array.NewFloat64Builder(mem)
-	defer labels.Release()
-	labels.AppendValues(d.labels, nil)
-	cols := []arrow.Array{ids.NewArray(), labels.NewArray()}
+	b := schemas.NewRecordBuilder(mem, spec)
+	defer b.Release()
+	n := len(d.ids)
+	b.Reserve(n)
+	copy(b.IDs(), d.ids)
+	copy(b.Labels(), d.labels)
+	b.SetLabelsValid(0, n, true)
 	for l, v := range d.views {
-		values := array.NewFloat64Builder(mem)
-		values.AppendValues(v, nil)
-		child := values.NewArray()
-		values.Release()
-		data := array.NewData(schema.Field(schemas.FirstViewField+l).Type, len(d.ids), []*memory.Buffer{nil}, []arrow.ArrayData{child.Data()}, 0, 0)
-		cols = append(cols, array.NewFixedSizeListData(data))
-		data.Release()
-		child.Release()
+		copy(b.View(l), v)
 	}
-	rec := array.NewRecord(schema, cols, int64(len(d.ids)))
-	for _, col := range cols {
-		col.Release()
-	}
-	return rec
+	b.SetLen(n)
+	return b.NewRecord()
 }
 
 // writeParquet writes d in the flat layout (plain_0, plain_1, ...), as a
@@ -131,20 +118,20 @@ func (d *demoRows) writeParquet(ctx context.Context, path string, spec *schemas.
 	rec := d.record(memory.NewGoAllocator(), spec)
 	defer rec.Release()
 	if err := out.Write(ctx, rec); err != nil {
-		return fmt.Errorf("%w (%w)", err, out.Close())
+		return fmt.Errorf("%w (%w)", err, out.Close(ctx))
 	}
-	return out.Close()
+	return out.Close(ctx)
 }
 
 func runDemo(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "demo")
+	fs := newFlagSet("demo")
 	rows := fs.Int("rows", 1500, "rows to generate: two thirds to train on, one third to test")
 	classes := fs.Int("classes", 3, "number of classes, 2 to 4")
 	dataSeed := fs.Uint64("data-seed", 1, "seed of the generated data")
 	keep := fs.String("keep", "", "write the files into `DIR` and keep them (default: a temporary directory, removed at the end)")
 	withKafka := fs.Bool("kafka", true, "then serve the test rows through Kafka on an in-process broker, as `mvml serve` does")
 	fit := registerFit(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if *rows < 60 {
@@ -164,16 +151,26 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	specPath, trainPath, testPath := filepath.Join(dir, "views.json"), filepath.Join(dir, "train.parquet"), filepath.Join(dir, "test.parquet")
+	modelPath, scoresPath := filepath.Join(dir, "model.mvml"), filepath.Join(dir, "scores.parquet")
+	// Names linked to one another in a kept directory would make one file
+	// overwrite another.
+	err := pipeline.CheckFiles(nil, []pipeline.File{
+		{Role: "view spec", Path: specPath}, {Role: "training data", Path: trainPath}, {Role: "test data", Path: testPath},
+		{Role: "model file", Path: modelPath}, {Role: "scores", Path: scoresPath},
+	})
+	if err != nil {
+		return err
+	}
 	spec, err := schemas.ParseViewSpec([]byte(demoSpecJSON))
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "views.json"), []byte(demoSpecJSON+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(specPath, []byte(demoSpecJSON+"\n"), 0o644); err != nil {
 		return err
 	}
 	data := generateDemo(*rows, *classes, *dataSeed)
 	split := 2 * *rows / 3
-	trainPath, testPath := filepath.Join(dir, "train.parquet"), filepath.Join(dir, "test.parquet")
 	if err := data.slice(0, split).writeParquet(ctx, trainPath, spec); err != nil {
 		return err
 	}
@@ -190,11 +187,10 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: []string{trainPath}, Config: cfg, Output: filepath.Join(dir, "model.mvml"), Options: opts})
+	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: []string{trainPath}, Config: cfg, Output: modelPath, Options: opts})
 	if err != nil {
 		return err
 	}
-	scoresPath := filepath.Join(dir, "scores.parquet")
 	counts, err := pipeline.Score(ctx, pipeline.ScoreConfig{Model: m, Inputs: []string{testPath}, Output: scoresPath, Contributions: true, Options: opts})
 	if err != nil {
 		return err
@@ -252,8 +248,8 @@ func printDemo(w io.Writer, m *model.Model, mvml float64, single []float64, coun
 		100*(mvml-single[best]), names[best], counts.Scored, filepath.Base(scoresPath))
 	fmt.Fprintf(w, "\nview importance: ‖Ã_lm‖_F of every view pair, mean over the %d heads\n", len(m.Heads))
 	mean := mat.NewDense(len(names), len(names), nil)
-	for _, h := range m.Heads {
-		mean.Add(mean, blockNorms(h.A, m.Features.Ranks()))
+	for h := range m.Heads {
+		mean.Add(mean, m.BlockNorms(h))
 	}
 	mean.Scale(1/float64(len(m.Heads)), mean)
 	if err := printBlockNorms(w, names, mean); err != nil {

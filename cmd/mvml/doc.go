@@ -16,9 +16,12 @@
 // from the data, the value cv's sigma_scale grid chooses).
 //
 // The flags are a contract scripts rely on: --input is repeatable and takes
-// globs, every command has --help, errors go to standard error with exit
-// status 1 (2 for a usage error). On a terminal, long work shows a progress
-// bar; otherwise only log lines are written to standard error.
+// globs, every command has --help (printed on standard output, exit status
+// 0), errors go to standard error with exit status 1 (2 for a usage error).
+// No command writes over a file it reads or another file it writes, and
+// outputs are checked before any input is read (pipeline.CheckFiles). On a
+// terminal, long work shows a progress bar; otherwise a progress log line
+// goes to standard error every few seconds.
 //
 // cmd/mvml parses flags and prints results; the jobs themselves are in
 // package pipeline.

@@ -17,13 +17,13 @@ import (
 )
 
 func runEval(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "eval")
+	fs := newFlagSet("eval")
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
 	modelPath := fs.String("model", "", "model `FILE` (required)")
 	asJSON := fs.Bool("json", false, "print the metrics as one JSON object")
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("input", inputs.String(), "model", *modelPath); err != nil {
@@ -37,7 +37,7 @@ func runEval(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	bar := a.progress("eval", "rows", estimateTotal(a, inputs))
+	bar := a.progress("eval", "rows", a.totalRows(ctx, inputs))
 	opts.Progress = bar.rowsFunc()
 	truth, pred, err := pipeline.PredictLabelled(ctx, m, inputs, opts)
 	bar.finish()

@@ -9,30 +9,27 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
 )
 
-// errFlagParse reports a flag error the flag package has already printed.
-var errFlagParse = errors.New("bad flags")
-
-// newFlagSet returns the flag set of a command; its usage prints the
-// synopsis, what the command does and every flag with its default.
-func newFlagSet(a *app, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("mvml "+name, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
-	var c command
-	for _, cc := range commands() {
-		if cc.name == name {
-			c = cc
-		}
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(a.stderr, "Usage: %s\n\n%s.\n\nFlags:\n", c.synopsis, capitalize(c.summary))
-		printFlags(a.stderr, fs)
-	}
+// newFlagSet returns the flag set of a command. The flag package would
+// print its errors and the help to one writer; parseFlags prints them
+// instead, the help to stdout and the errors to stderr.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
+}
+
+// printHelp prints the synopsis of command c, what it does and every flag
+// with its default.
+func printHelp(w io.Writer, c command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n\nFlags:\n", c.synopsis, capitalize(c.summary))
+	printFlags(w, fs)
 }
 
 // printFlags lists the flags as the synopses write them, --name, with
@@ -61,13 +58,19 @@ func capitalize(s string) string {
 }
 
 // parseFlags parses args and refuses positional arguments, which every
-// command takes as flags.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// command takes as flags. Asked for help, it prints it on stdout and
+// returns flag.ErrHelp; a wrong flag is a usage error.
+func parseFlags(a *app, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			for _, c := range commands() {
+				if c.name == fs.Name() {
+					printHelp(a.stdout, c, fs)
+				}
+			}
 			return flag.ErrHelp
 		}
-		return errFlagParse
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (every input is given with a flag, e.g. --input)", fs.Arg(0))
@@ -180,38 +183,64 @@ func parseLandmarks(s string) (float64, error) {
 	return v, nil
 }
 
-// fitFlags are the hyper-parameters shared by train and cv.
+// optionalFloat is a number flag whose absence differs from every value
+// it may be given, 0 included: a default that is not a number (μ following
+// η, γ derived from the data) applies only while it is not set.
+type optionalFloat struct {
+	value float64
+	set   bool
+}
+
+func (f *optionalFloat) String() string {
+	if !f.set {
+		return ""
+	}
+	return strconv.FormatFloat(f.value, 'g', -1, 64)
+}
+
+func (f *optionalFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("%q is not a finite number", s)
+	}
+	f.value, f.set = v, true
+	return nil
+}
+
+// fitFlags are the hyper-parameters shared by train, cv and demo. Every
+// default is model's, and a value given is passed on exactly: the model
+// (or the checks here, for the kernel) refuses what it cannot use.
 type fitFlags struct {
-	lambda, eta, mu float64
-	landmarks       landmarksFlag
-	mode            string
-	learnW          bool
-	multiclass      string
-	kernel, sigma   string
-	gamma           float64
-	sigmaScale      float64
-	maxIter         int
-	tol             float64
-	seed            uint64
-	standardize     bool
-	noIntercept     bool
+	lambda, eta       float64
+	mu                optionalFloat
+	landmarks         landmarksFlag
+	mode              string
+	learnW            bool
+	multiclass        string
+	kernel, sigma     string
+	gamma, sigmaScale optionalFloat
+	maxIter           int
+	tol               float64
+	seed              uint64
+	standardize       bool
+	noIntercept       bool
 }
 
 func registerFit(fs *flag.FlagSet) *fitFlags {
-	f := &fitFlags{landmarks: 0.12}
-	fs.Float64Var(&f.lambda, "lambda", 0.1, "λ, the weight of ⟨g̃, Ã⁻¹g̃⟩")
-	fs.Float64Var(&f.eta, "eta", 1, "η, the weight of the penalty on Ã")
-	fs.Float64Var(&f.mu, "mu", 0, "μ, the first trial step of the Ã update; 0 means 0.45/eta")
+	f := &fitFlags{landmarks: model.DefaultLandmarks}
+	fs.Float64Var(&f.lambda, "lambda", model.DefaultLambda, "λ > 0, the weight of ⟨g̃, Ã⁻¹g̃⟩")
+	fs.Float64Var(&f.eta, "eta", model.DefaultEta, "η > 0, the weight of the penalty on Ã")
+	fs.Var(&f.mu, "mu", fmt.Sprintf("`MU` > 0, the first trial step of the Ã update (mode learned: μ·η < 1/2) (default %g/eta)", model.DefaultMuEta))
 	fs.Var(&f.landmarks, "landmarks", "`P` landmarks per view: a fraction of the training rows in (0,1] or a count")
-	fs.StringVar(&f.mode, "mode", string(model.ModeLearned), "metric mode: learned, sparse, cov or identity")
+	fs.StringVar(&f.mode, "mode", string(model.DefaultMode), "metric mode: learned, sparse, cov or identity")
 	fs.BoolVar(&f.learnW, "learn-w", false, "learn the view weights w (otherwise uniform 1/v)")
-	fs.StringVar(&f.multiclass, "multiclass", string(model.MulticlassOvR), "more than two classes: ovr (one metric per class) or shared")
+	fs.StringVar(&f.multiclass, "multiclass", string(model.DefaultMulticlass), "more than two classes: ovr (one metric per class) or shared")
 	fs.StringVar(&f.kernel, "kernel", "", "kernel for every view: rbf, linear or poly (default: the view spec's, else rbf)")
 	fs.StringVar(&f.sigma, "sigma", "", "RBF width for every view: mean, median (pairwise distance) or a number (default: the view spec's, else mean)")
-	fs.Float64Var(&f.sigmaScale, "sigma-scale", 0, "multiplies a σ derived from the data (mean or median) for every view; 0 means 1")
-	fs.Float64Var(&f.gamma, "gamma", 0, "kernel gamma for every view (rbf: exp(-gamma·‖x-z‖²); poly: scale); 0 means derived")
-	fs.IntVar(&f.maxIter, "max-iter", 10, "maximum outer iterations of the fit")
-	fs.Float64Var(&f.tol, "tol", 1e-5, "relative tolerance that stops the fit")
+	fs.Var(&f.sigmaScale, "sigma-scale", "`F` > 0 multiplies a σ derived from the data (mean or median) for every view (default 1)")
+	fs.Var(&f.gamma, "gamma", "`GAMMA` > 0, the kernel gamma of every view (rbf: exp(-gamma·‖x-z‖²); poly: scale) (default: derived from σ, or 1/dim for poly)")
+	fs.IntVar(&f.maxIter, "max-iter", model.DefaultMaxIter, "outer iterations of the fit at most; 0 fits g̃ at the initial metric only")
+	fs.Float64Var(&f.tol, "tol", model.DefaultTol, "relative decrease of the objective that stops the fit; 0 runs all --max-iter iterations")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the landmark and σ samples (and of the folds in cv)")
 	fs.BoolVar(&f.standardize, "standardize", false, "standardize every view's features (training mean and σ) before its kernel")
 	fs.BoolVar(&f.noIntercept, "no-intercept", false, "fit without the unpenalised intercept (the paper's exact objective)")
@@ -219,7 +248,8 @@ func registerFit(fs *flag.FlagSet) *fitFlags {
 }
 
 // config turns the flags into a training configuration for a spec of
-// nViews views; it checks what can be checked before any data is read.
+// nViews views, exactly as given; it checks what can be checked before any
+// data is read.
 func (f *fitFlags) config(nViews int) (model.TrainConfig, error) {
 	mode, err := model.ParseMode(f.mode)
 	if err != nil {
@@ -229,18 +259,22 @@ func (f *fitFlags) config(nViews int) (model.TrainConfig, error) {
 	if err != nil {
 		return model.TrainConfig{}, usageError{err}
 	}
-	if f.maxIter < 0 {
-		return model.TrainConfig{}, usagef("--max-iter %d must not be negative", f.maxIter)
-	}
 	cfg := model.TrainConfig{
 		Fit: model.Config{
-			Lambda: f.lambda, Eta: f.eta, Mu: f.mu, Mode: mode, LearnW: f.learnW,
+			Lambda: f.lambda, Eta: f.eta, Mode: mode, LearnW: f.learnW,
 			MaxIter: f.maxIter, Tol: f.tol, NoIntercept: f.noIntercept,
+			MaxCondGrowth: model.DefaultMaxCondGrowth,
 		},
 		Landmarks:   float64(f.landmarks),
 		Seed:        f.seed,
 		Multiclass:  multi,
 		Standardize: f.standardize,
+	}
+	if f.mu.set {
+		cfg.Fit.Mu = new(f.mu.value)
+	}
+	if err := cfg.Validate(); err != nil {
+		return model.TrainConfig{}, usageError{err}
 	}
 	kernel, err := f.kernelOverride()
 	if err != nil {
@@ -255,13 +289,13 @@ func (f *fitFlags) config(nViews int) (model.TrainConfig, error) {
 	return cfg, nil
 }
 
-// kernelOverride is the kernel --kernel, --sigma and --gamma set for
-// every view, or nil when none of them is given.
+// kernelOverride is the kernel --kernel, --sigma, --gamma and
+// --sigma-scale set for every view, or nil when none of them is given.
 func (f *fitFlags) kernelOverride() (*schemas.KernelSpec, error) {
-	if f.kernel == "" && f.sigma == "" && f.gamma == 0 && f.sigmaScale == 0 {
+	if f.kernel == "" && f.sigma == "" && !f.gamma.set && !f.sigmaScale.set {
 		return nil, nil
 	}
-	k := &schemas.KernelSpec{Type: f.kernel, Sigma: f.sigma, Gamma: f.gamma, SigmaScale: f.sigmaScale}
+	k := &schemas.KernelSpec{Type: f.kernel, Sigma: f.sigma}
 	if k.Type == "" {
 		k.Type = schemas.KernelRBF
 	}
@@ -280,14 +314,20 @@ func (f *fitFlags) kernelOverride() (*schemas.KernelSpec, error) {
 			}
 		}
 	}
-	if f.sigmaScale != 0 && (k.Type != schemas.KernelRBF || !(f.sigmaScale > 0) || math.IsInf(f.sigmaScale, 0)) {
-		return nil, usagef("--sigma-scale %v: want a positive number, for the rbf kernel", f.sigmaScale)
+	if f.sigmaScale.set {
+		if k.Type != schemas.KernelRBF || !(f.sigmaScale.value > 0) {
+			return nil, usagef("--sigma-scale %v: want a positive number, for the rbf kernel", f.sigmaScale.value)
+		}
+		k.SigmaScale = f.sigmaScale.value
 	}
-	if f.gamma < 0 || math.IsNaN(f.gamma) || math.IsInf(f.gamma, 0) {
-		return nil, usagef("--gamma %v must be a positive number", f.gamma)
-	}
-	if k.Type == schemas.KernelLinear && f.gamma != 0 {
-		return nil, usagef("--gamma does not apply to the linear kernel")
+	if f.gamma.set {
+		if k.Type == schemas.KernelLinear {
+			return nil, usagef("--gamma does not apply to the linear kernel")
+		}
+		if !(f.gamma.value > 0) {
+			return nil, usagef("--gamma %v: want a positive number", f.gamma.value)
+		}
+		k.Gamma = f.gamma.value
 	}
 	return k, nil
 }
@@ -299,7 +339,7 @@ type readOptions struct {
 
 func registerRead(fs *flag.FlagSet) *readOptions {
 	r := &readOptions{}
-	fs.IntVar(&r.batchSize, "batch-size", 4096, "rows per input batch")
+	fs.IntVar(&r.batchSize, "batch-size", ingest.DefaultBatchSize, "rows per input batch")
 	return r
 }
 

@@ -2,10 +2,14 @@ package main
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/model"
 )
 
 func TestParseLandmarks(t *testing.T) {
@@ -115,7 +119,7 @@ func TestProgressLine(t *testing.T) {
 			"score 1,234 rows  2,468 rows/s  500ms"},
 	}
 	for _, tt := range tests {
-		b := &progressBar{label: "score", unit: "rows", total: tt.total, done: tt.done}
+		b := &progress{label: "score", unit: "rows", total: tt.total, done: tt.done}
 		if got := b.line(tt.elapsed); got != tt.want {
 			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
 		}
@@ -150,5 +154,22 @@ func TestParseTime(t *testing.T) {
 		if (err == nil) != tc.ok || !got.Equal(tc.want) {
 			t.Errorf("parseTime(%q) = %v, %v; want %v (ok %t)", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// The flags' defaults are the library's: not one copied as a literal that
+// could drift from it.
+func TestFlagDefaultsAreTheLibrarys(t *testing.T) {
+	fs := newFlagSet("train")
+	fit, read := registerFit(fs), registerRead(fs)
+	cfg, err := fit.config(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := model.DefaultTrainConfig(); !reflect.DeepEqual(cfg, want) {
+		t.Errorf("fit flags' defaults give %+v, model's are %+v", cfg, want)
+	}
+	if read.batchSize != ingest.DefaultBatchSize {
+		t.Errorf("--batch-size defaults to %d, ingest's default is %d", read.batchSize, ingest.DefaultBatchSize)
 	}
 }

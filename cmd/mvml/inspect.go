@@ -21,15 +21,21 @@ import (
 )
 
 func runInspect(_ context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "inspect")
+	fs := newFlagSet("inspect")
 	modelPath := fs.String("model", "", "model `FILE` (required)")
 	plotPath := fs.String("plot", "", "write a heat map of |Ã| with the view boundaries to `FILE` (.png, .svg or .pdf)")
 	head := fs.Int("head", 1, "head whose Ã --plot draws (one per class for one-vs-rest models)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("model", *modelPath); err != nil {
 		return err
+	}
+	if *plotPath != "" {
+		err := pipeline.CheckFiles([]pipeline.File{{Role: "model file", Path: *modelPath}}, []pipeline.File{{Role: "plot", Path: *plotPath}})
+		if err != nil {
+			return err
+		}
 	}
 	m, err := pipeline.LoadModel(*modelPath)
 	if err != nil {
@@ -63,9 +69,9 @@ func printModel(w io.Writer, m *model.Model) error {
 	if m.Meta.Created != "" {
 		fmt.Fprintf(tw, ", %s, fit %.2fs", m.Meta.Created, m.Meta.FitSeconds)
 	}
-	mu := fmt.Sprint(cfg.Fit.Mu)
-	if cfg.Fit.Mu == 0 {
-		mu = "0.45/eta"
+	mu := fmt.Sprintf("%g", cfg.Fit.StepMu())
+	if cfg.Fit.Mu == nil {
+		mu = fmt.Sprintf("%g/eta = %s", model.DefaultMuEta, mu)
 	}
 	fmt.Fprintf(tw, "\nfit\tmode %s, lambda %g, eta %g, mu %s, learn-w %t, max-iter %d, tol %g\n",
 		cfg.Fit.Mode, cfg.Fit.Lambda, cfg.Fit.Eta, mu, cfg.Fit.LearnW, cfg.Fit.MaxIter, cfg.Fit.Tol)
@@ -92,7 +98,7 @@ func printModel(w io.Writer, m *model.Model) error {
 	}
 	for h := range m.Heads {
 		fmt.Fprintf(w, "\n‖Ã_lm‖_F, head %s: the weight of every view pair in the metric\n", headName(m, h))
-		if err := printBlockNorms(w, viewNames(m), blockNorms(m.Heads[h].A, m.Features.Ranks())); err != nil {
+		if err := printBlockNorms(w, viewNames(m), m.BlockNorms(h)); err != nil {
 			return err
 		}
 	}
@@ -122,30 +128,6 @@ func formatWeights(w []float64) string {
 		parts[i] = fmt.Sprintf("%.3f", v)
 	}
 	return strings.Join(parts, " ")
-}
-
-// blockNorms is the v×v table of Frobenius norms of the view-pair blocks
-// of a (blocks of ranks[l] rows and columns).
-func blockNorms(a mat.Symmetric, ranks []int) *mat.Dense {
-	v := len(ranks)
-	off := make([]int, v+1)
-	for l, r := range ranks {
-		off[l+1] = off[l] + r
-	}
-	norms := mat.NewDense(v, v, nil)
-	for l := range v {
-		for k := range v {
-			var ss float64
-			for i := off[l]; i < off[l+1]; i++ {
-				for j := off[k]; j < off[k+1]; j++ {
-					x := a.At(i, j)
-					ss += x * x
-				}
-			}
-			norms.Set(l, k, math.Sqrt(ss))
-		}
-	}
-	return norms
 }
 
 func printBlockNorms(w io.Writer, names []string, norms *mat.Dense) error {

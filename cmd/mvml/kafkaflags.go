@@ -1,18 +1,13 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
-	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/sasl"
-	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
+	"github.com/mvml/mvml/kafkaconn"
 )
 
 // kafkaPasswordEnv holds the SASL password: a flag's value would show in
@@ -33,57 +28,35 @@ func registerKafka(fs *flag.FlagSet, brokersUsage string) *kafkaFlags {
 	fs.StringVar(&k.brokers, "brokers", "", brokersUsage)
 	fs.BoolVar(&k.tls, "tls", false, "connect to the brokers over TLS, verifying them against the system's roots (or --tls-ca)")
 	fs.StringVar(&k.tlsCA, "tls-ca", "", "PEM `FILE` of the certificate authorities that sign the brokers' certificates (implies --tls)")
-	fs.StringVar(&k.mechanism, "sasl", "", "SASL `MECHANISM`: plain, scram-sha-256 or scram-sha-512, with --sasl-user and the password in $"+kafkaPasswordEnv)
+	fs.StringVar(&k.mechanism, "sasl", "", "SASL `MECHANISM`: "+kafkaconn.SASLMechanisms+", with --sasl-user and the password in $"+kafkaPasswordEnv)
 	fs.StringVar(&k.user, "sasl-user", "", "SASL `USER`")
 	return k
 }
 
-// list is the bootstrap addresses.
-func (k *kafkaFlags) list() []string { return strings.Split(k.brokers, ",") }
-
-// connection returns the dialer (for the readers) and transport (for the
-// writers) that carry the TLS and SASL settings; both are nil for plain TCP.
-func (k *kafkaFlags) connection() (*kafka.Dialer, *kafka.Transport, error) {
-	var tlsConfig *tls.Config
+// connection returns the connection the flags describe; without --tls,
+// --tls-ca and --sasl it is plain TCP.
+func (k *kafkaFlags) connection() (kafkaconn.Config, error) {
+	cfg := kafkaconn.Config{Brokers: strings.Split(k.brokers, ",")}
 	if k.tls || k.tlsCA != "" {
-		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		if k.tlsCA != "" {
-			pem, err := os.ReadFile(k.tlsCA)
-			if err != nil {
-				return nil, nil, fmt.Errorf("--tls-ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", k.tlsCA)
-			}
-			tlsConfig.RootCAs = pool
+		tlsConfig, err := kafkaconn.LoadTLS(k.tlsCA)
+		if err != nil {
+			return cfg, fmt.Errorf("--tls-ca: %w", err)
 		}
+		cfg.TLS = tlsConfig
 	}
-	var mechanism sasl.Mechanism
 	if k.mechanism != "" || k.user != "" {
 		password, ok := os.LookupEnv(kafkaPasswordEnv)
 		if k.user == "" || !ok {
-			return nil, nil, usagef("--sasl needs --sasl-user and the password in $%s", kafkaPasswordEnv)
+			return cfg, usagef("--sasl needs --sasl-user and the password in $%s", kafkaPasswordEnv)
 		}
-		var err error
-		switch strings.ToLower(k.mechanism) {
-		case "plain":
-			mechanism = plain.Mechanism{Username: k.user, Password: password}
-		case "scram-sha-256":
-			mechanism, err = scram.Mechanism(scram.SHA256, k.user, password)
-		case "scram-sha-512":
-			mechanism, err = scram.Mechanism(scram.SHA512, k.user, password)
-		default:
-			return nil, nil, usagef("--sasl %q: want plain, scram-sha-256 or scram-sha-512", k.mechanism)
+		mech, err := kafkaconn.NewSASL(k.mechanism, k.user, password)
+		switch {
+		case errors.Is(err, kafkaconn.ErrUnknownMechanism):
+			return cfg, usagef("--sasl %q: want %s", k.mechanism, kafkaconn.SASLMechanisms)
+		case err != nil:
+			return cfg, fmt.Errorf("--sasl: %w", err)
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("--sasl: %w", err)
-		}
+		cfg.SASL = mech
 	}
-	if tlsConfig == nil && mechanism == nil {
-		return nil, nil, nil
-	}
-	dialer := &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: tlsConfig, SASLMechanism: mechanism}
-	transport := &kafka.Transport{TLS: tlsConfig, SASL: mechanism}
-	return dialer, transport, nil
+	return cfg, nil
 }

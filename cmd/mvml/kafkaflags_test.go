@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,34 +13,15 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kfake"
-)
 
-// selfSigned returns a certificate for 127.0.0.1 and its PEM, which is
-// also the authority that signs it.
-func selfSigned(t *testing.T) (tls.Certificate, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
+	"github.com/mvml/mvml/internal/kafkatest"
+)
 
 // The Kafka commands reach a cluster that demands TLS and SASL
 // (SCRAM-SHA-256), with the password taken from the environment.
 func TestKafkaTLSAndSASL(t *testing.T) {
 	dir := t.TempDir()
-	cert, caPEM := selfSigned(t)
+	cert, caPEM := kafkatest.SelfSigned(t)
 	ca := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(ca, caPEM, 0o600); err != nil {
 		t.Fatal(err)
@@ -126,11 +100,11 @@ func TestKafkaFlagsErrors(t *testing.T) {
 		{kafkaFlags{mechanism: "plain"}, "--sasl-user"},
 		{kafkaFlags{tlsCA: filepath.Join(t.TempDir(), "none.pem")}, "--tls-ca"},
 	} {
-		if _, _, err := tc.flags.connection(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := tc.flags.connection(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error about %s", tc.flags, err, tc.want)
 		}
 	}
-	if d, tr, err := (&kafkaFlags{}).connection(); d != nil || tr != nil || err != nil {
-		t.Errorf("no TLS, no SASL: %v %v %v, want plain TCP", d, tr, err)
+	if c, err := (&kafkaFlags{}).connection(); c.TLS != nil || c.SASL != nil || err != nil {
+		t.Errorf("no TLS, no SASL: %v %v %v, want plain TCP", c.TLS, c.SASL, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -34,6 +35,25 @@ type app struct {
 	// tty is set when stderr is a terminal: progress bars replace the
 	// informational log lines there.
 	tty bool
+	// progressEvery is how often a long job logs how far it got when
+	// stderr is not a terminal.
+	progressEvery time.Duration
+}
+
+// defaultProgressEvery keeps a job run by a scheduler visibly alive
+// without flooding its log.
+const defaultProgressEvery = 5 * time.Second
+
+// newApp is the program writing to stdout and stderr, informing the user
+// as suits stderr: a terminal or a log.
+func newApp(stdout, stderr io.Writer) *app {
+	a := &app{stdout: stdout, stderr: stderr, tty: isTerminal(stderr), progressEvery: defaultProgressEvery}
+	level := slog.LevelInfo
+	if a.tty {
+		level = slog.LevelWarn
+	}
+	a.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return a
 }
 
 type command struct {
@@ -72,19 +92,18 @@ func usagef(format string, args ...any) error {
 
 // run is the whole program: it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, tty: isTerminal(stderr)}
-	level := slog.LevelInfo
-	if a.tty {
-		level = slog.LevelWarn
-	}
-	a.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return newApp(stdout, stderr).run(ctx, args)
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	stderr := a.stderr
 	if len(args) == 0 {
 		printUsage(stderr)
 		return exitUsage
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
-		printUsage(stderr)
+		printUsage(a.stdout)
 		return exitOK
 	}
 	for _, c := range commands() {
@@ -100,8 +119,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.As(err, new(usageError)):
 			fmt.Fprintf(stderr, "mvml %s: %v\nRun 'mvml %s --help' for usage.\n", name, err, name)
 			return exitUsage
-		case errors.Is(err, errFlagParse):
-			return exitUsage // the flag package has printed the error and the usage
 		}
 		if ctx.Err() != nil {
 			fmt.Fprintf(stderr, "mvml %s: interrupted: %v\n", name, err)

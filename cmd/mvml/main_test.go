@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -297,8 +300,6 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"no command", nil, exitUsage, "Usage:"},
 		{"unknown command", []string{"fit"}, exitUsage, `unknown command "fit"`},
-		{"help", []string{"--help"}, exitOK, "mvml score"},
-		{"command help", []string{"train", "--help"}, exitOK, "--landmarks P"},
 		{"unknown flag", []string{"eval", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"missing views", []string{"train", "--input", data, "--model", "m.mvml"}, exitUsage, "--views is required"},
 		{"missing input", []string{"score", "--model", "m.mvml", "--output", "o.parquet"}, exitUsage, "--input is required"},
@@ -331,6 +332,49 @@ func TestUsageErrors(t *testing.T) {
 			code, _, stderr := mvml(t, tt.args...)
 			if code != tt.code || !strings.Contains(stderr, tt.message) {
 				t.Fatalf("exit %d (want %d), stderr %q, want it to contain %q", code, tt.code, stderr, tt.message)
+			}
+		})
+	}
+}
+
+// Help is asked for: it goes to stdout, so that `mvml train --help | less`
+// shows it, with exit status 0 and nothing on stderr. A wrong command line
+// is reported on stderr with status 2 and no help on stdout.
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"--help", []string{"--help"}, exitOK, "mvml score --input FILE...", ""},
+		{"help", []string{"help"}, exitOK, "Run 'mvml COMMAND --help'", ""},
+		{"-h", []string{"-h"}, exitOK, "mvml train --input FILE...", ""},
+		{"train --help", []string{"train", "--help"}, exitOK, "Usage: mvml train --input FILE...", ""},
+		{"train -h", []string{"train", "-h"}, exitOK, "--landmarks P\n", ""},
+		{"score -help after flags", []string{"score", "--workers", "2", "-help"}, exitOK, "--on-error string", ""},
+		{"cv --help", []string{"cv", "--help"}, exitOK, "--draws int", ""},
+		{"serve --help", []string{"serve", "--help"}, exitOK, "--reload-interval duration", ""},
+		{"inspect --help", []string{"inspect", "--help"}, exitOK, "--plot FILE", ""},
+		{"demo --help", []string{"demo", "--help"}, exitOK, "--keep DIR", ""},
+		{"eval --help", []string{"eval", "--help"}, exitOK, "--json", ""},
+		{"no command", nil, exitUsage, "", "Usage:"},
+		{"unknown flag", []string{"train", "--bogus"}, exitUsage, "", "mvml train: flag provided but not defined: -bogus\nRun 'mvml train --help' for usage.\n"},
+		{"bad value", []string{"score", "--workers", "many"}, exitUsage, "", `mvml score: invalid value "many" for flag -workers: parse error`},
+		{"missing value", []string{"eval", "--model"}, exitUsage, "", "mvml eval: flag needs an argument: -model\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := mvml(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stdout %q, stderr %q", code, tt.code, stdout, stderr)
+			}
+			if tt.stdout == "" && stdout != "" || !strings.Contains(stdout, tt.stdout) {
+				t.Errorf("stdout %q, want it to contain %q", stdout, tt.stdout)
+			}
+			if tt.stderr == "" && stderr != "" || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr, tt.stderr)
 			}
 		})
 	}
@@ -446,5 +490,280 @@ func TestInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "m.mvml")); !os.IsNotExist(err) {
 		t.Fatalf("an interrupted train wrote its model: %v", err)
+	}
+}
+
+// fileSums maps every file of dir to its content, to show that a refused
+// command changed nothing.
+func fileSums(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	sums := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		sums[path] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
+}
+
+// No command writes over a file it reads or another file it writes,
+// however the two names are spelled: it refuses before reading a row,
+// naming both files, and leaves every file as it was.
+func TestNoFileDestroyed(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	fixture(t, ".", "data.csv", classSpec, 80, 23, nil)
+	toParquet(t, "views.json", "data.csv", "data.parquet")
+	mustRun(t, "train", "--input", "data.csv", "--views", "views.json", "--model", "m.mvml", "--landmarks", "10")
+	if err := os.Mkdir("in", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []error{
+		os.Symlink("data.parquet", "link.parquet"),
+		os.Link("data.parquet", "hard.parquet"),
+		os.Link("data.parquet", filepath.Join("in", "a.parquet")),
+		os.Link("data.csv", filepath.Join("in", "b.csv")),
+		os.Link("m.mvml", "model.jsonl"),
+	} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	destroy := ": writing it would destroy that file\n"
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"score output is the input", []string{"score", "--input", "data.parquet", "--model", "m.mvml", "--output", "data.parquet"},
+			"mvml score: output data.parquet is the same file as the input data.parquet" + destroy},
+		{"score output spelt ./", []string{"score", "--input", "data.parquet", "--model", "m.mvml", "--output", "./data.parquet"},
+			"mvml score: output ./data.parquet is the same file as the input data.parquet" + destroy},
+		{"score output spelt absolute", []string{"score", "--input", "./data.parquet", "--model", "m.mvml", "--output", filepath.Join(dir, "data.parquet")},
+			"mvml score: output " + filepath.Join(dir, "data.parquet") + " is the same file as the input ./data.parquet" + destroy},
+		{"score output is a symbolic link to the input", []string{"score", "--input", "data.parquet", "--model", "m.mvml", "--output", "link.parquet"},
+			"mvml score: output link.parquet is the same file as the input data.parquet" + destroy},
+		{"score output is a hard link to the input", []string{"score", "--input", "data.parquet", "--model", "m.mvml", "--output", "hard.parquet"},
+			"mvml score: output hard.parquet is the same file as the input data.parquet" + destroy},
+		{"score glob matches the output", []string{"score", "--input", "data.csv", "--input", "in/*", "--model", "m.mvml", "--output", "in/a.parquet"},
+			"mvml score: output in/a.parquet is the same file as the input in/a.parquet" + destroy},
+		{"score rejects file is an input", []string{"score", "--input", "data.csv", "--model", "m.mvml", "--output", "s.jsonl", "--on-error", "skip", "--rejects", "in/b.csv"},
+			"mvml score: rejects file in/b.csv is the same file as the input data.csv" + destroy},
+		{"score rejects file is the output", []string{"score", "--input", "data.csv", "--model", "m.mvml", "--output", "s.jsonl", "--on-error", "skip", "--rejects", "./s.jsonl"},
+			"mvml score: rejects file ./s.jsonl is the same file as the output s.jsonl" + destroy},
+		{"score output is the model file", []string{"score", "--input", "data.csv", "--model", "model.jsonl", "--output", "model.jsonl"},
+			"mvml score: output model.jsonl is the same file as the model file model.jsonl" + destroy},
+		{"train model file is the input", []string{"train", "--input", "data.csv", "--views", "views.json", "--model", "data.csv"},
+			"mvml train: model file data.csv is the same file as the input data.csv" + destroy},
+		{"train model file is a link to the input", []string{"train", "--input", "data.parquet", "--views", "views.json", "--model", "link.parquet"},
+			"mvml train: model file link.parquet is the same file as the input data.parquet" + destroy},
+		{"train model file is the view spec", []string{"train", "--input", "data.csv", "--views", "views.json", "--model", "./views.json"},
+			"mvml train: model file ./views.json is the same file as the view spec views.json" + destroy},
+		{"train model store is a file", []string{"train", "--input", "data.csv", "--views", "views.json", "--model-dir", "data.csv"},
+			"mvml train: model store data.csv: not a directory\n"},
+		{"inspect plot is the model", []string{"inspect", "--model", "m.mvml", "--plot", "./m.mvml"},
+			"mvml inspect: plot ./m.mvml is the same file as the model file m.mvml" + destroy},
+	}
+	before := fileSums(t, dir)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := mvml(t, tt.args...)
+			if code != exitError || stderr != tt.stderr || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr\n%q\nwant exit 1 and stderr\n%q", code, stdout, stderr, tt.stderr)
+			}
+			if after := fileSums(t, dir); !maps.Equal(after, before) {
+				t.Fatalf("files changed: %v", slices.Sorted(maps.Keys(after)))
+			}
+		})
+	}
+}
+
+// Outputs that cannot be written are refused before a row is read, not
+// after a long fit.
+func TestOutputsCheckedBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 80, 24, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "10")
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "none")
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"train into a missing directory", []string{"train", "--input", data, "--views", spec, "--model", filepath.Join(missing, "m.mvml"), "--grid", "lambda=0.01,0.1"},
+			"mvml train: model file " + filepath.Join(missing, "m.mvml") + ": directory " + missing + " does not exist\n"},
+		{"train into a file's directory", []string{"train", "--input", data, "--views", spec, "--model", filepath.Join(plain, "m.mvml")},
+			"mvml train: model file " + filepath.Join(plain, "m.mvml") + ": " + plain + " is not a directory\n"},
+		{"train into a directory", []string{"train", "--input", data, "--views", spec, "--model", dir},
+			"mvml train: model file " + dir + " is a directory\n"},
+		{"train into a store under a file", []string{"train", "--input", data, "--views", spec, "--model-dir", filepath.Join(plain, "models")},
+			"mvml train: model store " + filepath.Join(plain, "models") + ": " + plain + ": not a directory\n"},
+		{"score into a missing directory", []string{"score", "--input", data, "--model", model, "--output", filepath.Join(missing, "s.parquet")},
+			"mvml score: output " + filepath.Join(missing, "s.parquet") + ": directory " + missing + " does not exist\n"},
+		{"rejects into a missing directory", []string{"score", "--input", data, "--model", model, "--output", filepath.Join(dir, "s.parquet"), "--on-error", "skip", "--rejects", filepath.Join(missing, "r.jsonl")},
+			"mvml score: rejects file " + filepath.Join(missing, "r.jsonl") + ": directory " + missing + " does not exist\n"},
+		{"plot into a missing directory", []string{"inspect", "--model", model, "--plot", filepath.Join(missing, "a.png")},
+			"mvml inspect: plot " + filepath.Join(missing, "a.png") + ": directory " + missing + " does not exist\n"},
+		// At the start, not at the first refit: no broker is reached.
+		{"serve with a store under a file", []string{"serve", "--brokers", "127.0.0.1:1", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq",
+			"--model", model, "--model-dir", filepath.Join(plain, "models"), "--http", ""},
+			"mvml serve: model store " + filepath.Join(plain, "models") + ": " + plain + ": not a directory\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Logs go to stderr without a terminal: an exact stderr shows
+			// that no input was opened.
+			code, stdout, stderr := mvml(t, tt.args...)
+			if code != exitError || stderr != tt.stderr || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr\n%q\nwant exit 1 and stderr\n%q", code, stdout, stderr, tt.stderr)
+			}
+		})
+	}
+	// A model store is created before the rows are read.
+	store := filepath.Join(dir, "models", "prod")
+	stdout, _ := mustRun(t, "train", "--input", data, "--views", spec, "--model-dir", store, "--landmarks", "10")
+	if !strings.Contains(stdout, filepath.Join(store, "")) || !strings.Contains(stdout, "current.mvml") {
+		t.Fatalf("train --model-dir: %q", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(store, "current.mvml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The demo's kept files are checked like any outputs: names linked to one
+// another are refused before anything is written.
+func TestDemoKeepRefusesLinkedNames(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "train.parquet"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("train.parquet", filepath.Join(dir, "test.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := mvml(t, "demo", "--rows", "60", "--keep", dir, "--kafka=false")
+	want := "mvml demo: test data " + filepath.Join(dir, "test.parquet") + " is the same file as the training data " + filepath.Join(dir, "train.parquet") + ": writing it would destroy that file\n"
+	if code != exitError || stderr != want {
+		t.Fatalf("exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "train.parquet")); err != nil || string(data) != "mine" {
+		t.Fatalf("train.parquet: %q, %v", data, err)
+	}
+}
+
+// withoutLogs drops the log lines, which go to stderr without a terminal.
+func withoutLogs(stderr string) string {
+	var kept []string
+	for _, line := range strings.SplitAfter(stderr, "\n") {
+		if !strings.HasPrefix(line, "time=") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "")
+}
+
+// An error says "mvml COMMAND: " once, then what each layer knows, each
+// once: no "score: score:", no "train: load labelled rows:".
+func TestErrorText(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 80, 25, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "10")
+	empty := filepath.Join(dir, "empty.csv")
+	if err := os.WriteFile(empty, []byte("id,label,a_0,a_1,a_2,b_0,b_1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	narrow := filepath.Join(dir, "narrow.csv")
+	if err := os.WriteFile(narrow, []byte("id,label,a_0\n1,1,0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string // exact, when it is mvml's own text
+		prefix string // the start, when the rest is a reader's description of the file
+	}{
+		{name: "train on no rows", args: []string{"train", "--input", empty, "--views", spec, "--model", filepath.Join(dir, "e.mvml")},
+			stderr: "mvml train: the inputs hold no rows: " + empty + "\n"},
+		{name: "streamed train on no rows", args: []string{"train", "--stream", "--input", empty, "--views", spec, "--model", filepath.Join(dir, "e.mvml")},
+			stderr: "mvml train: the inputs hold no rows: " + empty + "\n"},
+		{name: "eval on no rows", args: []string{"eval", "--input", empty, "--model", model},
+			stderr: "mvml eval: the inputs hold no rows: " + empty + "\n"},
+		{name: "landmarks beyond the sample", args: []string{"train", "--stream", "--sample-rows", "20", "--landmarks", "30", "--input", data, "--views", spec, "--model", filepath.Join(dir, "s.mvml")},
+			stderr: "mvml train: 30 landmarks do not fit in the sample of 20 rows; raise the sample size or give fewer landmarks\n"},
+		{name: "missing model", args: []string{"eval", "--input", data, "--model", filepath.Join(dir, "none.mvml")},
+			stderr: "mvml eval: load model: open " + filepath.Join(dir, "none.mvml") + ": no such file or directory\n"},
+		{name: "score a file without the views", args: []string{"score", "--input", narrow, "--model", model, "--output", filepath.Join(dir, "s.jsonl")},
+			prefix: "mvml score: ingest: " + narrow + ": column "},
+		{name: "train on a file without the views", args: []string{"train", "--input", narrow, "--views", spec, "--model", filepath.Join(dir, "n.mvml")},
+			prefix: "mvml train: ingest: " + narrow + ": column "},
+		{name: "streamed train on a file without the views", args: []string{"train", "--stream", "--input", narrow, "--views", spec, "--model", filepath.Join(dir, "n.mvml")},
+			prefix: "mvml train: first pass: ingest: " + narrow + ": column "},
+		{name: "cv on a file without the views", args: []string{"cv", "--input", narrow, "--views", spec},
+			prefix: "mvml cv: ingest: " + narrow + ": column "},
+		{name: "eval on a file without the views", args: []string{"eval", "--input", narrow, "--model", model},
+			prefix: "mvml eval: ingest: " + narrow + ": column "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := mvml(t, tt.args...)
+			stderr = withoutLogs(stderr)
+			if code != exitError {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if tt.stderr != "" && stderr != tt.stderr {
+				t.Fatalf("stderr\n%q\nwant\n%q", stderr, tt.stderr)
+			}
+			if tt.prefix != "" && (!strings.HasPrefix(stderr, tt.prefix) || strings.Count(stderr, "\n") != 1) {
+				t.Fatalf("stderr\n%q\nwant one line starting %q", stderr, tt.prefix)
+			}
+		})
+	}
+}
+
+// A score run that fails still accounts for every row it read: the
+// summary line balances, the rows of the discarded output counted as not
+// written, those already on stdout as scored.
+func TestScoreSummaryBalancesOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	spec, train := fixture(t, dir, "train.csv", classSpec, 120, 26, nil)
+	model := filepath.Join(dir, "m.mvml")
+	mustRun(t, "train", "--input", train, "--views", spec, "--model", model, "--landmarks", "15")
+	_, in := fixture(t, dir, "in.csv", classSpec, 200, 27, map[int]map[string]string{50: {"a_1": "NaN"}, 150: {"b_0": "x"}})
+	summary := regexp.MustCompile(`(?m)^in (\d+) = scored (\d+) \+ rejected (\d+) \+ not written (\d+)$`)
+	tests := []struct {
+		name   string
+		args   []string
+		scored bool // whether rows were scored onto stdout before the stop
+	}{
+		{"bad row, file output", []string{"--output", filepath.Join(dir, "s.parquet")}, false},
+		{"bad row, stdout", []string{"--output", "-"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := mvml(t, append([]string{"score", "--input", in, "--model", model, "--batch-size", "10"}, tt.args...)...)
+			m := summary.FindStringSubmatch(stderr)
+			if code != exitError || m == nil {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			var n [4]int64
+			for i := range n {
+				n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
+			}
+			lines := int64(strings.Count(stdout, "\n"))
+			if n[0] != n[1]+n[2]+n[3] || n[0] <= 50 || n[1] != lines || (n[1] > 0) != tt.scored || n[2] != 0 {
+				t.Fatalf("summary %q does not balance (%d rows on stdout)", m[0], lines)
+			}
+		})
 	}
 }

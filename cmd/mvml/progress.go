@@ -1,125 +1,206 @@
 package main
 
 import (
-	"bytes"
-	"errors"
+	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
+	"github.com/mvml/mvml/ingest"
 )
 
-// progressBar draws one status line on a terminal: a bar when the total
-// is known, the count, the rate and the time left.
-type progressBar struct {
-	w     io.Writer
+// progress tells the user how far a long job has got: on a terminal, a
+// status line redrawn in place (a bar when the total is known, the count,
+// the rate and the time left); otherwise a log line every
+// app.progressEvery, so that a job run by a scheduler shows it is alive
+// even while its count does not move.
+type progress struct {
 	label string
-	unit  string
-	total int64 // 0: unknown
+	unit  string // "" for work that is not counted: only the time is shown
 	start time.Time
+	bar   io.Writer    // the terminal, or nil
+	log   *slog.Logger // without a terminal
 
 	mu       sync.Mutex
 	drawn    time.Time
 	done     int64
+	total    int64 // 0: unknown
+	attrs    []any // more to log, such as the folds done
 	finished bool
+
+	stop    chan struct{} // ends the logging goroutine
+	stopped chan struct{}
 }
 
 // redrawEvery bounds the redraws: a terminal does not need more.
 const redrawEvery = 150 * time.Millisecond
 
-// progress returns a bar for work of total units (0 when unknown), or nil
-// when stderr is not a terminal: then only logs are written.
-func (a *app) progress(label, unit string, total int64) *progressBar {
-	if !a.tty {
-		return nil
+// progress starts reporting on work of total units (0 when unknown). Its
+// finish must be called, also on error paths.
+func (a *app) progress(label, unit string, total int64) *progress {
+	p := &progress{label: label, unit: unit, total: total, start: time.Now()}
+	if a.tty {
+		p.bar = a.stderr
+		return p
 	}
-	return &progressBar{w: a.stderr, label: label, unit: unit, total: total, start: time.Now()}
+	p.log = a.log
+	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
+	go p.logEvery(a.progressEvery)
+	return p
 }
 
-// set records that done units are finished, redrawing now and then. A nil
-// bar does nothing, so callers need not check.
-func (b *progressBar) set(done int64) {
-	if b == nil {
+func (p *progress) logEvery(every time.Duration) {
+	defer close(p.stopped)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-tick.C:
+			p.mu.Lock()
+			args := p.logArgs(now.Sub(p.start))
+			p.mu.Unlock()
+			p.log.Info(p.label, args...)
+		}
+	}
+}
+
+// logArgs are the attributes of a progress log line.
+func (p *progress) logArgs(elapsed time.Duration) []any {
+	var args []any
+	if p.unit != "" {
+		args = append(args, p.unit, p.done)
+		if p.total > 0 {
+			args = append(args, "of", p.total)
+		}
+		args = append(args, p.unit+"_per_s", int64(rate(p.done, elapsed)))
+	}
+	args = append(args, p.attrs...)
+	args = append(args, "elapsed", elapsed.Round(time.Second).String())
+	if eta, ok := p.eta(elapsed); ok {
+		args = append(args, "eta", eta.String())
+	}
+	return args
+}
+
+// set records that done units are finished, redrawing a terminal's line
+// now and then. A nil progress does nothing, so callers need not check.
+func (p *progress) set(done int64) {
+	if p == nil {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.done = done
-	if now := time.Now(); now.Sub(b.drawn) >= redrawEvery {
-		b.drawn = now
-		b.draw(now)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished {
+		return
+	}
+	p.done = done
+	if now := time.Now(); p.bar != nil && now.Sub(p.drawn) >= redrawEvery {
+		p.drawn = now
+		p.draw(now)
 	}
 }
 
 // setOf is set for work whose total becomes known as it goes.
-func (b *progressBar) setOf(done, total int64) {
-	if b == nil {
+func (p *progress) setOf(done, total int64) {
+	if p == nil {
 		return
 	}
-	b.mu.Lock()
-	b.total = total
-	b.mu.Unlock()
-	b.set(done)
+	p.mu.Lock()
+	p.total = total
+	p.mu.Unlock()
+	p.set(done)
 }
 
-// rowsFunc adapts the bar to pipeline.Options.Progress (nil without a bar).
-func (b *progressBar) rowsFunc() func(int64) {
-	if b == nil {
+// with adds attributes to the log lines from now on (key, value pairs,
+// as slog takes them).
+func (p *progress) with(attrs ...any) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.attrs = attrs
+	p.mu.Unlock()
+}
+
+// rowsFunc adapts the progress to pipeline.Options.Progress.
+func (p *progress) rowsFunc() func(int64) {
+	if p == nil {
 		return nil
 	}
-	return b.set
+	return p.set
 }
 
-// finish draws the final state and ends the line; later calls do nothing,
-// so that it can also be deferred for the error paths.
-func (b *progressBar) finish() {
-	if b == nil {
+// finish draws a terminal's final state and ends the line, or stops the
+// log lines; later calls do nothing, so that it can also be deferred for
+// the error paths.
+func (p *progress) finish() {
+	if p == nil {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.finished {
+	p.mu.Lock()
+	if p.finished {
+		p.mu.Unlock()
 		return
 	}
-	b.finished = true
-	b.draw(time.Now())
-	fmt.Fprintln(b.w)
+	p.finished = true
+	if p.bar != nil {
+		p.draw(time.Now())
+		fmt.Fprintln(p.bar)
+	}
+	p.mu.Unlock()
+	if p.stop != nil {
+		close(p.stop)
+		<-p.stopped
+	}
 }
 
-func (b *progressBar) draw(now time.Time) {
-	fmt.Fprintf(b.w, "\r%s\x1b[K", b.line(now.Sub(b.start)))
+func (p *progress) draw(now time.Time) {
+	fmt.Fprintf(p.bar, "\r%s\x1b[K", p.line(now.Sub(p.start)))
 }
 
 // line renders the status after elapsed time.
-func (b *progressBar) line(elapsed time.Duration) string {
+func (p *progress) line(elapsed time.Duration) string {
 	var s strings.Builder
-	s.WriteString(b.label)
-	rate := 0.0
-	if elapsed > 0 {
-		rate = float64(b.done) / elapsed.Seconds()
+	s.WriteString(p.label)
+	if p.unit != "" {
+		if p.total > 0 {
+			frac := min(float64(p.done)/float64(p.total), 1)
+			const width = 24
+			filled := int(frac * width)
+			fmt.Fprintf(&s, " [%s%s] %3.0f%% %s/%s %s", strings.Repeat("=", filled), strings.Repeat(" ", width-filled),
+				100*frac, count(p.done), count(p.total), p.unit)
+		} else {
+			fmt.Fprintf(&s, " %s %s", count(p.done), p.unit)
+		}
+		fmt.Fprintf(&s, "  %s %s/s", count(int64(rate(p.done, elapsed))), p.unit)
 	}
-	if b.total > 0 {
-		frac := min(float64(b.done)/float64(b.total), 1)
-		const width = 24
-		filled := int(frac * width)
-		fmt.Fprintf(&s, " [%s%s] %3.0f%% %s/%s %s", strings.Repeat("=", filled), strings.Repeat(" ", width-filled),
-			100*frac, count(b.done), count(b.total), b.unit)
+	if eta, ok := p.eta(elapsed); ok {
+		fmt.Fprintf(&s, "  ETA %s", eta)
 	} else {
-		fmt.Fprintf(&s, " %s %s", count(b.done), b.unit)
-	}
-	fmt.Fprintf(&s, "  %s %s/s", count(int64(rate)), b.unit)
-	switch {
-	case b.total > 0 && rate > 0 && b.done < b.total:
-		fmt.Fprintf(&s, "  ETA %s", (time.Duration(float64(b.total-b.done)/rate) * time.Second).Round(time.Second))
-	default:
 		fmt.Fprintf(&s, "  %s", elapsed.Round(100*time.Millisecond))
 	}
 	return s.String()
+}
+
+func rate(done int64, elapsed time.Duration) float64 {
+	if elapsed <= 0 {
+		return 0
+	}
+	return float64(done) / elapsed.Seconds()
+}
+
+// eta is the time left at the rate so far, when it can be told.
+func (p *progress) eta(elapsed time.Duration) (time.Duration, bool) {
+	r := rate(p.done, elapsed)
+	if p.total <= 0 || r <= 0 || p.done >= p.total {
+		return 0, false
+	}
+	return (time.Duration(float64(p.total-p.done)/r) * time.Second).Round(time.Second), true
 }
 
 // count writes n with thousands separators.
@@ -138,66 +219,18 @@ func count(n int64) string {
 	return string(out)
 }
 
-// estimateRows counts the data rows of the inputs for a progress bar's
-// total: exactly from a Parquet footer, by counting lines of a plain CSV.
-// It reports false when that is not possible cheaply (compressed CSV, a
-// file that does not open): the bar then shows no total. ingest reports
-// the real errors.
-func estimateRows(patterns []string) (int64, bool) {
-	var total int64
-	for _, p := range patterns {
-		files := []string{p}
-		if strings.ContainsAny(p, `*?[\`) {
-			var err error
-			if files, err = filepath.Glob(p); err != nil {
-				return 0, false
-			}
-		}
-		for _, f := range files {
-			n, err := fileRows(f)
-			if err != nil {
-				return 0, false
-			}
-			total += n
-		}
+// totalRows is the row count a progress bar shows: the inputs' rows as
+// ingest counts them without decoding them, or 0 (no total) without a
+// terminal, where nobody sees a bar, or when they cannot be counted so:
+// reading them reports the real errors.
+func (a *app) totalRows(ctx context.Context, inputs []string) int64 {
+	if !a.tty {
+		return 0
 	}
-	return total, total > 0
-}
-
-var errNoCount = errors.New("rows cannot be counted cheaply")
-
-func fileRows(path string) (int64, error) {
-	f, err := os.Open(path)
+	n, err := ingest.CountRows(ctx, inputs)
 	if err != nil {
-		return 0, err
+		a.log.Debug("no total for the progress bar", "err", err)
+		return 0
 	}
-	defer f.Close()
-	lower := strings.ToLower(path)
-	switch {
-	case strings.HasSuffix(lower, ".parquet"), strings.HasSuffix(lower, ".pq"):
-		info, err := f.Stat()
-		if err != nil {
-			return 0, err
-		}
-		pf, err := parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-		if err != nil {
-			return 0, err
-		}
-		return pf.NumRows(), nil
-	case strings.HasSuffix(lower, ".csv"):
-		// Lines less the header: quoted line breaks make it an estimate.
-		var lines int64
-		buf := make([]byte, 1<<20)
-		for {
-			n, err := f.Read(buf)
-			lines += int64(bytes.Count(buf[:n], []byte{'\n'}))
-			if errors.Is(err, io.EOF) {
-				return max(lines-1, 0), nil
-			}
-			if err != nil {
-				return 0, err
-			}
-		}
-	}
-	return 0, errNoCount
+	return n
 }

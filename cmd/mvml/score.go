@@ -13,7 +13,7 @@ import (
 )
 
 func runScore(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "score")
+	fs := newFlagSet("score")
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
 	modelPath := fs.String("model", "", "model `FILE` (required)")
@@ -23,7 +23,7 @@ func runScore(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every row")
 	workers := fs.Int("workers", 0, "scoring goroutines; 0 means one per CPU")
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("input", inputs.String(), "model", *modelPath, "output", *out); err != nil {
@@ -48,14 +48,19 @@ func runScore(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	bar := a.progress("score", "rows", estimateTotal(a, inputs))
+	bar := a.progress("score", "rows", a.totalRows(ctx, inputs))
 	opts.Progress = bar.rowsFunc()
 	counts, err := pipeline.Score(ctx, pipeline.ScoreConfig{
-		Model: m, Inputs: inputs, Output: *out, Stdout: a.stdout, Contributions: *contributions,
+		Model: m, ModelFile: *modelPath, Inputs: inputs, Output: *out, Stdout: a.stdout, Contributions: *contributions,
 		OnError: mode, Rejects: rejectsPath, Workers: *workers, Options: opts,
 	})
 	bar.finish()
-	fmt.Fprintf(a.stderr, "in %d = scored %d + rejected %d\n", counts.In, counts.Scored, counts.Rejected)
+	switch {
+	case err == nil:
+		fmt.Fprintf(a.stderr, "in %d = scored %d + rejected %d\n", counts.In, counts.Scored, counts.Rejected)
+	case counts.In > 0: // a job refused before reading has nothing to count
+		fmt.Fprintf(a.stderr, "in %d = scored %d + rejected %d + not written %d\n", counts.In, counts.Scored, counts.Rejected, counts.NotWritten)
+	}
 	if err != nil {
 		if errors.As(err, new(*schemas.RowError)) {
 			return fmt.Errorf("%w\n(--on-error skip writes bad rows to a rejects file and goes on)", err)

@@ -2,24 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/ingest"
-	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
-	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
 
 func runServe(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "serve")
+	fs := newFlagSet("serve")
 	kf := registerKafka(fs, "Kafka bootstrap `HOST:PORT` list, comma-separated (required)")
 	topic := fs.String("topic", "", "input `TOPIC` of JSON records (required)")
 	group := fs.String("group", "mvml", "consumer `GROUP`; its committed offsets say where a restart resumes")
@@ -37,10 +28,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
 	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
-	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz and /metrics; empty means no HTTP server")
+	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic, "model", *modelPath); err != nil {
@@ -60,122 +51,27 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	brokerList := kf.list()
-	dialer, transport, err := kf.connection()
+	conn, err := kf.connection()
 	if err != nil {
 		return err
 	}
-	start := kafka.FirstOffset
+	start := ingest.KafkaOldest
 	if *fromLatest {
-		start = kafka.LastOffset
+		start = ingest.KafkaNewest
 	}
-	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{
-		Brokers: brokerList, Topic: *topic, GroupID: *group, MaxWait: *maxWait, StartOffset: start, Dialer: dialer,
-	}, ingest.Options{BatchSize: opts.BatchSize, Logger: a.log})
+	runner, err := pipeline.NewKafkaRunner(pipeline.KafkaServeConfig{
+		Conn: conn, Topic: *topic, Group: *group, StartOffset: start, MaxWait: *maxWait,
+		OutputTopic: *outTopic, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
+		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
+		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
+		Contributions: *contributions, HTTPAddr: *httpAddr, Options: pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
+	})
 	if err != nil {
 		return err
 	}
-	var out sink.Sink
-	if *outDir != "" {
-		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), *contributions)
-		out, err = sink.NewRollingParquet(*outDir, "scores", schema, sink.ParquetOptions{}, sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery})
-	} else {
-		out, err = sink.NewKafka(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *outTopic, Transport: transport})
-	}
-	if err != nil {
-		return errors.Join(err, src.Close())
-	}
-	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Brokers: brokerList, Topic: *deadTopic, Transport: transport})
-	if err != nil {
-		return errors.Join(err, src.Close(), out.Close())
-	}
-	cfg := pipeline.ServeConfig{
-		Model: m, Source: src, Output: out, DeadLetters: dead, Contributions: *contributions,
-		Refit:  pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
-		Logger: a.log,
-	}
-	if *modelDir != "" {
-		cfg.OnRefit = func(_ context.Context, m *model.Model) error { return pipeline.PublishModel(*modelDir, m) }
-	}
-	svc, err := pipeline.NewService(cfg)
-	if err != nil {
-		return errors.Join(err, src.Close(), out.Close(), dead.Close())
-	}
-	if *reload > 0 {
-		watchCtx, stopWatching := context.WithCancel(ctx)
-		watching := make(chan struct{})
-		go func() {
-			defer close(watching)
-			watchModel(watchCtx, a, svc, *modelPath, *reload)
-		}()
-		defer func() { stopWatching(); <-watching }()
-	}
-	err = serveWithHTTP(ctx, a, svc, *httpAddr)
-	st := svc.Stats()
-	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d; %d labelled, %d refits (%d failed), model %s\n",
-		st.In, st.Scored, st.DeadLettered, st.Labelled, st.Refits, st.RefitFailures, st.ModelVersion)
-	closeOut := out.Close
-	if aborter, ok := out.(sink.Aborter); ok && err != nil {
-		// The records of an uncommitted file were not acknowledged and
-		// will be scored again: committing it would only duplicate them.
-		closeOut = aborter.Abort
-	}
-	return errors.Join(err, src.Close(), closeOut(), dead.Close())
-}
-
-// serveWithHTTP runs svc, with its health and metrics on addr while it
-// runs.
-func serveWithHTTP(ctx context.Context, a *app, svc *pipeline.Service, addr string) error {
-	if addr == "" {
-		return svc.Run(ctx)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("http: %w", err)
-	}
-	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	a.log.Info("serving", "health", "http://"+ln.Addr().String()+"/healthz", "metrics", "http://"+ln.Addr().String()+"/metrics")
-	runErr := svc.Run(ctx)
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shutdown)
-	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	return errors.Join(runErr, err)
-}
-
-// watchModel checks path every interval and swaps in the model found there
-// when the file changed and holds another version than the one in service.
-// A file that cannot be read or does not fit is logged, and the service
-// keeps its model.
-func watchModel(ctx context.Context, a *app, svc *pipeline.Service, path string, interval time.Duration) {
-	last, _ := os.Stat(path)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		info, err := os.Stat(path)
-		if err != nil || last != nil && info.ModTime().Equal(last.ModTime()) && info.Size() == last.Size() {
-			continue
-		}
-		last = info
-		m, err := pipeline.LoadModel(path)
-		if err != nil {
-			a.log.Error("model file changed but cannot be served", "err", err)
-			continue
-		}
-		if m.Version == svc.Model().Version {
-			continue
-		}
-		if err := svc.Swap(ctx, m); err != nil {
-			a.log.Error("model file changed but cannot be served", "path", path, "err", err)
-		}
-	}
+	err = runner.Run(ctx)
+	st := runner.Service().Stats()
+	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d + not committed %d; %d labelled (%d labels rejected), %d refits (%d failed), %d reloads (%d failed), model %s\n",
+		st.In, st.Scored, st.DeadLettered, st.NotCommitted, st.Labelled, st.LabelsRejected, st.Refits, st.RefitFailures, st.Reloads, st.ReloadFailures, st.ModelVersion)
+	return err
 }

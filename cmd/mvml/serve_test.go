@@ -6,17 +6,24 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/pipeline"
@@ -167,7 +174,7 @@ func TestServeKafka(t *testing.T) {
 	if code := srv.stop(t); code != exitOK {
 		t.Fatalf("exit %d: %s", code, srv.stderr)
 	}
-	if want := "in 183 = scored 180 + dead-lettered 3; 180 labelled"; !strings.Contains(srv.stderr.String(), want) {
+	if want := "in 183 = scored 180 + dead-lettered 3 + not committed 0; 180 labelled"; !strings.Contains(srv.stderr.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, srv.stderr)
 	}
 	scores := cluster.ConsumeAll(t, "scores")
@@ -212,7 +219,7 @@ func TestServeKafka(t *testing.T) {
 	if n := len(cluster.ConsumeAll(t, "scores")); n != 190 {
 		t.Errorf("%d scores after the restart, want 190", n)
 	}
-	if want := "in 10 = scored 10 + dead-lettered 0"; !strings.Contains(srv.stderr.String(), want) {
+	if want := "in 10 = scored 10 + dead-lettered 0 + not committed 0;"; !strings.Contains(srv.stderr.String(), want) {
 		t.Errorf("stderr after the restart lacks %q:\n%s", want, srv.stderr)
 	}
 }
@@ -469,4 +476,143 @@ func trainedForServe(t *testing.T, dir string, streamRows int) (streamCSV, model
 	modelPath = filepath.Join(dir, "m.mvml")
 	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", modelPath, "--landmarks", "30")
 	return streamCSV, modelPath
+}
+
+// httpGet returns the status and body of a GET of url, or 0 when nothing
+// answers.
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// /readyz says whether `mvml serve` consumes: 200 once it does, 503 with
+// the reason while the broker is gone (the service stays alive, /healthz
+// 200, for longer than kafka-go's attempts to rejoin the group, after
+// which it used to exit), and 200 again when a broker is back, whose
+// records it then scores.
+func TestServeReadiness(t *testing.T) {
+	dir := t.TempDir()
+	streamCSV, modelPath := trainedForServe(t, dir, 20)
+	msgs := csvMessages(t, streamCSV, false)
+	cluster := kafkatest.Start(t, 1, "records", "scores", "dead")
+	addr := cluster.Brokers[0]
+	cluster.ProduceValues(t, "records", msgs[:10]...)
+	srv := startServe("--brokers", addr, "--topic", "records", "--output-topic", "scores", "--dead-letter-topic", "dead",
+		"--model", modelPath, "--max-wait", "20ms", "--http", "127.0.0.1:0")
+	var base string
+	srv.waitFor(t, "the HTTP address", func() bool {
+		m := regexp.MustCompile(`ready=(http://\S+)/readyz`).FindStringSubmatch(srv.stderr.String())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	})
+	status := func(path string) int { code, _ := httpGet(base + path); return code }
+	srv.waitFor(t, "ready", func() bool { return status("/readyz") == 200 })
+	srv.waitFor(t, "the first records", func() bool { return len(cluster.ConsumeAll(t, "scores")) == 10 })
+
+	cluster.Fake().Close()
+	srv.waitFor(t, "not ready without a broker", func() bool {
+		code, body := httpGet(base + "/readyz")
+		return code == 503 && strings.Contains(body, "not consuming since")
+	})
+	if code := status("/healthz"); code != 200 {
+		t.Errorf("healthz without a broker: %d, want 200 (alive)", code)
+	}
+	select {
+	case code := <-srv.done:
+		t.Fatalf("mvml serve exited (%d) while the broker was gone:\n%s", code, srv.stderr)
+	case <-time.After(15 * time.Second):
+	}
+	if code, body := httpGet(base + "/readyz"); code != 503 {
+		t.Errorf("readyz after 15 s without a broker: %d %s, want 503", code, body)
+	}
+
+	// A broker back on the same address: the service rejoins and consumes.
+	back, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "records", "scores", "dead"),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, addr) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	restarted := &kafkatest.Cluster{Brokers: []string{addr}}
+	restarted.ProduceValues(t, "records", msgs[10:]...)
+	srv.waitFor(t, "ready again", func() bool { return status("/readyz") == 200 })
+	srv.waitFor(t, "the records after the broker came back", func() bool { return len(restarted.ConsumeAll(t, "scores")) == 10 })
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("exit %d: %s", code, srv.stderr)
+	}
+	if want := "in 20 = scored 20 + dead-lettered 0 + not committed 0;"; !strings.Contains(srv.stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, srv.stderr)
+	}
+}
+
+// A run that fails still accounts for every record on its summary line:
+// in = scored + dead-lettered + not committed, the last being the records
+// whose offsets were not committed and which a restart scores again. A
+// label that is not a class of the model is counted there, and its record
+// scored.
+func TestServeSummaryAfterFailure(t *testing.T) {
+	dir := t.TempDir()
+	streamCSV, modelPath := trainedForServe(t, dir, 40)
+	msgs := csvMessages(t, streamCSV, true)
+	var rec map[string]any
+	if err := json.Unmarshal(msgs[3], &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["label"] = 99
+	msgs[3], _ = json.Marshal(rec)
+	cluster := kafkatest.Start(t, 1, "records", "scores", "dead")
+	cluster.ProduceValues(t, "records", append(msgs, []byte(`{"id": 5}`))...)
+	// The broker refuses the third and later writes of scores, as for a
+	// topic the service may no longer write (not retriable).
+	var scoreWrites atomic.Int32
+	fake := cluster.Fake()
+	fake.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		if len(pr.Topics) != 1 || pr.Topics[0].Topic != "scores" || scoreWrites.Add(1) < 3 {
+			return nil, nil, false
+		}
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = "scores"
+		for _, p := range pr.Topics[0].Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = 29 // TOPIC_AUTHORIZATION_FAILED
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	code, _, stderr := mvml(t, "serve", "--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--output-topic", "scores",
+		"--dead-letter-topic", "dead", "--model", modelPath, "--batch-size", "10", "--max-wait", "20ms", "--refit-rows", "1000", "--http", "")
+	if code != exitError {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitError, stderr)
+	}
+	m := regexp.MustCompile(`in (\d+) = scored (\d+) \+ dead-lettered (\d+) \+ not committed (\d+); (\d+) labelled \((\d+) labels rejected\)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no summary line:\n%s", stderr)
+	}
+	n := make([]int64, len(m)-1)
+	for i := range n {
+		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
+	}
+	in, scored, dead, open, labelled, rejected := n[0], n[1], n[2], n[3], n[4], n[5]
+	committed := cluster.CommittedOffsets(t, "mvml", "records")[0]
+	if in != scored+dead+open || open == 0 || scored+dead != committed || scored != 20 {
+		t.Errorf("summary %q: want in = scored + dead-lettered + not committed, 20 scored, some not committed, the committed offset %d = scored + dead-lettered", m[0], committed)
+	}
+	if labelled != 19 || rejected != 1 {
+		t.Errorf("summary %q: want 19 labels learned and the label 99 rejected", m[0])
+	}
+	if !strings.Contains(stderr, "label 99 is not one of the model's classes") {
+		t.Errorf("the rejected label is not logged:\n%s", stderr)
+	}
 }

@@ -50,7 +50,7 @@ func toParquet(t *testing.T, specPath, data, out string) {
 			t.Fatal(err)
 		}
 	}
-	if err := dst.Close(); err != nil {
+	if err := dst.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func runTrain(ctx context.Context, a *app, args []string) error {
-	fs := newFlagSet(a, "train")
+	fs := newFlagSet("train")
 	var inputs inputsFlag
 	registerInputs(fs, &inputs)
 	specPath := fs.String("views", "", "view spec `FILE` (JSON or YAML) saying which columns form which view (required)")
@@ -30,7 +30,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	from := fs.String("from", "", "with --topic, the `TIME` of the first record: RFC 3339, or a duration before now such as 24h (default: the oldest kept)")
 	to := fs.String("to", "", "with --topic, records from this `TIME` on are left out: RFC 3339 or a duration before now (default: the end of the topic when the job starts)")
 	read := registerRead(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	fromKafka := kf.brokers != "" || *topic != ""
@@ -60,11 +60,11 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	}
 	var source pipeline.SourceFunc
 	if fromKafka {
-		dialer, _, err := kf.connection()
+		conn, err := kf.connection()
 		if err != nil {
 			return err
 		}
-		rng := ingest.KafkaRangeConfig{Brokers: kf.list(), Topic: *topic, Dialer: dialer}
+		rng := ingest.KafkaRangeConfig{Conn: conn, Topic: *topic}
 		now := time.Now()
 		if rng.From, err = parseTime("from", *from, now); err != nil {
 			return err
@@ -72,7 +72,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 		if rng.To, err = parseTime("to", *to, now); err != nil {
 			return err
 		}
-		source = kafkaRange(spec, rng)
+		source = ingest.KafkaRangeOpener(spec, rng)
 	}
 	cfg, err := fit.config(len(spec.Views))
 	if err != nil {
@@ -82,48 +82,34 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	bar := a.progress("train: reading", "rows", estimateTotal(a, inputs))
+	bar := a.progress("train: reading", "rows", a.totalRows(ctx, inputs))
 	defer bar.finish()
 	opts.Progress = bar.rowsFunc()
+	// The fit reports no progress of its own: a terminal is told it
+	// started, a log hears that it goes on.
+	var fitting *progress
 	m, err := pipeline.Train(ctx, pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
-		Stream: *stream, SampleRows: *sampleRows, Output: *out, Options: opts,
+		Stream: *stream, SampleRows: *sampleRows, SpecFile: *specPath, Output: *out, ModelDir: *store, Options: opts,
 		OnLoaded: func(rows int) {
 			bar.finish()
 			if a.tty {
 				fmt.Fprintf(a.stderr, "train: fitting on %s rows…\n", count(int64(rows)))
+				return
 			}
+			fitting = a.progress("train: fitting", "", 0)
+			fitting.with("rows", rows)
 		}})
+	fitting.finish()
 	if err != nil {
 		return err
 	}
 	dest := *out
 	if *store != "" {
-		if err := pipeline.PublishModel(*store, m); err != nil {
-			return err
-		}
 		dest = filepath.Join(*store, m.Version+".mvml") + " and " + pipeline.CurrentModel
 	}
 	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",
 		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, dest)
 	return nil
-}
-
-// kafkaRange opens the records of a time range of a topic; a second
-// opening (the second pass of --stream) reads exactly the offsets the
-// first one resolved, whatever arrived since.
-func kafkaRange(spec *schemas.ViewSpec, cfg ingest.KafkaRangeConfig) pipeline.SourceFunc {
-	var first *ingest.KafkaRangeSource
-	return func(ctx context.Context, opts ingest.Options) (ingest.Source, error) {
-		if first != nil {
-			return first.Reopen(), nil
-		}
-		src, err := ingest.NewKafkaRange(ctx, spec, cfg, opts)
-		if err != nil {
-			return nil, err
-		}
-		first = src
-		return src, nil
-	}
 }
 
 // parseTime reads --from or --to: empty (the zero time), an RFC 3339
@@ -140,13 +126,4 @@ func parseTime(name, s string, now time.Time) (time.Time, error) {
 		return time.Time{}, usagef("--%s %q: want an RFC 3339 time (2026-11-25T00:00:00Z) or a duration before now (24h)", name, s)
 	}
 	return now.Add(-d), nil
-}
-
-// estimateTotal is the row count a progress bar shows, when one is shown.
-func estimateTotal(a *app, inputs []string) int64 {
-	if !a.tty {
-		return 0
-	}
-	n, _ := estimateRows(inputs)
-	return n
 }

@@ -10,27 +10,66 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "mvmlgen:", err)
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func run(args []string) error {
+// Exit statuses, as mvml's.
+const (
+	exitOK    = 0
+	exitError = 1 // the generation failed
+	exitUsage = 2 // the command line is wrong
+)
+
+const synopsis = "mvmlgen --output FILE.parquet [--spec VIEWS.json] [--rows N] [--views V] [--dim D] [--classes C] [--list] [--float64]"
+
+// usageError marks a wrong command line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// run is the whole program: it returns the exit status. Help goes to
+// stdout; errors go to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := generate(ctx, args, stdout)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(stderr, "mvmlgen: %v\nRun 'mvmlgen --help' for usage.\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "mvmlgen: %v\n", err)
+	return exitError
+}
+
+func generate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("mvmlgen", flag.ContinueOnError)
+	// The flag package would print errors and help to one writer: run
+	// reports the errors, the help goes to stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	rows := fs.Int("rows", 100000, "number of rows")
 	views := fs.Int("views", 3, "number of views")
 	dim := fs.Int("dim", 64, "features per view")
@@ -42,11 +81,31 @@ func run(args []string) error {
 	float64s := fs.Bool("float64", false, "store features as DOUBLE instead of FLOAT")
 	batch := fs.Int("batch", 65536, "rows generated and written at a time")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: %s\n\nWrites a synthetic multi-view classification data set and its view spec.\n\nFlags:\n", synopsis)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return err
+		}
+		return usageError{err}
 	}
-	if *output == "" || *rows < 0 || *views < 1 || *dim < 1 || *classes < 2 || *batch < 1 {
-		fs.Usage()
-		return fmt.Errorf("need --output, rows ≥ 0, views ≥ 1, dim ≥ 1, classes ≥ 2, batch ≥ 1")
+	switch {
+	case fs.NArg() > 0:
+		return usageError{fmt.Errorf("unexpected argument %q (every setting is a flag, e.g. --output)", fs.Arg(0))}
+	case *output == "":
+		return usageError{errors.New("--output is required")}
+	case *rows < 0 || *views < 1 || *dim < 1 || *classes < 2 || *batch < 1:
+		return usageError{errors.New("want --rows ≥ 0, --views ≥ 1, --dim ≥ 1, --classes ≥ 2 and --batch ≥ 1")}
+	}
+	var writes []pipeline.File
+	if *output != sink.Stdout {
+		writes = append(writes, pipeline.File{Role: "output", Path: *output})
+	}
+	if *specPath != "" {
+		writes = append(writes, pipeline.File{Role: "view spec", Path: *specPath})
+	}
+	if err := pipeline.CheckFiles(nil, writes); err != nil {
+		return err
 	}
 	spec := &schemas.ViewSpec{Name: "synthetic", Task: schemas.Classification, ID: "id", Label: "label"}
 	for l := 0; l < *views; l++ {
@@ -72,10 +131,14 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := write(out, spec, *rows, *classes, *batch, *seed); err != nil {
+	if err := write(ctx, out, spec, *rows, *classes, *batch, *seed); err != nil {
+		// An interrupted run leaves no partial file behind.
+		if a, ok := out.(sink.Aborter); ok {
+			err = errors.Join(err, a.Abort())
+		}
 		return err
 	}
-	if err := out.Close(); err != nil {
+	if err := out.Close(ctx); err != nil {
 		return err
 	}
 	if *specPath != "" {
@@ -88,7 +151,7 @@ func run(args []string) error {
 	return nil
 }
 
-func write(out sink.Sink, spec *schemas.ViewSpec, rows, classes, batch int, seed uint64) error {
+func write(ctx context.Context, out sink.Sink, spec *schemas.ViewSpec, rows, classes, batch int, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	dims := spec.Dims()
 	means := make([][][]float64, classes)
@@ -120,7 +183,7 @@ func write(out sink.Sink, spec *schemas.ViewSpec, rows, classes, batch int, seed
 			b.Append(int64(done+i), float64(c), true, vals)
 		}
 		rec := b.NewRecord()
-		err := out.Write(context.Background(), rec)
+		err := out.Write(ctx, rec)
 		rec.Release()
 		if err != nil {
 			return err

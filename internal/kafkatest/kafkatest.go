@@ -81,11 +81,16 @@ func (c *Cluster) Produce(tb testing.TB, topic string, msgs ...Message) {
 // ProduceValues writes one message per value to partition 0 of topic.
 func (c *Cluster) ProduceValues(tb testing.TB, topic string, values ...[]byte) {
 	tb.Helper()
+	c.Produce(tb, topic, Values(values...)...)
+}
+
+// Values are messages to partition 0 with these values.
+func Values(values ...[]byte) []Message {
 	msgs := make([]Message, len(values))
 	for i, v := range values {
 		msgs[i] = Message{Value: v}
 	}
-	c.Produce(tb, topic, msgs...)
+	return msgs
 }
 
 // Send is Produce for goroutines other than the test's: it returns the

@@ -1,0 +1,221 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+)
+
+// The statistics of an Accumulator travel between processes (a replica's
+// delta, the refitter's checkpoint) in one self-checking binary:
+//
+//	magic "MVMLSTAT" | uint32 format version | uint32 lineage length |
+//	lineage | uint32 views | uint32 rank per view | uint32 outputs |
+//	float64 N | S, upper triangle row by row | C (D×k, row by row) |
+//	YtY (k) | USum (D) | YSum (k) | SHA-256 of everything before it
+//
+// Integers and floats are little endian. The size is about
+// 8·(D(D+1)/2 + D(k+1)) bytes: 426 KB at D = 324 and 2.4 MB at D = 768
+// with one output. The lineage says which model's feature space the sums
+// live in, so that they are only ever merged into statistics of the same
+// lineage.
+const (
+	statsMagic = "MVMLSTAT"
+	// StatsFormatVersion is the statistics format this build writes and
+	// reads.
+	StatsFormatVersion = 1
+	// maxStatsLineage bounds the lineage field so that a corrupt length
+	// is caught before it is used (a lineage is 16 hex digits).
+	maxStatsLineage = 256
+)
+
+var (
+	// ErrCorruptStats reports statistics bytes that are damaged, truncated
+	// or not statistics at all.
+	ErrCorruptStats = errors.New("corrupt statistics")
+	// ErrOtherLineage reports statistics gathered on a model of another
+	// lineage than the one they are read for.
+	ErrOtherLineage = errors.New("statistics of another lineage")
+)
+
+// MarshalBinary encodes the accumulated statistics and the lineage of the
+// model they were gathered on; UnmarshalAccumulator reads them back.
+func (a *Accumulator) MarshalBinary() ([]byte, error) {
+	st := a.stats
+	lineage := a.Lineage()
+	d, k := st.Dim(), st.Outputs()
+	out := make([]byte, 0, statsHeaderSize(len(lineage), len(st.Ranks))+8*statsValues(d, k)+sha256.Size)
+	out = append(out, statsMagic...)
+	out = binary.LittleEndian.AppendUint32(out, StatsFormatVersion)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(lineage)))
+	out = append(out, lineage...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(st.Ranks)))
+	for _, r := range st.Ranks {
+		out = binary.LittleEndian.AppendUint32(out, uint32(r))
+	}
+	out = binary.LittleEndian.AppendUint32(out, uint32(k))
+	put := func(vs ...float64) {
+		for _, v := range vs {
+			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
+		}
+	}
+	put(st.N)
+	s := st.S.RawSymmetric()
+	for i := range d {
+		put(s.Data[i*s.Stride+i : i*s.Stride+d]...)
+	}
+	c := st.C.RawMatrix()
+	for i := range d {
+		put(c.Data[i*c.Stride : i*c.Stride+k]...)
+	}
+	put(st.YtY...)
+	put(st.USum...)
+	put(st.YSum...)
+	sum := sha256.Sum256(out)
+	return append(out, sum[:]...), nil
+}
+
+// statsHeaderSize is the length of everything before N.
+func statsHeaderSize(lineage, views int) int { return 8 + 4 + 4 + lineage + 4 + 4*views + 4 }
+
+// statsValues is the number of float64 values after the header: N, S's
+// upper triangle, C, YtY, USum and YSum.
+func statsValues(d, k int) int { return 1 + d*(d+1)/2 + d*k + k + d + k }
+
+// UnmarshalAccumulator reads statistics written by MarshalBinary into a
+// new accumulator of m, which must be of the lineage they were gathered
+// on (a refit of that model or a copy of it will do). Damaged bytes are
+// an error wrapping ErrCorruptStats that says what is wrong (checksum,
+// length, shape, a value that is not finite), statistics of another
+// lineage one wrapping ErrOtherLineage that names both lineages.
+func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
+	if len(data) < statsHeaderSize(0, 0)+sha256.Size || string(data[:8]) != statsMagic {
+		return nil, fmt.Errorf("%w: not mvml statistics (bad magic or %d bytes, too short)", ErrCorruptStats, len(data))
+	}
+	if v := binary.LittleEndian.Uint32(data[8:]); v != StatsFormatVersion {
+		return nil, fmt.Errorf("statistics format version %d, this build reads version %d", v, StatsFormatVersion)
+	}
+	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
+		return nil, fmt.Errorf("%w: checksum mismatch (truncated or modified)", ErrCorruptStats)
+	}
+	r := statsReader{buf: body[12:]}
+	lineage := string(r.bytes(int(min(r.uint32(), maxStatsLineage+1))))
+	views := r.uint32()
+	if r.err != nil || len(lineage) > maxStatsLineage || views > uint32(len(r.buf)/4) {
+		return nil, fmt.Errorf("%w: header cut short or lineage of %d bytes", ErrCorruptStats, len(lineage))
+	}
+	ranks := make([]int, views)
+	for l := range ranks {
+		ranks[l] = int(r.uint32())
+	}
+	k := int(r.uint32())
+	if r.err != nil {
+		return nil, fmt.Errorf("%w: header cut short", ErrCorruptStats)
+	}
+	acc := m.NewAccumulator()
+	if want := acc.Lineage(); lineage != want {
+		return nil, fmt.Errorf("%w: gathered on lineage %q, model %s is of lineage %s", ErrOtherLineage, lineage, m.Version, want)
+	}
+	st := acc.stats
+	if !slices.Equal(ranks, st.Ranks) || k != st.Outputs() {
+		return nil, fmt.Errorf("%w: shape of views of ranks %v and %d outputs, the model has ranks %v and %d outputs",
+			ErrCorruptStats, ranks, k, st.Ranks, st.Outputs())
+	}
+	d := st.Dim()
+	if want := 8 * statsValues(d, k); len(r.buf) != want {
+		return nil, fmt.Errorf("%w: %d bytes of values, the shape needs %d", ErrCorruptStats, len(r.buf), want)
+	}
+	if st.N = r.float(); !(st.N >= 0) || math.IsInf(st.N, 0) {
+		return nil, fmt.Errorf("%w: row count %v", ErrCorruptStats, st.N)
+	}
+	s := st.S.RawSymmetric()
+	for i := range d {
+		for j := i; j < d; j++ {
+			s.Data[i*s.Stride+j] = r.float()
+		}
+	}
+	c := st.C.RawMatrix()
+	for i := range d {
+		for j := range k {
+			c.Data[i*c.Stride+j] = r.float()
+		}
+	}
+	for _, xs := range [][]float64{st.YtY, st.USum, st.YSum} {
+		for j := range xs {
+			xs[j] = r.float()
+		}
+	}
+	if err := nonFiniteStats(st); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptStats, err)
+	}
+	return acc, nil
+}
+
+// nonFiniteStats names the first statistic that is not a finite number:
+// one would spoil every refit of the statistics it is merged into.
+func nonFiniteStats(st *Stats) error {
+	d, k := st.Dim(), st.Outputs()
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	for i := range d {
+		for j := i; j < d; j++ {
+			if v := st.S.At(i, j); bad(v) {
+				return fmt.Errorf("S[%d,%d] is %v", i, j, v)
+			}
+		}
+		for j := range k {
+			if v := st.C.At(i, j); bad(v) {
+				return fmt.Errorf("C[%d,%d] is %v", i, j, v)
+			}
+		}
+	}
+	for _, vec := range []struct {
+		name string
+		xs   []float64
+	}{{"YtY", st.YtY}, {"USum", st.USum}, {"YSum", st.YSum}} {
+		for j, v := range vec.xs {
+			if bad(v) {
+				return fmt.Errorf("%s[%d] is %v", vec.name, j, v)
+			}
+		}
+	}
+	return nil
+}
+
+// statsReader reads little-endian values off a buffer, remembering
+// whether it ran short.
+type statsReader struct {
+	buf []byte
+	err error
+}
+
+func (r *statsReader) bytes(n int) []byte {
+	if r.err != nil || n > len(r.buf) {
+		r.err = io.ErrUnexpectedEOF
+		return nil
+	}
+	b := r.buf[:n]
+	r.buf = r.buf[n:]
+	return b
+}
+
+func (r *statsReader) uint32() uint32 {
+	b := r.bytes(4)
+	if b == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
+func (r *statsReader) float() float64 {
+	b := r.bytes(8)
+	if b == nil {
+		return math.NaN()
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b))
+}

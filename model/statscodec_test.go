@@ -1,0 +1,222 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// gatheredToy is trainedToy's model with an accumulator of its rows, some
+// of them decayed, so that N is not a whole number.
+func gatheredToy(t testing.TB) (*Model, *Accumulator) {
+	t.Helper()
+	m, views := trainedToy(t)
+	labels := make([]float64, 120)
+	for i := range labels {
+		labels[i] = float64(i%3 + 1)
+	}
+	acc := m.NewAccumulator()
+	v, l := rowsOf(views, labels, 0, 70)
+	if err := acc.Add(v, l); err != nil {
+		t.Fatal(err)
+	}
+	acc.Decay(0.75)
+	v, l = rowsOf(views, labels, 70, 120)
+	if err := acc.Add(v, l); err != nil {
+		t.Fatal(err)
+	}
+	return m, acc
+}
+
+// resum replaces the SHA-256 trailer of encoded statistics with the sum of
+// the bytes before it, so that a test reaches the checks behind the
+// checksum.
+func resum(data []byte) []byte {
+	body := data[:len(data)-sha256.Size]
+	sum := sha256.Sum256(body)
+	return append(bytes.Clone(body), sum[:]...)
+}
+
+// Statistics read back on a copy of their model (another process's) are
+// the statistics written, bit for bit, and refit to the same model.
+func TestAccumulatorRoundTrip(t *testing.T) {
+	m, acc := gatheredToy(t)
+	data, err := acc.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := UnmarshalAccumulator(data, copyOf(t, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Rows() != acc.Rows() || back.Rows() != 70*0.75+50 {
+		t.Errorf("rows %v, want %v", back.Rows(), acc.Rows())
+	}
+	want, got := acc.stats, back.stats
+	if !mat.Equal(got.S, want.S) || !mat.Equal(got.C, want.C) || !slices.Equal(got.YtY, want.YtY) ||
+		!slices.Equal(got.USum, want.USum) || !slices.Equal(got.YSum, want.YSum) || !slices.Equal(got.Ranks, want.Ranks) {
+		t.Error("statistics changed on their way through bytes")
+	}
+	again, err := back.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, data) {
+		t.Error("statistics read back encode to other bytes")
+	}
+	a, err := acc.RefitCold(context.Background(), m.Config.Fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := back.RefitCold(context.Background(), m.Config.Fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Version != b.Version {
+		t.Errorf("refit of the statistics read back is version %s, of the original %s", b.Version, a.Version)
+	}
+	empty, err := m.NewAccumulator().MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := UnmarshalAccumulator(empty, m); err != nil || e.Rows() != 0 {
+		t.Errorf("empty statistics: %v rows, error %v", e.Rows(), err)
+	}
+}
+
+// Damaged statistics, statistics of another lineage and statistics of
+// another shape are refused with an error that says which.
+func TestUnmarshalAccumulatorRefuses(t *testing.T) {
+	m, acc := gatheredToy(t)
+	data, err := acc.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	views, labels := toyViews(7, 120)
+	stranger, err := Train(context.Background(), m.Spec, views, labels, trainWith(func(c *TrainConfig) { c.Landmarks, c.Seed = 25, 9 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Offsets into data: the lineage is 16 bytes, then the view count,
+	// the two ranks, the outputs and N.
+	const lineageAt, viewsAt = 16, 32
+	rank0At, outputsAt, nAt := viewsAt+4, viewsAt+12, viewsAt+16
+	sAt := nAt + 8
+	patched := func(at int, b ...byte) []byte {
+		out := bytes.Clone(data)
+		copy(out[at:], b)
+		return resum(out)
+	}
+	le32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	le64 := func(v float64) []byte { return binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)) }
+	flipped := bytes.Clone(data)
+	flipped[len(flipped)/2] ^= 0x10
+	wrongVersion := bytes.Clone(data)
+	binary.LittleEndian.PutUint32(wrongVersion[8:], 2)
+
+	for _, tc := range []struct {
+		name string
+		data []byte
+		m    *Model
+		is   error  // the sentinel the error wraps, nil for none
+		want string // a fragment of the message
+	}{
+		{"empty", nil, m, ErrCorruptStats, "too short"},
+		{"not statistics", []byte("MVMLMODL and then some more bytes to pass the length check, yes"), m, ErrCorruptStats, "bad magic"},
+		{"truncated", data[:len(data)-100], m, ErrCorruptStats, "checksum mismatch"},
+		{"a changed byte", flipped, m, ErrCorruptStats, "checksum mismatch"},
+		{"another format", wrongVersion, m, nil, "format version 2, this build reads version 1"},
+		{"another lineage", data, stranger, ErrOtherLineage, acc.Lineage()},
+		{"another lineage's name", data, stranger, ErrOtherLineage, stranger.Lineage()},
+		{"changed lineage", patched(lineageAt, 'x'), m, ErrOtherLineage, "lineage \"x"},
+		{"huge lineage length", patched(12, le32(1<<31)...), m, ErrCorruptStats, "header cut short"},
+		{"huge view count", patched(viewsAt, le32(1<<30)...), m, ErrCorruptStats, "header cut short"},
+		{"another rank", patched(rank0At, le32(3)...), m, ErrCorruptStats, "ranks [3"},
+		{"another output count", patched(outputsAt, le32(1)...), m, ErrCorruptStats, "and 1 outputs"},
+		{"extra values", resum(append(bytes.Clone(data[:len(data)-sha256.Size]), make([]byte, 8+sha256.Size)...)), m, ErrCorruptStats, "bytes of values, the shape needs"},
+		{"negative rows", patched(nAt, le64(-1)...), m, ErrCorruptStats, "row count -1"},
+		{"NaN in S", patched(sAt+8, le64(math.NaN())...), m, ErrCorruptStats, "S[0,1] is NaN"},
+		{"infinity in YSum", patched(len(data)-sha256.Size-8, le64(math.Inf(1))...), m, ErrCorruptStats, "YSum[2] is +Inf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := UnmarshalAccumulator(tc.data, tc.m)
+			if err == nil {
+				t.Fatalf("accepted, %v rows", got.Rows())
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want %v with %q", err, tc.is, tc.want)
+			}
+		})
+	}
+}
+
+// Size of the statistics at the design's dimensions: 84 bytes of header
+// and checksum (three views) and 8·(1 + D(D+1)/2 + D(k+1) + 2k) bytes of
+// values, O((vp)²).
+func TestStatsSize(t *testing.T) {
+	for _, tc := range []struct {
+		ranks []int
+		k     int
+		want  int
+	}{
+		{[]int{108, 108, 108}, 1, 426_492},
+		{[]int{108, 108, 108}, 8, 444_748},
+		{[]int{256, 256, 256}, 1, 2_374_764},
+		{[]int{256, 256, 256}, 8, 2_417_884},
+	} {
+		acc := &Accumulator{stats: NewStats(tc.ranks, tc.k), lineage: "0123456789abcdef"}
+		data, err := acc.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) != tc.want {
+			t.Errorf("D = %d, %d outputs: %d bytes, want %d", acc.stats.Dim(), tc.k, len(data), tc.want)
+		}
+		t.Logf("D = %d, %d outputs: %d bytes", acc.stats.Dim(), tc.k, len(data))
+	}
+}
+
+// The decoder never panics; what it accepts it encodes back to the same
+// bytes; and no byte of valid statistics can change unnoticed.
+func FuzzUnmarshalAccumulator(f *testing.F) {
+	m, acc := gatheredToy(f)
+	data, err := acc.MarshalBinary()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data, uint32(0), byte(0))
+	f.Add(data, uint32(len(data)/2), byte(1))
+	f.Add(data[:60], uint32(8), byte(0x80))
+	f.Add([]byte(statsMagic), uint32(0), byte(0))
+	f.Fuzz(func(t *testing.T, in []byte, pos uint32, flip byte) {
+		for _, candidate := range [][]byte{in, resum(append(bytes.Clone(in), make([]byte, sha256.Size)...))} {
+			got, err := UnmarshalAccumulator(candidate, m)
+			if err != nil {
+				continue
+			}
+			out, err := got.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out, candidate) {
+				t.Fatal("accepted statistics encode to other bytes")
+			}
+		}
+		if flip == 0 {
+			return
+		}
+		changed := bytes.Clone(data)
+		changed[int(pos)%len(changed)] ^= flip
+		if _, err := UnmarshalAccumulator(changed, m); err == nil {
+			t.Fatalf("byte %d changed by %#x: accepted", int(pos)%len(changed), flip)
+		}
+	})
+}

@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/sink"
+)
+
+// File is a file a job reads or writes, named as its user gave it.
+type File struct {
+	// Role says what the file is to the job, in the words of an error
+	// message: "input", "output", "rejects file", "model file", ...
+	Role string
+	Path string
+}
+
+func (f File) String() string { return f.Role + " " + f.Path }
+
+// SameFileError reports a file a job would write that is also a file it
+// reads, or another file it writes: writing it would destroy the other.
+type SameFileError struct {
+	Write File
+	Other File
+}
+
+func (e *SameFileError) Error() string {
+	return fmt.Sprintf("%s is the same file as the %s: writing it would destroy that file", e.Write, e.Other)
+}
+
+// CheckFiles makes sure, before a job reads anything, that it can write
+// its files without destroying any: no file of writes may be a file of
+// reads or another file of writes (a *SameFileError), and each must be
+// creatable: its directory exists and takes new files, and it is not a
+// directory itself. Two names are the same file when their absolute paths
+// are equal once symbolic links are resolved (in the directory, for a file
+// that does not exist yet), or when both files exist with the same device
+// and inode, as hard links do. reads are file names, not globs: see
+// ingest.Files.
+func CheckFiles(reads, writes []File) error {
+	type known struct {
+		File
+		resolved string
+		info     fs.FileInfo // nil when the file does not exist
+	}
+	resolve := func(f File) known {
+		k := known{File: f, resolved: resolvePath(f.Path)}
+		if info, err := os.Stat(f.Path); err == nil {
+			k.info = info
+		}
+		return k
+	}
+	var seen []known
+	for _, f := range reads {
+		seen = append(seen, resolve(f))
+	}
+	for _, w := range writes {
+		kw := resolve(w)
+		for _, other := range seen {
+			if kw.resolved == other.resolved || kw.info != nil && other.info != nil && os.SameFile(kw.info, other.info) {
+				return &SameFileError{Write: w, Other: other.File}
+			}
+		}
+		if err := checkCreatable(w, kw.info); err != nil {
+			return err
+		}
+		seen = append(seen, kw)
+	}
+	return nil
+}
+
+// resolvePath is the absolute path of name with its symbolic links
+// resolved, or its directory's for a file that does not exist yet.
+func resolvePath(name string) string {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return filepath.Clean(name)
+	}
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		return resolved
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
+}
+
+// checkCreatable makes sure that f can be written: it is not a directory
+// (info, nil when f does not exist) and its directory takes a new file,
+// which is tried, since permissions alone do not tell (a read-only file
+// system, access lists).
+func checkCreatable(f File, info fs.FileInfo) error {
+	if info != nil && info.IsDir() {
+		return fmt.Errorf("%s is a directory", f)
+	}
+	dir := filepath.Dir(f.Path)
+	dirInfo, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: directory %s does not exist", f, dir)
+	case err != nil:
+		return fmt.Errorf("%s: %w", f, err)
+	case !dirInfo.IsDir():
+		return fmt.Errorf("%s: %s is not a directory", f, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".mvml-probe-*")
+	if err != nil {
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return fmt.Errorf("%s: cannot create files in %s: %w", f, dir, err)
+	}
+	return errors.Join(probe.Close(), os.Remove(probe.Name()))
+}
+
+// PrepareModelDir makes the model store dir ready for PublishModel before
+// a long job ends up with a model it cannot save: it creates the
+// directory when it is missing and checks that it takes new files.
+func PrepareModelDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		// Say which part of the path failed, without repeating dir.
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+			if pathErr.Path != dir {
+				err = fmt.Errorf("%s: %w", pathErr.Path, pathErr.Err)
+			}
+		}
+		return fmt.Errorf("model store %s: %w", dir, err)
+	}
+	entry := File{Role: "model store entry", Path: filepath.Join(dir, CurrentModel)}
+	info, _ := os.Stat(entry.Path)
+	return checkCreatable(entry, info)
+}
+
+// inputFiles are the files of patterns, as ingest will read them.
+func inputFiles(patterns []string) ([]File, error) {
+	names, err := ingest.Files(patterns)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]File, len(names))
+	for i, name := range names {
+		files[i] = File{Role: "input", Path: name}
+	}
+	return files, nil
+}
+
+// checkFiles is CheckFiles for a scoring job: its output and rejects file
+// against its inputs and model file.
+func (c ScoreConfig) checkFiles() error {
+	reads, err := inputFiles(c.Inputs)
+	if err != nil {
+		return err
+	}
+	if c.ModelFile != "" {
+		reads = append(reads, File{Role: "model file", Path: c.ModelFile})
+	}
+	var writes []File
+	if c.Output != sink.Stdout {
+		writes = append(writes, File{Role: "output", Path: c.Output})
+	}
+	if c.OnError == OnErrorSkip {
+		writes = append(writes, File{Role: "rejects file", Path: c.Rejects})
+	}
+	return CheckFiles(reads, writes)
+}
+
+// checkFiles is CheckFiles for a training job: its model file and model
+// store against its inputs and view spec. The model store is created
+// first, so that its entries can be checked like any file.
+func (j TrainJob) checkFiles() error {
+	var reads, writes []File
+	if j.Source == nil {
+		var err error
+		if reads, err = inputFiles(j.Inputs); err != nil {
+			return err
+		}
+	}
+	if j.SpecFile != "" {
+		reads = append(reads, File{Role: "view spec", Path: j.SpecFile})
+	}
+	if j.Output != "" {
+		writes = append(writes, File{Role: "model file", Path: j.Output})
+	}
+	if j.ModelDir != "" {
+		if err := PrepareModelDir(j.ModelDir); err != nil {
+			return err
+		}
+		// The version's entry is named after the model, not known yet;
+		// both entries end in .mvml, which no input does.
+		writes = append(writes, File{Role: "model store entry", Path: filepath.Join(j.ModelDir, CurrentModel)})
+	}
+	return CheckFiles(reads, writes)
+}

@@ -1,0 +1,204 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+)
+
+// fetchResult is one outcome of Source.Next.
+type fetchResult struct {
+	batch ingest.Batch
+	err   error
+}
+
+// release frees the batch of a fetch that will not be served; it is not
+// acknowledged and will be delivered again.
+func (f fetchResult) release() {
+	if f.err == nil && f.batch.Record != nil {
+		f.batch.Record.Release()
+	}
+}
+
+// prefetch reads the source in its own goroutine, one batch ahead, so that
+// waiting for the broker overlaps scoring and writing the batch before.
+// It stops after the source's first error; stop ends it, releases what it
+// fetched and not handed over, and returns once Next is no longer running,
+// so that the caller may then close the source.
+func (s *Service) prefetch(ctx context.Context) (results <-chan fetchResult, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan fetchResult, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(out)
+		for {
+			b, err := s.cfg.Source.Next(ctx)
+			select {
+			case out <- fetchResult{b, err}:
+			case <-ctx.Done():
+				fetchResult{b, err}.release()
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	return out, func() {
+		cancel()
+		for f := range out {
+			f.release()
+		}
+		wg.Wait()
+	}
+}
+
+// batchCounts are the rows of one batch by outcome.
+type batchCounts struct{ in, scored, deadLettered int64 }
+
+// pendingBatch is a batch written and not yet acknowledged.
+type pendingBatch struct {
+	ack    func(context.Context) error // nil for sources without
+	counts batchCounts
+}
+
+// handle scores one batch, writes its outputs and dead letters and adds
+// its labelled rows to acc; the caller acknowledges it. It returns the
+// batch's rows by outcome and the number of labelled rows added. Once the
+// batch is taken, cancellation of ctx gives it the shutdown grace to
+// finish.
+func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (batchCounts, int, error) {
+	defer b.Record.Release()
+	ctx, cancel := s.withGrace(ctx)
+	defer cancel()
+	m := scorer.model
+	counts := batchCounts{in: int64(len(b.Rows) + len(b.Rejects))}
+	s.metrics.add(metricIn, counts.in)
+	s.metrics.add(metricNotCommitted, counts.in)
+	bad, skip := badRows(m.Spec, b, false)
+	scores, unscorable, skip := scorer.scoreRows(b, skip)
+	bad = mergeRowErrors(bad, unscorable)
+	if len(bad) > 0 {
+		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
+			if scores != nil {
+				scores.Release()
+			}
+			return batchCounts{}, 0, fmt.Errorf("serve: dead letters: %w", err)
+		}
+		counts.deadLettered = int64(len(bad))
+	}
+	if scores != nil {
+		counts.scored = scores.NumRows()
+		err := s.cfg.Output.Write(ctx, scores)
+		scores.Release()
+		if err != nil {
+			return batchCounts{}, 0, fmt.Errorf("serve: output: %w", err)
+		}
+	}
+	return counts, s.learn(acc, m, b, skip), nil
+}
+
+// learn adds the labelled rows of b not marked in skip to acc, for refits,
+// and returns how many it added. A label the model cannot learn from costs
+// its row's label alone: it is counted and logged, its record was scored.
+func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, skip []bool) int {
+	if !s.cfg.Refit.enabled() {
+		return 0
+	}
+	views, labels, dropped := labelledRows(b.Record, m, skip)
+	if len(dropped) > 0 {
+		s.metrics.add(metricLabelsRejected, int64(len(dropped)))
+		// One line per batch, naming a few rows, however many there are.
+		const shown = 10
+		ids := schemas.IDs(b.Record)
+		var offsets, idList []int64
+		for _, d := range dropped[:min(len(dropped), shown)] {
+			offsets = append(offsets, b.Rows[d.row])
+			idList = append(idList, ids.Value(d.row))
+		}
+		s.cfg.Logger.Warn("labels not used for refits; their records are scored", "source", b.Source,
+			"labels", len(dropped), "offsets", offsets, "ids", idList, "reason", dropped[0].err)
+	}
+	if len(labels) == 0 {
+		return 0
+	}
+	if err := acc.Add(views, labels); err != nil {
+		// Every label passed CheckLabel: whatever this is costs the refit
+		// these rows, not the service.
+		s.cfg.Logger.Error("labelled rows not used for refits", "source", b.Source, "rows", len(labels), "err", err)
+		return 0
+	}
+	s.metrics.add(metricLabelled, int64(len(labels)))
+	return len(labels)
+}
+
+// withGrace returns the context of work already taken, such as the batch
+// in hand: it is not cancelled with ctx but ShutdownGrace after it, so a
+// stopping service finishes that work in bounded time.
+func (s *Service) withGrace(ctx context.Context) (context.Context, context.CancelFunc) {
+	graced, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(s.cfg.ShutdownGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-graced.Done():
+		}
+	})
+	return graced, func() { stop(); cancel() }
+}
+
+// droppedLabel is a record row whose label a refit cannot learn from.
+type droppedLabel struct {
+	row int
+	err error
+}
+
+// labelledRows gathers the rows of rec that have a label m can learn from
+// and are not skipped, as one matrix per view plus their labels, and the
+// rows whose label it cannot. When every row qualifies (a labelled
+// stream) the matrices alias the record's buffers instead of copying
+// them, so rec must outlive their use.
+func labelledRows(rec arrow.Record, m *model.Model, skip []bool) ([]*mat.Dense, []float64, []droppedLabel) {
+	lab := schemas.Labels(rec)
+	var rows []int
+	var labels []float64
+	var dropped []droppedLabel
+	for i := range int(rec.NumRows()) {
+		if !lab.IsValid(i) || skip != nil && skip[i] {
+			continue
+		}
+		if err := m.CheckLabel(lab.Value(i)); err != nil {
+			dropped = append(dropped, droppedLabel{row: i, err: err})
+			continue
+		}
+		rows = append(rows, i)
+		labels = append(labels, lab.Value(i))
+	}
+	nViews := len(m.Spec.Views)
+	switch len(rows) {
+	case 0:
+		return nil, nil, dropped
+	case int(rec.NumRows()):
+		return model.ViewsOf(rec, nViews), labels, dropped
+	}
+	views := make([]*mat.Dense, nViews)
+	for l := range nViews {
+		vals, dim := schemas.ViewValues(rec, l)
+		v := mat.NewDense(len(rows), dim, nil)
+		for r, i := range rows {
+			copy(v.RawRowView(r), vals[i*dim:(i+1)*dim])
+		}
+		views[l] = v
+	}
+	return views, labels, dropped
+}

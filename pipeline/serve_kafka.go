@@ -1,0 +1,218 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/sink"
+)
+
+// httpShutdownTimeout bounds the wait for the HTTP requests under way when
+// a KafkaRunner stops.
+const httpShutdownTimeout = 5 * time.Second
+
+// KafkaServeConfig describes the Kafka deployment of a Service, `mvml
+// serve`: a consumer group on an input topic of JSON records, scores to a
+// topic or to a directory of Parquet files, dead letters to a topic, refits
+// published to a model store, a watched model file, and the health and
+// metrics over HTTP.
+type KafkaServeConfig struct {
+	// Conn says how every client reaches the brokers, and how writes and
+	// offset commits retry a transient failure (Conn.Retry). Required: its
+	// Brokers.
+	Conn kafkaconn.Config
+	// Topic is the input topic of JSON records. Required.
+	Topic string
+	// Group is the consumer group, whose committed offsets say where a
+	// restart resumes. Required.
+	Group string
+	// StartOffset is where a group without committed offsets starts:
+	// ingest.KafkaOldest or ingest.KafkaNewest. Default (0) KafkaOldest.
+	StartOffset int64
+	// MaxWait is the longest wait to fill a batch once it has a record.
+	// Default (0) ingest.DefaultKafkaMaxWait, 250ms.
+	MaxWait time.Duration
+	// OutputTopic receives one JSON score per record, keyed by id. This or
+	// OutputDir is required.
+	OutputTopic string
+	// OutputDir receives the scores as Parquet files instead, rolled as
+	// Roll says (default sink.RollingPolicy's); a record is committed once
+	// its file is. It must exist.
+	OutputDir string
+	Roll      sink.RollingPolicy
+	// DeadLetterTopic receives the records that cannot be scored, with the
+	// reason in headers. Required.
+	DeadLetterTopic string
+	// Model is the model served until the first refit or reload. Required.
+	Model *model.Model
+	// ModelFile, when ReloadInterval is positive, is checked that often,
+	// and the model a retraining job writes there is served (WatchModel).
+	// Default (0) no checks.
+	ModelFile      string
+	ReloadInterval time.Duration
+	// ModelDir, when set, receives every refitted model as VERSION.mvml
+	// and current.mvml (PublishModel); it is created, or refused, by
+	// NewKafkaRunner, not at the first refit. Default ("") refitted models
+	// are served, not saved.
+	ModelDir string
+	// Refit, Contributions and ShutdownGrace are the Service's (see
+	// ServeConfig).
+	Refit         RefitPolicy
+	Contributions bool
+	ShutdownGrace time.Duration
+	// HTTPAddr is where /healthz, /readyz and /metrics are served while the
+	// service runs. Default ("") none.
+	HTTPAddr string
+	// Options set the batch size, the allocator and the logger, which
+	// receives the lines of the source, the sinks and the service (see
+	// Options for their defaults).
+	Options Options
+}
+
+// KafkaRunner is a Service wired as KafkaServeConfig says, with its source,
+// sinks, model watcher and HTTP server: the one way the command line and
+// the demo serve Kafka. NewKafkaRunner opens the source and sinks, and Run
+// closes them when it returns: a runner is made to be run, once.
+type KafkaRunner struct {
+	cfg  KafkaServeConfig
+	svc  *Service
+	src  *ingest.KafkaSource
+	out  sink.Sink
+	dead sink.DeadLetters
+}
+
+// NewKafkaRunner checks cfg, prepares the model store, and opens the
+// consumer group's source, the output and the dead-letter destination; it
+// does not wait for the brokers.
+func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
+	switch {
+	case cfg.Model == nil:
+		return nil, errors.New("serve: no model")
+	case (cfg.OutputTopic == "") == (cfg.OutputDir == ""):
+		return nil, errors.New("serve: give one of an output topic and an output directory")
+	case cfg.DeadLetterTopic == "":
+		return nil, errors.New("serve: no dead-letter topic")
+	case cfg.ReloadInterval < 0:
+		return nil, fmt.Errorf("serve: negative reload interval %v", cfg.ReloadInterval)
+	case cfg.ReloadInterval > 0 && cfg.ModelFile == "":
+		return nil, fmt.Errorf("serve: reloading every %v needs a model file", cfg.ReloadInterval)
+	}
+	if cfg.ModelDir != "" {
+		if err := PrepareModelDir(cfg.ModelDir); err != nil {
+			return nil, err
+		}
+	}
+	opts := cfg.Options.withDefaults()
+	m := cfg.Model
+	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{
+		Conn: cfg.Conn, Topic: cfg.Topic, GroupID: cfg.Group, MaxWait: cfg.MaxWait, StartOffset: cfg.StartOffset,
+	}, opts.ingestOptions(false))
+	if err != nil {
+		return nil, err
+	}
+	r := &KafkaRunner{cfg: cfg, src: src}
+	if cfg.OutputDir != "" {
+		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), cfg.Contributions)
+		r.out, err = sink.NewRollingParquet(cfg.OutputDir, "scores", schema, sink.ParquetOptions{}, cfg.Roll)
+	} else {
+		r.out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.OutputTopic, Logger: opts.Logger})
+	}
+	if err == nil {
+		r.dead, err = sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.DeadLetterTopic, Logger: opts.Logger})
+	}
+	if err == nil {
+		r.svc, err = NewService(ServeConfig{
+			Model: m, Source: src, Output: r.out, DeadLetters: r.dead, Contributions: cfg.Contributions,
+			Refit: cfg.Refit, OnRefit: r.publish, ShutdownGrace: cfg.ShutdownGrace, Allocator: opts.Allocator, Logger: opts.Logger,
+		})
+	}
+	if err != nil {
+		// Nothing was written: nothing to wait for.
+		return nil, errors.Join(err, r.close(context.Background(), err))
+	}
+	return r, nil
+}
+
+// Service is the service the runner runs, for its counters and Swap.
+func (r *KafkaRunner) Service() *Service { return r.svc }
+
+// publish saves a refitted model to the model store, if there is one.
+func (r *KafkaRunner) publish(_ context.Context, m *model.Model) error {
+	if r.cfg.ModelDir == "" {
+		return nil
+	}
+	return PublishModel(r.cfg.ModelDir, m)
+}
+
+// Run serves until ctx is cancelled, the service fails, or the HTTP
+// address cannot be listened on, as Service.Run does; meanwhile it watches
+// the model file and serves HTTP. Then it closes the source and the sinks,
+// within the shutdown grace: a directory of Parquet files is committed
+// after a clean stop, but its file in progress is dropped after a failure,
+// since the records in it were not acknowledged and will be scored again.
+func (r *KafkaRunner) Run(ctx context.Context) error {
+	err := r.run(ctx)
+	closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.svc.cfg.ShutdownGrace)
+	defer cancel()
+	return errors.Join(err, r.close(closing, err))
+}
+
+func (r *KafkaRunner) run(ctx context.Context) error {
+	if r.cfg.ReloadInterval > 0 {
+		watchCtx, stopWatching := context.WithCancel(ctx)
+		watching := make(chan struct{})
+		go func() {
+			defer close(watching)
+			r.svc.WatchModel(watchCtx, r.cfg.ModelFile, r.cfg.ReloadInterval)
+		}()
+		defer func() { stopWatching(); <-watching }()
+	}
+	if r.cfg.HTTPAddr == "" {
+		return r.svc.Run(ctx)
+	}
+	ln, err := net.Listen("tcp", r.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	srv := &http.Server{Handler: r.svc, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	r.svc.cfg.Logger.Info("serving", "health", base+"/healthz", "ready", base+"/readyz", "metrics", base+"/metrics")
+	runErr := r.svc.Run(ctx)
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(shutdown)
+	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	if err != nil {
+		err = fmt.Errorf("http: %w", err)
+	}
+	return errors.Join(runErr, err)
+}
+
+// close closes what the runner opened, within ctx; after a failure
+// (runErr) an output that can be aborted is, rather than committed.
+func (r *KafkaRunner) close(ctx context.Context, runErr error) error {
+	err := r.src.Close()
+	if r.out != nil {
+		if aborter, ok := r.out.(sink.Aborter); ok && runErr != nil {
+			err = errors.Join(err, aborter.Abort())
+		} else {
+			err = errors.Join(err, r.out.Close(ctx))
+		}
+	}
+	if r.dead != nil {
+		err = errors.Join(err, r.dead.Close(ctx))
+	}
+	return err
+}

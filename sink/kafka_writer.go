@@ -1,0 +1,257 @@
+package sink
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mvml/mvml/kafkaconn"
+)
+
+// Defaults of KafkaWriterConfig.
+const (
+	DefaultKafkaBatchSize    = 1000
+	DefaultKafkaBatchBytes   = 1 << 20
+	DefaultKafkaBatchTimeout = time.Millisecond
+	DefaultKafkaWriteTimeout = 10 * time.Second
+)
+
+// KafkaWriterConfig says where a Kafka sink or dead-letter destination
+// writes. Every write waits until all in-sync replicas of the partition
+// leader have the messages (kafka.RequireAll). Messages that fail for a
+// transient reason (a leader election, a broker restarting, a dropped
+// connection: kafkaconn.Transient) are written again as Conn.Retry says;
+// only a failure that persists past it, or another failure, fails the
+// write.
+type KafkaWriterConfig struct {
+	// Conn says how to reach the brokers (addresses, TLS, SASL). Required:
+	// its Brokers. The writer opens its own connections, closed by Close.
+	Conn kafkaconn.Config
+	// Topic is the topic to write; it must exist. Required.
+	Topic string
+	// BatchSize is the most messages sent to one partition in one produce
+	// request. Default (0) DefaultKafkaBatchSize, 1000: a Write is one batch
+	// of scores, so it should leave in few requests.
+	BatchSize int
+	// BatchBytes is the most bytes of one produce request; a message
+	// larger than that cannot be written. Default (0) 1 MiB, the broker's
+	// default message.max.bytes.
+	BatchBytes int64
+	// BatchTimeout is how long the last, partial produce request of a
+	// partition waits for more messages before it is sent. Writes are
+	// synchronous, so each Write waits this long at most once. Default (0)
+	// DefaultKafkaBatchTimeout, 1ms.
+	BatchTimeout time.Duration
+	// Balancer chooses the partition of each message. Default (nil)
+	// &kafka.Hash{}: the FNV-1a hash of the key (Sarama's partitioner), so
+	// one id always lands on one partition; messages without a key are
+	// spread round robin.
+	Balancer kafka.Balancer
+	// WriteTimeout bounds each produce request. Default (0)
+	// DefaultKafkaWriteTimeout, 10s.
+	WriteTimeout time.Duration
+	// Logger receives a line for every write retried after a transient
+	// failure (Conn.Retry says how). Default (nil) none.
+	Logger *slog.Logger
+}
+
+// kafkaWriter is the synchronous writer of both Kafka sinks: kafka-go's
+// writer, the transport it owns, and the retry of transient failures,
+// which is the only one (kafka-go's own is turned off).
+type kafkaWriter struct {
+	topic     string
+	w         *kafka.Writer
+	transport *kafka.Transport
+	retry     kafkaconn.Retry
+	logger    *slog.Logger
+}
+
+// newKafkaWriter checks cfg and returns its writer.
+func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
+	if err := cfg.Conn.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Topic == "":
+		return nil, errors.New("no topic")
+	case cfg.BatchSize < 0 || cfg.BatchBytes < 0 || cfg.BatchTimeout < 0 || cfg.WriteTimeout < 0:
+		return nil, fmt.Errorf("BatchSize %d, BatchBytes %d, BatchTimeout %v and WriteTimeout %v must not be negative",
+			cfg.BatchSize, cfg.BatchBytes, cfg.BatchTimeout, cfg.WriteTimeout)
+	}
+	transport := cfg.Conn.Transport()
+	w := &kafka.Writer{
+		Addr:         cfg.Conn.Addr(),
+		Topic:        cfg.Topic,
+		Balancer:     cfg.Balancer,
+		BatchSize:    cmp.Or(cfg.BatchSize, DefaultKafkaBatchSize),
+		BatchBytes:   cmp.Or(cfg.BatchBytes, DefaultKafkaBatchBytes),
+		BatchTimeout: cmp.Or(cfg.BatchTimeout, DefaultKafkaBatchTimeout),
+		WriteTimeout: cmp.Or(cfg.WriteTimeout, DefaultKafkaWriteTimeout),
+		RequiredAcks: kafka.RequireAll,
+		Async:        false,
+		// Retries are writeMessages', bounded by Conn.Retry and the
+		// caller's context; kafka-go's would add a fixed budget below it.
+		MaxAttempts: 1,
+		Transport:   transport,
+	}
+	if w.Balancer == nil {
+		// Not cmp.Or: a kafka.BalancerFunc cannot be compared.
+		w.Balancer = &kafka.Hash{}
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &kafkaWriter{topic: cfg.Topic, w: w, transport: transport, retry: cfg.Conn.Retry, logger: logger}, nil
+}
+
+// close closes the writer, which waits for the requests under way, and
+// its connections; it returns early with ctx's error when ctx ends first,
+// and the closing goes on in the background.
+func (k *kafkaWriter) close(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() {
+		err := k.w.Close()
+		k.transport.CloseIdleConnections()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeMessages writes batch, retrying the messages that failed for a
+// transient reason as k.retry says, the others not: the messages written
+// are not sent twice. It returns nil, kafka.WriteErrors holding each
+// message's lasting failure (nil for those written), or the failure of the
+// whole call.
+func (k *kafkaWriter) writeMessages(ctx context.Context, batch []kafka.Message) error {
+	// Bookkept only once a message failed: outcome[i] is the lasting
+	// failure of batch[i], and at[j] the index in batch of todo[j] (nil
+	// while todo is batch).
+	var outcome kafka.WriteErrors
+	var at []int
+	todo := batch
+	err := k.retry.Do(ctx, func() error {
+		err := k.w.WriteMessages(ctx, todo...)
+		var perMessage kafka.WriteErrors
+		if !errors.As(err, &perMessage) || len(perMessage) != len(todo) {
+			return err
+		}
+		if outcome == nil {
+			outcome = make(kafka.WriteErrors, len(batch))
+		}
+		var again []kafka.Message
+		var againAt []int
+		var transient error
+		for j, e := range perMessage {
+			i := j
+			if at != nil {
+				i = at[j]
+			}
+			if e != nil && kafkaconn.Transient(e) {
+				again, againAt, transient = append(again, todo[j]), append(againAt, i), e
+			} else {
+				outcome[i] = e
+			}
+		}
+		todo, at = again, againAt
+		return transient
+	}, func(err error, pause time.Duration) {
+		k.logger.Warn("kafka: write failed, retrying", "topic", k.topic, "messages", len(todo), "in", pause, "err", err)
+	})
+	switch {
+	case err != nil:
+		return err
+	case slices.ContainsFunc(outcome, func(e error) bool { return e != nil }):
+		return outcome
+	}
+	return nil
+}
+
+// writeFitting writes msgs and, where the broker refuses a batch
+// as too large (its message.max.bytes below the writer's BatchBytes, or
+// several messages of one partition adding up past it), writes the
+// refused messages again in halves, down to single messages. It returns
+// the indexes of the messages the broker or the writer refuses even
+// alone; everything else was written. Any other failure is returned as is.
+func (k *kafkaWriter) writeFitting(ctx context.Context, msgs []kafka.Message) (refused []int, err error) {
+	idx := make([]int, 0, len(msgs))
+	for i := range msgs {
+		// kafka-go refuses the whole call, writing nothing, for one
+		// message above BatchBytes: keep such messages out of it.
+		if messageBytes(&msgs[i]) > k.w.BatchBytes {
+			refused = append(refused, i)
+		} else {
+			idx = append(idx, i)
+		}
+	}
+	more, err := k.writeHalving(ctx, msgs, idx)
+	refused = append(refused, more...)
+	slices.Sort(refused)
+	return refused, err
+}
+
+// writeHalving writes the messages msgs[idx] and those of them the broker
+// refuses as too large again in halves; it returns the indexes refused
+// alone.
+func (k *kafkaWriter) writeHalving(ctx context.Context, msgs []kafka.Message, idx []int) ([]int, error) {
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	batch := make([]kafka.Message, len(idx))
+	for j, i := range idx {
+		batch[j] = msgs[i]
+	}
+	err := k.writeMessages(ctx, batch)
+	if err == nil {
+		return nil, nil
+	}
+	var perMessage kafka.WriteErrors
+	if !errors.As(err, &perMessage) || len(perMessage) != len(batch) {
+		return nil, err
+	}
+	var tooLarge []int
+	for j, e := range perMessage {
+		switch {
+		case e == nil:
+		case errors.Is(e, kafka.MessageSizeTooLarge) || errors.Is(e, kafka.RecordListTooLarge):
+			tooLarge = append(tooLarge, idx[j])
+		default:
+			return nil, err
+		}
+	}
+	// The broker answers for a whole batch: a message refused with no
+	// other was refused alone.
+	if len(tooLarge) == 1 {
+		return tooLarge, nil
+	}
+	half := len(tooLarge) / 2
+	refused, err := k.writeHalving(ctx, msgs, tooLarge[:half])
+	if err != nil {
+		return nil, err
+	}
+	rest, err := k.writeHalving(ctx, msgs, tooLarge[half:])
+	return append(refused, rest...), err
+}
+
+// messageBytes is at least the size kafka-go's writer counts for m against
+// BatchBytes: the message framing of Kafka's v1 format and the headers
+// with the longest varint lengths.
+func messageBytes(m *kafka.Message) int64 {
+	n := 4 + 1 + 1 + 8 + 4 + len(m.Key) + 4 + len(m.Value) + binary.MaxVarintLen32
+	for _, h := range m.Headers {
+		n += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
+	}
+	return int64(n)
+}

@@ -1,0 +1,201 @@
+package statsbus
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mvml/mvml/model"
+)
+
+// A delta is one self-checking binary:
+//
+//	magic "MVMLDLTA" | uint32 header length | header (JSON) |
+//	statistics (model.Accumulator.MarshalBinary) | SHA-256 of everything before it
+//
+// The header says whose labels the statistics hold, so that the refitter
+// can drop a repeat and refuse an overlap without reading the statistics,
+// and a replica taking over a partition can skip labels a crashed owner
+// already published.
+const (
+	deltaMagic = "MVMLDLTA"
+	// Format is the delta format this build writes and reads, the
+	// header's "format".
+	Format = 1
+)
+
+// ErrCorruptDelta reports bytes that are not a whole, intact delta.
+var ErrCorruptDelta = errors.New("corrupt statistics delta")
+
+// Header describes a delta: the lineage and model its statistics were
+// gathered on, who published it, and the label offsets they hold.
+type Header struct {
+	// Format is the envelope's format, Format when written by this build.
+	Format int `json:"format"`
+	// Lineage is the lineage of the model the statistics were gathered on
+	// (model.Model.Lineage); only statistics of one lineage merge.
+	Lineage string `json:"lineage"`
+	// BaseVersion is the version of the model in service when the labels
+	// were joined.
+	BaseVersion string `json:"base_version"`
+	// Replica names the publishing serve replica (its host or pod); it
+	// is the key of the delta's message.
+	Replica string `json:"replica"`
+	// Epoch is random per start of the replica's process (NewEpoch), so
+	// that Seq, counted from 1 at every start, identifies a delta with
+	// it.
+	Epoch string `json:"epoch"`
+	// Seq numbers the replica's deltas within its epoch, from 1.
+	Seq uint64 `json:"seq"`
+	// Rows is the number of labelled rows in the statistics.
+	Rows int64 `json:"rows"`
+	// Created is when the delta was made.
+	Created time.Time `json:"created"`
+	// Ranges are the offsets of the labels whose rows are in the
+	// statistics, or that were used up without a row (a label the model
+	// cannot learn from): per topic and partition, the offsets a replica
+	// commits only once the delta is acknowledged.
+	Ranges Ranges `json:"ranges"`
+}
+
+// ID identifies a delta among all deltas: the refitter merges each ID
+// once.
+type ID struct {
+	Replica, Epoch string
+	Seq            uint64
+}
+
+// ID is the delta's identity.
+func (h *Header) ID() ID { return ID{Replica: h.Replica, Epoch: h.Epoch, Seq: h.Seq} }
+
+func (id ID) String() string { return fmt.Sprintf("%s/%s/%d", id.Replica, id.Epoch, id.Seq) }
+
+// Delta is a replica's statistics delta: a header and the statistics of
+// the labelled rows it names.
+type Delta struct {
+	Header
+	// Stats are the statistics' bytes (model.Accumulator.MarshalBinary).
+	Stats []byte
+}
+
+// New makes the delta of the statistics acc has gathered, with h's
+// origin (BaseVersion, Replica, Epoch, Seq, Created) and label offsets
+// (Ranges); the format, lineage and row count come from acc.
+func New(acc *model.Accumulator, h Header) (*Delta, error) {
+	stats, err := acc.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("statistics delta: %w", err)
+	}
+	h.Format, h.Lineage, h.Rows = Format, acc.Lineage(), int64(acc.Rows())
+	if float64(h.Rows) != acc.Rows() {
+		return nil, fmt.Errorf("statistics delta: %v rows, not a whole number: a delta holds statistics that were never decayed", acc.Rows())
+	}
+	d := &Delta{Header: h, Stats: stats}
+	if err := d.check(); err != nil {
+		return nil, fmt.Errorf("statistics delta: %w", err)
+	}
+	return d, nil
+}
+
+// Encode writes the delta.
+func (d *Delta) Encode() ([]byte, error) {
+	if err := d.check(); err != nil {
+		return nil, fmt.Errorf("encode statistics delta: %w", err)
+	}
+	js, err := json.Marshal(d.Header)
+	if err != nil {
+		return nil, fmt.Errorf("encode statistics delta: %w", err)
+	}
+	out := make([]byte, 0, len(deltaMagic)+4+len(js)+len(d.Stats)+sha256.Size)
+	out = append(out, deltaMagic...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(js)))
+	out = append(out, js...)
+	out = append(out, d.Stats...)
+	sum := sha256.Sum256(out)
+	return append(out, sum[:]...), nil
+}
+
+// Decode reads a delta written by Encode, verifying its checksum and its
+// header; the statistics are read with Accumulator. Damaged bytes are an
+// error wrapping ErrCorruptDelta.
+func Decode(data []byte) (*Delta, error) {
+	const pre = len(deltaMagic) + 4
+	if len(data) < pre+sha256.Size || string(data[:len(deltaMagic)]) != deltaMagic {
+		return nil, fmt.Errorf("%w: not a statistics delta (bad magic or %d bytes, too short)", ErrCorruptDelta, len(data))
+	}
+	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
+		return nil, fmt.Errorf("%w: checksum mismatch (truncated or modified)", ErrCorruptDelta)
+	}
+	hlen := binary.LittleEndian.Uint32(data[len(deltaMagic):])
+	if uint64(hlen) > uint64(len(body)-pre) {
+		return nil, fmt.Errorf("%w: header of %d bytes in a delta of %d", ErrCorruptDelta, hlen, len(data))
+	}
+	var h Header
+	if err := json.Unmarshal(body[pre:pre+int(hlen)], &h); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrCorruptDelta, err)
+	}
+	if h.Format != Format {
+		return nil, fmt.Errorf("statistics delta format %d, this build reads format %d", h.Format, Format)
+	}
+	d := &Delta{Header: h, Stats: bytes.Clone(body[pre+int(hlen):])}
+	if err := d.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptDelta, err)
+	}
+	return d, nil
+}
+
+// check says what a delta lacks.
+func (d *Delta) check() error {
+	switch {
+	case d.Format != Format:
+		return fmt.Errorf("format %d, want %d", d.Format, Format)
+	case d.Lineage == "":
+		return errors.New("no lineage")
+	case d.Replica == "":
+		return errors.New("no replica")
+	case d.Epoch == "":
+		return errors.New("no epoch")
+	case d.Seq < 1:
+		return errors.New("sequence number 0, they count from 1")
+	case d.Rows < 0:
+		return fmt.Errorf("%d rows", d.Rows)
+	case len(d.Stats) == 0:
+		return errors.New("no statistics")
+	}
+	if err := d.Ranges.check(); err != nil {
+		return fmt.Errorf("label offsets: %w", err)
+	}
+	return nil
+}
+
+// Accumulator reads the delta's statistics into an accumulator of m,
+// which must be of the delta's lineage (errors.Is model.ErrOtherLineage
+// otherwise, naming both). Statistics that do not hold the header's
+// lineage or number of rows are refused (ErrCorruptDelta). A refitter
+// skips deltas of other lineages by their header before reading them.
+func (d *Delta) Accumulator(m *model.Model) (*model.Accumulator, error) {
+	id := d.ID()
+	acc, err := model.UnmarshalAccumulator(d.Stats, m)
+	if err != nil {
+		return nil, fmt.Errorf("statistics delta %s: %w", id, err)
+	}
+	// The statistics carry their own lineage, which UnmarshalAccumulator
+	// checked against m's; the header must say the same.
+	switch {
+	case d.Lineage != acc.Lineage():
+		return nil, fmt.Errorf("statistics delta %s: %w: the header says lineage %s, the statistics are of lineage %s", id, ErrCorruptDelta, d.Lineage, acc.Lineage())
+	case acc.Rows() != float64(d.Rows):
+		return nil, fmt.Errorf("statistics delta %s: %w: the header says %d rows, the statistics hold %v", id, ErrCorruptDelta, d.Rows, acc.Rows())
+	}
+	return acc, nil
+}
+
+// NewEpoch returns a random epoch for a replica's process start (128
+// random bits as 26 base32 letters), so that two starts never share one.
+func NewEpoch() string { return rand.Text() }
