@@ -123,6 +123,8 @@ func TestReproduceUWave(t *testing.T) {
 				}
 				fmt.Printf("| %s | %s | %.0f%% | %.2f | %.2f | %s | %.3f |\n", r.mode, r.mc, 100*r.p,
 					100*res.Mean("accuracy"), 100*res.Std("accuracy"), perFold(res), res.Mean("fit_seconds"))
+				checkTarget(t, "accuracy", 100*res.Mean("accuracy"))
+				checkTarget(t, "std", 100*res.Std("accuracy"))
 			})
 		}
 	}
@@ -157,36 +159,40 @@ func TestReproduceSARCOS(t *testing.T) {
 			fmt.Printf("\nSARCOS (2000 train / 2449 test), standardized features: %t, %d draw(s)\n| mode | p | nMSE (mean) | per draw | chosen per draw | fit+search s |\n|---|---|---|---|---|---|\n", standardize, draws)
 			for _, p := range ps {
 				for _, mode := range []model.Mode{model.ModeLearned, model.ModeSparse, model.ModeIdentity} {
-					grid := map[string][]float64{"lambda": {1e-8, 1e-6, 1e-4, 1e-2}, "eta": {0.1, 1, 10}}
-					if mode == model.ModeIdentity {
-						grid = map[string][]float64{"lambda": {1e-8, 1e-6, 1e-4, 1e-2, 1}}
-					}
-					start := time.Now()
-					var nmse []float64
-					var per, chosen []string
-					for seed := range uint64(draws) {
-						cfg, c, err := eval.Select(context.Background(), spec, trV, trL, eval.CVConfig{
-							Grid: grid,
-							Base: baseConfig(p, mode, func(c *model.TrainConfig) { c.Seed, c.Kernels, c.Standardize = seed, kernels, standardize }),
-						})
-						if err != nil {
-							t.Fatal(err)
+					features := map[bool]string{false: "raw", true: "standardized"}[standardize]
+					t.Run(fmt.Sprintf("%s/%s-%.0f", features, mode, 100*p), func(t *testing.T) {
+						grid := map[string][]float64{"lambda": {1e-8, 1e-6, 1e-4, 1e-2}, "eta": {0.1, 1, 10}}
+						if mode == model.ModeIdentity {
+							grid = map[string][]float64{"lambda": {1e-8, 1e-6, 1e-4, 1e-2, 1}}
 						}
-						m, err := model.Train(context.Background(), spec, trV, trL, cfg)
-						if err != nil {
-							t.Fatal(err)
+						start := time.Now()
+						var nmse []float64
+						var per, chosen []string
+						for seed := range uint64(draws) {
+							cfg, c, err := eval.Select(context.Background(), spec, trV, trL, eval.CVConfig{
+								Grid: grid,
+								Base: baseConfig(p, mode, func(c *model.TrainConfig) { c.Seed, c.Kernels, c.Standardize = seed, kernels, standardize }),
+							})
+							if err != nil {
+								t.Fatal(err)
+							}
+							m, err := model.Train(context.Background(), spec, trV, trL, cfg)
+							if err != nil {
+								t.Fatal(err)
+							}
+							pred, err := eval.Predict(m, teV)
+							if err != nil {
+								t.Fatal(err)
+							}
+							met := eval.Compute(spec.Task, teL, pred)
+							nmse = append(nmse, met.NMSE)
+							per = append(per, fmt.Sprintf("%.4f", met.NMSE))
+							chosen = append(chosen, fmt.Sprint(c))
 						}
-						pred, err := eval.Predict(m, teV)
-						if err != nil {
-							t.Fatal(err)
-						}
-						met := eval.Compute(spec.Task, teL, pred)
-						nmse = append(nmse, met.NMSE)
-						per = append(per, fmt.Sprintf("%.4f", met.NMSE))
-						chosen = append(chosen, fmt.Sprint(c))
-					}
-					fmt.Printf("| %s | %.0f%% | %.4f | %s | %s | %.1f |\n", mode, 100*p, stat.Mean(nmse, nil),
-						strings.Join(per, " "), strings.Join(chosen, " "), time.Since(start).Seconds())
+						fmt.Printf("| %s | %.0f%% | %.4f | %s | %s | %.1f |\n", mode, 100*p, stat.Mean(nmse, nil),
+							strings.Join(per, " "), strings.Join(chosen, " "), time.Since(start).Seconds())
+						checkTarget(t, "nmse", stat.Mean(nmse, nil))
+					})
 				}
 			}
 		}
@@ -221,6 +227,7 @@ func TestReproduceUWaveSplits(t *testing.T) {
 				fmt.Printf("| %s | %d | %.2f | %.2f | %s |\n", mode, seed, 100*res.Mean("accuracy"), 100*res.Std("accuracy"), perFold(res))
 			}
 			fmt.Printf("| %s | mean of 5 | %.2f | %.2f (over splits) | |\n", mode, 100*stat.Mean(means, nil), 100*stat.PopStdDev(means, nil))
+			checkTarget(t, "accuracy", 100*stat.Mean(means, nil))
 		})
 	}
 }
@@ -232,8 +239,8 @@ func TestReproduceUWaveSplits(t *testing.T) {
 // η = 1 fixed, four Nyström draws (landmark seeds 0–3). Its MVML reached a
 // mean test nMSE of 0.447 (0.439, 0.433, 0.470, 0.445); the learned mode
 // must do at least as well, with the default iterations and fitted to
-// convergence. Identity and cov, and the fits without intercept (the peer
-// has none), are measured beside it.
+// convergence (reproductionTargets). Identity and cov, and the fits without
+// intercept (the peer has none), are measured beside it.
 func TestReproduceSARCOSPeerProtocol(t *testing.T) {
 	reproducing(t)
 	spec, views, labels := sharedData(t, "sarcos", "test.csv.gz")
@@ -251,57 +258,57 @@ func TestReproduceSARCOSPeerProtocol(t *testing.T) {
 	teV, teL := eval.Subset(views, labels, perm[2000:])
 	gamma := 1.0 / 7
 	kernels := []*schemas.KernelSpec{{Gamma: gamma}, {Gamma: gamma}, {Gamma: gamma}}
-	const peer = 0.447
 	fmt.Printf("\nSARCOS, scikit-multimodallearn's protocol (numpy permutation, 2000 train / 2449 test, raw features, γ = 1/7, 8%%, λ = 1e-4, η = 1)\n" +
 		"| mode | intercept | iterations | nMSE (mean of 4) | per draw | outer iterations per draw | fit s |\n|---|---|---|---|---|---|---|\n")
 	for _, run := range []struct {
 		mode        model.Mode
 		noIntercept bool
 		maxIter     int // 0: the default
-		assert      bool
 	}{
-		{model.ModeLearned, false, 0, true},
-		{model.ModeLearned, false, 100, true},
-		{model.ModeLearned, true, 0, false},
-		{model.ModeLearned, true, 100, false},
-		{model.ModeIdentity, false, 0, false},
-		{model.ModeIdentity, true, 0, false},
-		{model.ModeCov, false, 0, false},
-		{model.ModeCov, true, 0, false},
+		{model.ModeLearned, false, 0},
+		{model.ModeLearned, false, 100},
+		{model.ModeLearned, true, 0},
+		{model.ModeLearned, true, 100},
+		{model.ModeIdentity, false, 0},
+		{model.ModeIdentity, true, 0},
+		{model.ModeCov, false, 0},
+		{model.ModeCov, true, 0},
 	} {
-		var nmse []float64
-		var per, iters []string
-		start := time.Now()
-		for seed := range uint64(4) {
-			m, err := model.Train(context.Background(), spec, trV, trL, baseConfig(0.08, run.mode, func(c *model.TrainConfig) {
-				c.Seed, c.Kernels = seed, kernels
-				c.Fit.Lambda, c.Fit.Eta, c.Fit.NoIntercept = 1e-4, 1, run.noIntercept
-				if run.maxIter > 0 {
-					c.Fit.MaxIter = run.maxIter
+		name := fmt.Sprintf("%s-%s-%s", run.mode, map[bool]string{false: "intercept", true: "nointercept"}[run.noIntercept],
+			map[bool]string{false: "default", true: "converged"}[run.maxIter > 0])
+		t.Run(name, func(t *testing.T) {
+			var nmse []float64
+			var per, iters []string
+			start := time.Now()
+			for seed := range uint64(4) {
+				m, err := model.Train(context.Background(), spec, trV, trL, baseConfig(0.08, run.mode, func(c *model.TrainConfig) {
+					c.Seed, c.Kernels = seed, kernels
+					c.Fit.Lambda, c.Fit.Eta, c.Fit.NoIntercept = 1e-4, 1, run.noIntercept
+					if run.maxIter > 0 {
+						c.Fit.MaxIter = run.maxIter
+					}
+				}))
+				if err != nil {
+					t.Fatal(err)
 				}
-			}))
-			if err != nil {
-				t.Fatal(err)
+				pred, err := eval.Predict(m, teV)
+				if err != nil {
+					t.Fatal(err)
+				}
+				met := eval.Compute(spec.Task, teL, pred)
+				nmse = append(nmse, met.NMSE)
+				per = append(per, fmt.Sprintf("%.4f", met.NMSE))
+				tr := m.Heads[0].Trace
+				iters = append(iters, fmt.Sprintf("%d%s", tr.Iterations, map[bool]string{true: " (converged)", false: ""}[tr.Converged]))
 			}
-			pred, err := eval.Predict(m, teV)
-			if err != nil {
-				t.Fatal(err)
+			iterations := "default"
+			if run.maxIter > 0 {
+				iterations = fmt.Sprintf("at most %d", run.maxIter)
 			}
-			met := eval.Compute(spec.Task, teL, pred)
-			nmse = append(nmse, met.NMSE)
-			per = append(per, fmt.Sprintf("%.4f", met.NMSE))
-			tr := m.Heads[0].Trace
-			iters = append(iters, fmt.Sprintf("%d%s", tr.Iterations, map[bool]string{true: " (converged)", false: ""}[tr.Converged]))
-		}
-		iterations := "default"
-		if run.maxIter > 0 {
-			iterations = fmt.Sprintf("at most %d", run.maxIter)
-		}
-		mean := stat.Mean(nmse, nil)
-		fmt.Printf("| %s | %t | %s | %.4f | %s | %s | %.1f |\n", run.mode, !run.noIntercept, iterations, mean,
-			strings.Join(per, " "), strings.Join(iters, ", "), time.Since(start).Seconds()/4)
-		if run.assert && mean > peer {
-			t.Errorf("%s, %s iterations: mean test nMSE %.4f, scikit-multimodallearn's is %.3f", run.mode, iterations, mean, peer)
-		}
+			mean := stat.Mean(nmse, nil)
+			fmt.Printf("| %s | %t | %s | %.4f | %s | %s | %.1f |\n", run.mode, !run.noIntercept, iterations, mean,
+				strings.Join(per, " "), strings.Join(iters, ", "), time.Since(start).Seconds()/4)
+			checkTarget(t, "nmse", mean)
+		})
 	}
 }

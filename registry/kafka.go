@@ -714,16 +714,5 @@ func (k *Kafka) Checkpoint(ctx context.Context, lineage string) ([]byte, error) 
 // Close closes the writer, which waits for the writes under way, and the
 // connections; it returns early with ctx's error when ctx ends first.
 func (k *Kafka) Close(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() {
-		err := k.writer.Close()
-		k.transport.CloseIdleConnections()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return kafkaconn.CloseWriter(ctx, k.writer, k.transport)
 }
