@@ -338,7 +338,7 @@ func TestRefitterDropsRepeatsAndRefusesOverlaps(t *testing.T) {
 	}))
 	a, b := newReplicaSim(t, "serve-a", f.base), newReplicaSim(t, "serve-b", f.base)
 	first := a.publish(t, f.c, views, d.labels, 0, 50, 0, 0)
-	a.send(t, f.c, first) // the retry of a write whose acknowledgement was lost
+	a.send(t, f.c, first)                             // the retry of a write whose acknowledgement was lost
 	b.publish(t, f.c, views, d.labels, 50, 70, 0, 40) // labels 40…59: 40…49 are merged
 	f.c.Produce(t, "stats", kafkatest.Message{Key: []byte("serve-x"), Value: []byte("not a delta")})
 	b.publish(t, f.c, views, d.labels, 50, 90, 1, 0)
