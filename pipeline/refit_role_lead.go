@@ -45,8 +45,7 @@ type leader struct {
 	lin *lineageState
 	// cur is the store's current model as last read: a refit's warm start
 	// and parent.
-	cur  *model.Model
-	feed *statsFeed
+	cur *model.Model
 	// committed is the stats topic offset last committed for the group;
 	// committing it again proves the refitter still active.
 	committed int64
@@ -108,7 +107,6 @@ func (r *Refitter) lead(ctx context.Context, gen *kafka.Generation) error {
 	r.setRole(roleActive, "active: reading the current model of the model store")
 	r.logger.Info("refit: active", "group", r.cfg.Group, "generation", gen.ID)
 	l := &leader{r: r, gen: gen, lastRefit: time.Now(), retryPause: refitRetryMin}
-	defer l.stopFeed()
 	first, end, err := l.statsOffsets(ctx)
 	if err != nil {
 		return err
@@ -127,34 +125,28 @@ func (r *Refitter) lead(ctx context.Context, gen *kafka.Generation) error {
 		return err
 	}
 	l.start = l.lin.next
-	if r.cfg.Once && l.lin.next >= end {
-		return l.nothingToMerge()
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-l.feed.errs:
-			return err
-		case msg := <-l.feed.msgs:
-			if err := l.take(ctx, msg); err != nil {
-				return err
-			}
-		case <-l.dueTimer():
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if r.cfg.Once {
-			if l.lin.next < l.end {
-				continue
-			}
+	for ctx.Err() == nil {
+		if r.cfg.Once && l.lin.next >= l.end {
 			if l.lin.fresh.Rows() == 0 {
 				return l.nothingToMerge()
 			}
 			return l.refit(ctx)
 		}
-		if l.due(time.Now()) {
+		msgs, err := l.fetch(ctx)
+		if err != nil {
+			return err
+		}
+		for lin := l.lin; len(msgs) > 0 && l.lin == lin; msgs = msgs[1:] {
+			if r.cfg.Once && msgs[0].Offset >= l.end {
+				break
+			}
+			// take may make another lineage the one refitted, read from
+			// elsewhere: the rest of msgs is not read then.
+			if err := l.take(ctx, msgs[0]); err != nil {
+				return err
+			}
+		}
+		if !r.cfg.Once && l.due(time.Now()) {
 			if err := l.refit(ctx); err != nil && ctx.Err() == nil {
 				l.r.logger.Error("refit: failed; the current model stays, the refit is tried again later", "lineage", l.lin.id, "retry_in", l.retryPause, "err", err)
 				l.retryAt = time.Now().Add(l.retryPause)
@@ -162,13 +154,62 @@ func (r *Refitter) lead(ctx context.Context, gen *kafka.Generation) error {
 			}
 		}
 	}
+	return nil
+}
+
+// fetch reads the next messages of the stats topic, waiting for one up to
+// statsFetchWait or until a refit comes due. An offset the topic does not
+// hold any more is logged and the topic read on from where it can be.
+func (l *leader) fetch(ctx context.Context) ([]kafka.Message, error) {
+	wait := statsFetchWait
+	if at, ok := l.dueAt(); ok {
+		wait = max(time.Millisecond, min(wait, time.Until(at)))
+	}
+	var msgs []kafka.Message
+	err := l.waitTransient(ctx, "reading the stats topic", func() (err error) {
+		msgs, err = kafkaconn.Fetch(ctx, l.r.client, l.r.cfg.StatsTopic, 0, l.lin.next, statsFetchBytes, wait)
+		return err
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil, nil
+	case errors.Is(err, kafka.OffsetOutOfRange):
+		return nil, l.seekKept(ctx)
+	case err != nil:
+		return nil, fmt.Errorf("refit: reading stats topic %s at offset %d: %w", l.r.cfg.StatsTopic, l.lin.next, err)
+	}
+	return msgs, nil
+}
+
+// seekKept moves the offset the lineage reads on from into what the
+// stats topic keeps: an offset below its first (retention deleted deltas
+// before they were merged) or past its end (the topic was created again)
+// is logged, and the topic read from its first offset.
+func (l *leader) seekKept(ctx context.Context) error {
+	first, end, err := l.statsOffsets(ctx)
+	if err != nil {
+		return err
+	}
+	lin := l.lin
+	switch {
+	case lin.next < first:
+		l.r.logger.Error("refit: deltas were deleted by the stats topic's retention before they were merged: their labels are lost; keep deltas longer than between two refits",
+			"lineage", lin.id, "from", lin.next, "to", first)
+		lin.next = first
+	case lin.next > end:
+		l.r.logger.Error("refit: the stats topic ends before the offset to read from (was it created again?); reading it from its first offset",
+			"lineage", lin.id, "offset", lin.next, "end", end)
+		lin.next = first
+	}
+	l.r.metrics.set(refitMetricStatsOffset, lin.next)
+	return nil
 }
 
 // statsOffsets returns the first offset of the stats topic and its end
 // (the next offset to be written).
 func (l *leader) statsOffsets(ctx context.Context) (first, end int64, err error) {
 	topic := l.r.cfg.StatsTopic
-	err = l.r.retry(ctx, "listing the stats topic's offsets", func() error {
+	err = l.waitTransient(ctx, "listing the stats topic's offsets", func() error {
 		res, err := l.r.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
 			topic: {kafka.FirstOffsetOf(0), kafka.LastOffsetOf(0)}}})
 		if err != nil {
@@ -226,7 +267,7 @@ func (l *leader) waitCurrent(ctx context.Context) (*model.Model, error) {
 // the model store, or empty from the stats topic offset from when it has
 // none (then, with put, it stores that empty checkpoint, so that a
 // standby taking over and the serve replicas scanning the topic start
-// there too). It reads the stats topic on from the lineage's offset.
+// there too). The stats topic is read on from the lineage's offset.
 func (l *leader) follow(ctx context.Context, m *model.Model, from int64, put bool) error {
 	lineage := m.Lineage()
 	lin, err := l.openLineage(ctx, m, from)
@@ -247,7 +288,7 @@ func (l *leader) follow(ctx context.Context, m *model.Model, from int64, put boo
 	l.r.metrics.set(refitMetricRowsPending, 0)
 	l.r.logger.Info("refit: refitting lineage", "lineage", lineage, "model", m.Version, "from_offset", lin.next,
 		"rows", lin.base.Rows(), "checkpoint_model", lin.checkpointModel)
-	return l.startFeed(ctx)
+	return l.seekKept(ctx)
 }
 
 // openLineage reads the checkpoint of m's lineage, or returns nil when
@@ -288,11 +329,12 @@ func (l *leader) openLineage(ctx context.Context, m *model.Model, from int64) (*
 
 // waitTransient runs op until it returns nil or an error that is not
 // transient, waiting through outages of the brokers (Conn.Retry gives up
-// after a while; an active refitter waits on, as serve does).
+// after a while; an active refitter waits on, as serve does, and a
+// refit --once gives up with it).
 func (l *leader) waitTransient(ctx context.Context, what string, op func() error) error {
 	for {
 		err := l.r.retry(ctx, what, op)
-		if err == nil || ctx.Err() != nil || !kafkaconn.Transient(err) {
+		if err == nil || ctx.Err() != nil || !kafkaconn.Transient(err) || l.r.cfg.Once {
 			return err
 		}
 		l.r.logger.Warn("refit: "+what+": the brokers cannot be reached; waiting", "err", err)
@@ -365,7 +407,12 @@ func (l *leader) take(ctx context.Context, msg kafka.Message) error {
 // read after the delta says which.
 func (l *leader) foreign(ctx context.Context, d *statsbus.Delta, first int64) error {
 	if !l.r.cfg.Once {
-		cur, man, err := l.r.cfg.Models.Current(ctx)
+		var cur *model.Model
+		var man registry.Manifest
+		err := l.waitTransient(ctx, "reading the current model", func() (err error) {
+			cur, man, err = l.r.cfg.Models.Current(ctx)
+			return err
+		})
 		switch {
 		case err == nil && man.Lineage == d.Lineage:
 			l.r.logger.Info("refit: the current model is of a new lineage", "from", l.lin.id, "to", man.Lineage, "model", man.Version)
@@ -391,23 +438,20 @@ func (l *leader) due(now time.Time) bool {
 		l.r.cfg.Interval > 0 && now.Sub(l.lastRefit) >= l.r.cfg.Interval
 }
 
-// dueTimer delivers when a refit comes due by time, or when a failed one
-// may be tried again; nil (never) while no row waits for a refit.
-func (l *leader) dueTimer() <-chan time.Time {
+// dueAt is when a refit comes due by time, or when a failed one may be
+// tried again; not ok while no row waits for a refit or only more rows
+// make one due.
+func (l *leader) dueAt() (time.Time, bool) {
 	rows := l.lin.fresh.Rows()
-	if rows == 0 || l.r.cfg.Once {
-		return nil
-	}
-	var at time.Time
 	switch {
+	case rows == 0 || l.r.cfg.Once:
+		return time.Time{}, false
 	case l.r.cfg.Rows > 0 && rows >= float64(l.r.cfg.Rows):
-		at = l.retryAt // due by count once the pause after a failure ends
+		return l.retryAt, true // due by count once the pause after a failure ends
 	case l.r.cfg.Interval > 0:
-		at = later(l.retryAt, l.lastRefit.Add(l.r.cfg.Interval))
-	default:
-		return nil
+		return later(l.retryAt, l.lastRefit.Add(l.r.cfg.Interval)), true
 	}
-	return time.After(time.Until(at))
+	return time.Time{}, false
 }
 
 func later(a, b time.Time) time.Time {
@@ -587,86 +631,4 @@ func (l *leader) nothingToMerge() error {
 	return fmt.Errorf("refit: nothing to merge: the stats topic %s holds no labelled row of lineage %s (model %s) from offset %d to its end %d "+
 		"(%d deltas dropped as repeats, %d refused, %d of other lineages, %d not whole)",
 		l.r.cfg.StatsTopic, l.lin.id, l.cur.Version, l.start, l.end, st.DeltasDropped, st.DeltasRefused, st.DeltasSkipped, st.DeltasCorrupt)
-}
-
-// statsFeed reads the stats topic from an offset in its own goroutine.
-type statsFeed struct {
-	msgs <-chan kafka.Message
-	// errs receives a failure that waiting cannot mend.
-	errs <-chan error
-	stop func()
-}
-
-// startFeed (re)starts reading the stats topic at the offset the lineage
-// reads on from. An offset below the topic's first (retention deleted
-// deltas before they were merged) or past its end (the topic was created
-// again) is logged, and the topic read from its first offset.
-func (l *leader) startFeed(ctx context.Context) error {
-	l.stopFeed()
-	first, end, err := l.statsOffsets(ctx)
-	if err != nil {
-		return err
-	}
-	lin := l.lin
-	switch {
-	case lin.next < first:
-		l.r.logger.Error("refit: deltas were deleted by the stats topic's retention before they were merged: their labels are lost; keep deltas longer than between two refits",
-			"lineage", lin.id, "from", lin.next, "to", first)
-		lin.next = first
-	case lin.next > end:
-		l.r.logger.Error("refit: the stats topic ends before the offset to read from (was it created again?); reading it from its first offset",
-			"lineage", lin.id, "offset", lin.next, "end", end)
-		lin.next = first
-	}
-	l.r.metrics.set(refitMetricStatsOffset, lin.next)
-	topic := l.r.cfg.StatsTopic
-	rd := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: l.r.cfg.Conn.Brokers, Topic: topic, Partition: 0, Dialer: l.r.cfg.Conn.Dialer(),
-		MaxBytes: statsFetchBytes, MaxWait: statsFetchWait, ReadLagInterval: -1,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			l.r.logger.Warn("refit: kafka: "+fmt.Sprintf(msg, args...), "topic", topic)
-		}),
-	})
-	if err := rd.SetOffset(lin.next); err != nil {
-		rd.Close()
-		return fmt.Errorf("refit: reading stats topic %s from offset %d: %w", topic, lin.next, err)
-	}
-	feedCtx, cancel := context.WithCancel(ctx)
-	msgs, errs, done := make(chan kafka.Message, 16), make(chan error, 1), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			m, err := rd.FetchMessage(feedCtx)
-			switch {
-			case feedCtx.Err() != nil:
-				return
-			case err != nil && kafkaconn.Transient(err):
-				l.r.logger.Warn("refit: reading the stats topic failed; retrying", "err", err)
-				select {
-				case <-feedCtx.Done():
-					return
-				case <-time.After(kafkaconn.DefaultRetryMaxBackoff):
-				}
-				continue
-			case err != nil:
-				errs <- fmt.Errorf("refit: reading stats topic %s: %w", topic, err)
-				return
-			}
-			select {
-			case msgs <- m:
-			case <-feedCtx.Done():
-				return
-			}
-		}
-	}()
-	l.feed = &statsFeed{msgs: msgs, errs: errs, stop: func() { cancel(); <-done; rd.Close() }}
-	return nil
-}
-
-// stopFeed stops reading the stats topic, if it is read.
-func (l *leader) stopFeed() {
-	if l.feed != nil {
-		l.feed.stop()
-		l.feed = nil
-	}
 }
