@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,12 +102,28 @@ func (s *lineageState) total(decay float64) (*model.Accumulator, error) {
 
 // lead refits while the refitter is active, until ctx ends (the
 // generation ended: it returns nil at once, publishing nothing more) or
-// what it needs cannot be had; with Once it returns after its refit.
+// what it needs cannot be had; with Once it returns after its refit, and
+// fails when ctx ends before.
 func (r *Refitter) lead(ctx context.Context, gen *kafka.Generation) error {
 	r.metrics.set(refitMetricActive, 1)
 	r.setRole(roleActive, "active: reading the current model of the model store")
 	r.logger.Info("refit: active", "group", r.cfg.Group, "generation", gen.ID)
 	l := &leader{r: r, gen: gen, lastRefit: time.Now(), retryPause: refitRetryMin}
+	err := l.run(ctx)
+	switch {
+	case ctx.Err() == nil:
+		return err
+	case !r.cfg.Once:
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("refit: stopped before its refit was published: %w", ctx.Err())
+}
+
+// run is lead's work.
+func (l *leader) run(ctx context.Context) error {
+	r, gen := l.r, l.gen
 	first, end, err := l.statsOffsets(ctx)
 	if err != nil {
 		return err
@@ -479,7 +496,9 @@ func (l *leader) refit(ctx context.Context) error {
 			return fmt.Errorf("refit: the current model %s is of lineage %s, the statistics merged of lineage %s: a model was published meanwhile", man.Version, man.Lineage, lin.id)
 		}
 		l.r.logger.Info("refit: abandoned: the current model is of a new lineage", "from", lin.id, "to", man.Lineage, "model", man.Version)
-		return l.follow(ctx, cur, lin.next, true)
+		// No delta of it was read (it would have been followed): those
+		// to come are after what was read, but for a delta still in chunks.
+		return l.follow(ctx, cur, lin.stream.Resume(lin.next), true)
 	}
 	l.cur = cur
 	l.r.setServing(lin.id, cur.Version)
@@ -545,22 +564,12 @@ func (l *leader) refitEnded(ctx context.Context, err error) error {
 		l.r.metrics.add(refitMetricAbandoned, 1)
 		l.r.logger.Info("refit: abandoned: no longer the active refitter", "lineage", l.lin.id)
 		if l.r.cfg.Once {
-			return fmt.Errorf("refit: abandoned: %w", cmpErr(err, ctx.Err()))
+			return fmt.Errorf("refit: abandoned: %w", cmp.Or(err, ctx.Err()))
 		}
 		return nil
 	}
 	l.r.metrics.add(refitMetricFailed, 1)
 	return fmt.Errorf("refit: %w", err)
-}
-
-// cmpErr is the first error that is not nil.
-func cmpErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // putCheckpoint stores the checkpoint of lin, whose base statistics are
@@ -608,7 +617,7 @@ func (l *leader) commit(ctx context.Context, offset int64) error {
 		})
 		if err == nil {
 			for _, p := range resp.Topics[topic] {
-				err = cmpErr(err, p.Error)
+				err = cmp.Or(err, p.Error)
 			}
 		}
 		if errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.RebalanceInProgress) {
