@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
@@ -287,7 +289,8 @@ func TestRefitterDecaysAtRefits(t *testing.T) {
 	views := d.matrices()
 	r := newReplicaSim(t, "serve-0", f.base)
 	first := r.publish(t, f.c, views, d.labels, 0, 40, 0, 0)
-	cfg := f.config(func(c *RefitterConfig) { c.Cold, c.Decay = true, 0.5 })
+	store := t.TempDir()
+	cfg := f.config(func(c *RefitterConfig) { c.Cold, c.Decay, c.ModelDir = true, 0.5, store })
 	if _, err := runOnce(t, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +324,9 @@ func TestRefitterDecaysAtRefits(t *testing.T) {
 	}
 	if cp := f.checkpoint(t, f.base.Lineage()); cp.Rows != 80 {
 		t.Errorf("checkpoint of %v rows, want 80", cp.Rows)
+	}
+	if m, err := registry.LoadModel(filepath.Join(store, registry.CurrentModel)); err != nil || m.Version != got.Version {
+		t.Errorf("the model directory's current model: %v (%v), want %s", m, err, got.Version)
 	}
 }
 
@@ -467,6 +473,60 @@ func TestRefitterFollowsNewLineage(t *testing.T) {
 	}
 	if cp := f.checkpoint(t, retrained.Lineage()); cp.Rows != 40 || cp.Model != got.Version {
 		t.Errorf("the new lineage's checkpoint: %+v", cp.CheckpointHeader)
+	}
+
+	// Rolled back to the first lineage, the refitter continues it from its
+	// checkpoint: its 30 rows, the 30 of the delta skipped while the other
+	// lineage was current, and 30 more.
+	f.publish(t, f.base)
+	old.publish(t, f.c, views, d.labels, 110, 140, 0, 60)
+	waitFor(t, "the refits of the first lineage again", func() bool {
+		data, err := f.models.Checkpoint(context.Background(), f.base.Lineage())
+		cp, _ := statsbus.DecodeCheckpoint(data)
+		return err == nil && cp != nil && cp.Rows == 90
+	})
+	if got, _ = f.current(t); got.Lineage() != f.base.Lineage() || got.Meta.Rows != 90 {
+		t.Errorf("refit of lineage %s (want %s), %d rows (want 90)", got.Lineage(), f.base.Lineage(), got.Meta.Rows)
+	}
+}
+
+// Just before it publishes, the active refitter proves it still is by an
+// offset commit in its generation: once the group rebalanced, the commit
+// is refused and nothing is published.
+func TestRefitterFenceRefusesAnEndedGeneration(t *testing.T) {
+	f := newRefitFixture(t, model.ModeIdentity)
+	cfg := f.config(nil)
+	r, err := NewRefitter(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	member := func() *kafka.ConsumerGroup {
+		g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: cfg.Group, Brokers: f.c.Brokers, Topics: []string{"stats"},
+			HeartbeatInterval: 100 * time.Millisecond, SessionTimeout: kfakeSessionTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		return g
+	}
+	gen, err := member().Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	gen.Start(func(genCtx context.Context) { <-genCtx.Done(); close(ended) })
+	l := &leader{r: r, gen: gen}
+	if err := l.commit(ctx, 0); err != nil {
+		t.Fatalf("a commit in the generation: %v", err)
+	}
+	if _, err := member().Next(ctx); err != nil { // a standby's generation: the one after
+		t.Fatal(err)
+	}
+	<-ended
+	if err := l.commit(ctx, 0); !errors.Is(err, errNotActive) {
+		t.Errorf("a commit in the generation after it ended: %v, want %v", err, errNotActive)
 	}
 }
 
