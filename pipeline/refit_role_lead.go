@@ -153,6 +153,11 @@ func (l *leader) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if r.cfg.Once && len(msgs) == 0 && ctx.Err() == nil {
+			// Nothing below the end was there to fetch: the end's last
+			// messages were deleted (a topic compacted by mistake).
+			l.lin.next = max(l.lin.next, l.end)
+		}
 		for lin := l.lin; len(msgs) > 0 && l.lin == lin; msgs = msgs[1:] {
 			if r.cfg.Once && msgs[0].Offset >= l.end {
 				break
