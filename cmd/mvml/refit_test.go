@@ -7,12 +7,10 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -190,19 +188,16 @@ func TestRefitFlags(t *testing.T) {
 	}
 }
 
-// buildMVML builds the mvml command once for the tests that run it as a
-// process of its own (to kill it).
-var buildMVML = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "mvml-refit-test-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "mvml")
+// buildMVML builds the mvml command into a directory of t's, for a test
+// that runs it as a process of its own (to kill it).
+func buildMVML(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mvml")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // refitProcess is an `mvml refit` running as a process of its own.
 type refitProcess struct {
@@ -269,10 +264,7 @@ func TestRefitFailoverAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds mvml and waits for a session timeout")
 	}
-	bin, err := buildMVML()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := buildMVML(t)
 	dir := t.TempDir()
 	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 300, 1, nil)
 	_, newCSV := fixture(t, dir, "new.csv", classSpec, 600, 5, nil)
