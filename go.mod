@@ -12,6 +12,7 @@ require (
 	github.com/twmb/franz-go/pkg/kmsg v1.14.0
 	golang.org/x/sync v0.16.0
 	gonum.org/v1/gonum v0.17.0
+	gonum.org/v1/netlib v0.0.0-20230729102104-8b8060e7531f
 	gonum.org/v1/plot v0.17.0
 	gopkg.in/yaml.v3 v3.0.1
 )
