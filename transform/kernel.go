@@ -264,7 +264,8 @@ func (k Kernel) crossBlock(dst, x blas64.General, rhs *rightSide) {
 // sqDistBlock sets dst to the squared distances ‖x_i‖² + ‖z_j‖² − 2x_iᵀz_j,
 // clamped at 0 against cancellation. The Dgemm sums −2·x_il·z_jl over l in
 // order, exactly as sqNorm sums x_l², so a row equal to a landmark gets
-// exactly 0 (and an RBF value of exactly 1).
+// exactly 0 (and an RBF value of exactly 1). OpenBLAS rounds the product
+// its own way, which leaves such a row a distance of the order of ε‖x‖².
 func sqDistBlock(dst, x blas64.General, rhs *rightSide) {
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, -2, x, rhs.zt, 0, dst)
 	for i := range dst.Rows {
