@@ -123,7 +123,7 @@ func (s shape) data(rows int, seed uint64) (views []*mat.Dense, labels []float64
 	return views, labels
 }
 
-func (s shape) spec(t *testing.T) *schemas.ViewSpec {
+func (s shape) spec(t testing.TB) *schemas.ViewSpec {
 	t.Helper()
 	var views []string
 	for l := range s.views {
