@@ -55,12 +55,15 @@ BENCH_TABLE = awk 'BEGIN { printf "%-64s %14s  %s\n", "benchmark", "ns/op", "met
 bench:
 	@$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem $(PKGS) | tee bench.out | $(BENCH_TABLE)
 
-# BLAS_BENCHTIME and BLAS_COUNT: every pure-Go/OpenBLAS pair runs side by side, COUNT times.
+# Every pure-Go/OpenBLAS pair runs side by side, BLAS_COUNT times; benchstat then sets the
+# two columns side by side with their ratio.
 BLAS_BENCHTIME ?= 10x
-BLAS_COUNT     ?= 1
+BLAS_COUNT     ?= 6
+BENCHSTAT      ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench-blas:
 	@$(GO) test -tags openblas -run '^$$' -bench . -benchtime $(BLAS_BENCHTIME) -count $(BLAS_COUNT) ./internal/blasimpl | \
 	tee bench-blas.out | $(BENCH_TABLE)
+	@$(BENCHSTAT) -col /blas bench-blas.out
 
 bench-score:
 	./scripts/bench-score.sh

@@ -20,7 +20,7 @@ import (
 )
 
 // The benchmarks of this file measure gonum's pure-Go BLAS and OpenBLAS in
-// one run, each as a sub-benchmark pure-go or openblas of the same
+// one run, each as a sub-benchmark blas=pure-go or blas=openblas of the same
 // workload, so that their ratio is taken on one machine at one time:
 // make bench-blas.
 
@@ -28,8 +28,8 @@ var impls = []struct {
 	name string
 	impl blas.Float64
 }{
-	{"pure-go", gonum.Implementation{}},
-	{"openblas", netlib.Implementation{}},
+	{"blas=pure-go", gonum.Implementation{}},
+	{"blas=openblas", netlib.Implementation{}},
 }
 
 // eachBLAS runs bench under each BLAS, as sub-benchmarks.
