@@ -17,7 +17,7 @@ help:
 	@echo "make build-openblas  build bin/mvml on the machine's OpenBLAS (cgo; Debian: libopenblas-dev)"
 	@echo "make bench           run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
 	@echo "make bench-blas      pure-Go BLAS against OpenBLAS in one run: Dgemm, kernel products, scoring, fits"
-	@echo "make bench-score     end-to-end Parquet scoring of 1M and 4M rows: rows/s and peak RSS;"
+	@echo "make bench-score     end-to-end Parquet scoring of 1M and 4M rows: rows/s, CPU time and peak RSS;"
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
