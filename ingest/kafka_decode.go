@@ -560,32 +560,24 @@ func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
 	return s.data[start:s.pos], integer, nil
 }
 
-// readFloat reads a JSON number as a float64 in one pass: the digits are
-// checked and gathered together, and exactDecimal (at most 19 digits
-// forming at most 2^53, a power of ten within ±22) gives the value; other
-// numbers go to strconv. overflow says the number is too large for a
-// float64; a number too small for one is zero, as for strconv.
+// readFloat reads a JSON number as a float64 in one pass: the syntax is
+// checked while decimal gathers the digits, and decimal.float converts
+// them; only the rare numbers it declines go to strconv. overflow says the
+// number is too large for a float64; a number too small for one is zero,
+// as for strconv.
 func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *rowError) {
 	data, i := s.data, s.pos
 	start := i
-	neg := i < len(data) && data[i] == '-'
-	if neg {
+	var d decimal
+	if i < len(data) && data[i] == '-' {
+		d.neg = true
 		i++
 	}
-	var mant uint64
-	nd, exp, inexact := 0, 0, false
 	switch {
 	case i < len(data) && data[i] == '0':
 		i++
 	case i < len(data) && data[i] >= '1' && data[i] <= '9':
-		for ; i < len(data) && isDigit(data[i]); i++ {
-			if nd < 19 {
-				mant = mant*10 + uint64(data[i]-'0')
-				nd++
-			} else {
-				inexact = true
-			}
-		}
+		i = d.digits(data, i, false)
 	default:
 		s.pos = i
 		return 0, nil, false, s.syntaxError("want a digit")
@@ -593,48 +585,22 @@ func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *ro
 	if i < len(data) && data[i] == '.' {
 		i++
 		frac := i
-		for ; i < len(data) && isDigit(data[i]); i++ {
-			if nd < 19 {
-				mant = mant*10 + uint64(data[i]-'0')
-				nd++
-				exp--
-			} else {
-				inexact = true
-			}
-		}
-		if i == frac {
+		if i = d.digits(data, i, true); i == frac {
 			s.pos = i
 			return 0, nil, false, s.syntaxError("want a digit after '.'")
 		}
 	}
 	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		expNeg := false
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			expNeg = data[i] == '-'
-			i++
-		}
-		digits, e := i, 0
-		for ; i < len(data) && isDigit(data[i]); i++ {
-			if e < 100000 {
-				e = e*10 + int(data[i]-'0')
-			}
-		}
-		if i == digits {
+		var ok bool
+		if i, ok = d.exponent(data, i+1); !ok {
 			s.pos = i
 			return 0, nil, false, s.syntaxError("want a digit in the exponent")
 		}
-		if expNeg {
-			e = -e
-		}
-		exp += e
 	}
 	s.pos = i
 	tok = data[start:i]
-	if !inexact {
-		if v, ok := exactDecimal(mant, exp, neg); ok {
-			return v, tok, false, nil
-		}
+	if v, ok := d.float(); ok {
+		return v, tok, false, nil
 	}
 	// The token has JSON's number syntax, which strconv accepts; only its
 	// magnitude can fail.
