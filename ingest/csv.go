@@ -494,31 +494,40 @@ func trimEOL(line []byte) []byte {
 // underscores...) and for the rare numbers decimal.float declines, which
 // then go to strconv.
 func parseDecimal(b []byte) (float64, bool) {
-	var d decimal
-	i := 0
+	i, neg := 0, false
 	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		d.neg, i = b[0] == '-', 1
+		neg, i = b[0] == '-', 1
 	}
-	start := i
-	i = d.digits(b, i, false)
-	digits := i - start
+	digits := i
+	i, mant := gatherEights(b, i, 0)
+	i, mant = gatherDigits(b, i, mant)
+	nd, exp := i-digits, 0
 	if i < len(b) && b[i] == '.' {
 		i++
 		frac := i
-		i = d.digits(b, i, true)
-		digits += i - frac
+		i, mant = gatherEights(b, i, mant)
+		i, mant = gatherDigits(b, i, mant)
+		nd += i - frac
+		exp = frac - i
 	}
-	if digits == 0 {
+	if nd == 0 {
 		return 0, false
 	}
+	mantEnd, e := i, 0
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		var ok bool
-		if i, ok = d.exponent(b, i+1); !ok {
+		if i, e, ok = readExponent(b, i+1); !ok {
 			return 0, false
 		}
 	}
 	if i != len(b) {
 		return 0, false
+	}
+	d := decimal{mant: mant, exp: exp + e, neg: neg}
+	if nd > maxMantDigits {
+		d = longDecimal(b[digits:mantEnd], e, neg)
+	} else if v, ok := exactDecimal(d.mant, d.exp, d.neg); ok {
+		return v, true
 	}
 	return d.float()
 }

@@ -347,6 +347,9 @@ func (d *kafkaDecoder) decodeArray(l int) *rowError {
 				return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d is %s, want a number", v.Name, n, describeKind(c))}
 			}
 			n++
+			if s.consume(',') { // the usual separator, without a call
+				continue
+			}
 			more, err := s.separator(']', "in an array")
 			if err != nil {
 				return err
@@ -561,44 +564,57 @@ func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
 }
 
 // readFloat reads a JSON number as a float64 in one pass: the syntax is
-// checked while decimal gathers the digits, and decimal.float converts
-// them; only the rare numbers it declines go to strconv. overflow says the
-// number is too large for a float64; a number too small for one is zero,
-// as for strconv.
+// checked while the digits are gathered, and decimal.float converts them;
+// only the rare numbers it declines go to strconv. overflow says the number
+// is too large for a float64; a number too small for one is zero, as for
+// strconv.
 func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *rowError) {
 	data, i := s.data, s.pos
 	start := i
-	var d decimal
-	if i < len(data) && data[i] == '-' {
-		d.neg = true
+	neg := i < len(data) && data[i] == '-'
+	if neg {
 		i++
 	}
+	digits := i
+	var mant uint64
 	switch {
 	case i < len(data) && data[i] == '0':
 		i++
 	case i < len(data) && data[i] >= '1' && data[i] <= '9':
-		i = d.digits(data, i, false)
+		i, mant = gatherEights(data, i, 0)
+		i, mant = gatherDigits(data, i, mant)
 	default:
 		s.pos = i
 		return 0, nil, false, s.syntaxError("want a digit")
 	}
+	nd, exp := i-digits, 0
 	if i < len(data) && data[i] == '.' {
 		i++
 		frac := i
-		if i = d.digits(data, i, true); i == frac {
+		i, mant = gatherEights(data, i, mant)
+		if i, mant = gatherDigits(data, i, mant); i == frac {
 			s.pos = i
 			return 0, nil, false, s.syntaxError("want a digit after '.'")
 		}
+		nd += i - frac
+		exp = frac - i
 	}
+	mantEnd, e := i, 0
 	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
 		var ok bool
-		if i, ok = d.exponent(data, i+1); !ok {
+		if i, e, ok = readExponent(data, i+1); !ok {
 			s.pos = i
 			return 0, nil, false, s.syntaxError("want a digit in the exponent")
 		}
 	}
 	s.pos = i
 	tok = data[start:i]
+	d := decimal{mant: mant, exp: exp + e, neg: neg}
+	if nd > maxMantDigits {
+		d = longDecimal(data[digits:mantEnd], e, neg)
+	} else if v, ok := exactDecimal(d.mant, d.exp, d.neg); ok {
+		return v, tok, false, nil
+	}
 	if v, ok := d.float(); ok {
 		return v, tok, false, nil
 	}

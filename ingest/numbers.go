@@ -9,14 +9,15 @@ import (
 //go:generate go run pow10gen.go
 
 // The decimal-to-float64 conversion shared by the CSV and the JSON decoders.
-// Each scans its own syntax but gathers the digits with decimal.digits and
-// converts them with decimal.float, which gives strconv.ParseFloat's value
-// bit for bit or declines: the caller then hands the text to strconv. It
-// declines only on the rare inputs strconv itself resolves the slow way
-// (halfway cases hidden beyond the 19th digit, subnormals, overflow) and on
-// what is not a plain decimal (hex, NaN, Inf).
+// Each checks its own syntax while gatherDigits and readExponent read the
+// parts of a number, longDecimal re-reads the rare numbers of more than 19
+// digits, and decimal.float converts: it gives strconv.ParseFloat's value
+// bit for bit or declines, and the caller then hands the text to strconv.
+// It declines only on the rare inputs strconv itself resolves the slow way
+// (halfway cases, subnormals, overflow). The scanning keeps its state in
+// local variables: the digit loops run in registers.
 
-// maxMantDigits is how many significant decimal digits a uint64 always holds.
+// maxMantDigits is how many decimal digits a uint64 always holds.
 const maxMantDigits = 19
 
 // decimal is a number as its digits were read: ±mant × 10^exp, where mant
@@ -25,91 +26,50 @@ const maxMantDigits = 19
 type decimal struct {
 	mant  uint64
 	exp   int
-	nd    int // significant digits in mant
 	neg   bool
 	trunc bool
 }
 
-// digits gathers the decimal digits of b from i and returns the index of
-// the first byte that is not one. frac says they follow the decimal point.
-// Shortest round-trip float64 text has 16–17 digits, so eight are taken at
-// a time where eight digits follow.
-func (d *decimal) digits(b []byte, i int, frac bool) int {
-	if d.mant == 0 {
-		// Leading zeros are not significant digits.
-		for i < len(b) && b[i] == '0' {
-			i++
-			if frac {
-				d.exp--
-			}
-		}
+// gatherDigits appends the decimal digits of b from i to mant and returns
+// the index of the first byte that is not one. mant wraps around beyond 19
+// digits; callers count the digits. Shortest round-trip float64 text has
+// 16–17 digits: gatherEights converts eight at a time while eight follow,
+// then gatherDigits takes the rest one at a time. Callers call both, in
+// that order: each is small enough to be inlined into the loop over an
+// array's numbers, where a call per part of a number would cost a third of
+// the time.
+func gatherDigits(b []byte, i int, mant uint64) (int, uint64) {
+	for ; i < len(b) && b[i]-'0' <= 9; i++ {
+		mant = mant*10 + uint64(b[i]-'0')
 	}
-	for d.nd <= maxMantDigits-8 && len(b)-i >= 8 {
+	return i, mant
+}
+
+// gatherEights appends the digits of b from i to mant, eight at a time, as
+// long as eight follow.
+func gatherEights(b []byte, i int, mant uint64) (int, uint64) {
+	for ; len(b)-i >= 8; i += 8 {
 		w := binary.LittleEndian.Uint64(b[i:])
 		if !eightDigits(w) {
 			break
 		}
-		d.mant = d.mant*1e8 + eightDigitsValue(w)
-		d.nd += 8
-		i += 8
-		if frac {
-			d.exp -= 8
-		}
+		mant = mant*1e8 + eightDigitsValue(w)
 	}
-	for ; i < len(b); i++ {
-		c := b[i] - '0'
-		if c > 9 {
-			break
-		}
-		if d.nd < maxMantDigits {
-			d.mant = d.mant*10 + uint64(c)
-			d.nd++
-			if frac {
-				d.exp--
-			}
-		} else { // beyond what mant holds
-			d.trunc = d.trunc || c != 0
-			if !frac {
-				d.exp++
-			}
-		}
-	}
-	return i
+	return i, mant
 }
 
-// exponent reads the digits of an exponent, after its 'e' or 'E', with an
-// optional sign, and adds it to d.exp. It returns the index after them and
-// false when there is no digit. Beyond 10^6 an exponent is only ever ±Inf
-// or zero, which strconv decides: it stops growing there.
-func (d *decimal) exponent(b []byte, i int) (int, bool) {
-	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
-		neg = b[i] == '-'
-		i++
-	}
-	start, e := i, 0
-	for ; i < len(b) && isDigit(b[i]); i++ {
-		if e < 1e6 {
-			e = e*10 + int(b[i]-'0')
-		}
-	}
-	if neg {
-		e = -e
-	}
-	d.exp += e
-	return i, i > start
-}
-
-// eightDigits says whether the eight bytes of w (little endian) are all
-// ASCII digits: a byte is one when its high nibble is 3 and adding 6 does
-// not carry out of its low nibble.
+// eightDigits says whether the eight bytes of w are all ASCII digits: no
+// byte is below '0' (subtracting 0x30 sets no top bit) nor above '9'
+// (adding 0x46 sets no top bit). A borrow or carry between bytes comes
+// only from a byte that is not a digit, which fails anyway.
 func eightDigits(w uint64) bool {
-	return (w&0xF0F0F0F0F0F0F0F0)|(((w+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4) == 0x3333333333333333
+	return ((w+0x4646464646464646)|(w-0x3030303030303030))&0x8080808080808080 == 0
 }
 
 // eightDigitsValue is the value of eight ASCII digits read little endian
-// (the first digit in the low byte): pairs, then quadruples, then the whole
-// are combined by multiplications that add shifted copies.
+// (the first digit in the low byte; zero bytes count as zeros): pairs, then
+// quadruples, then the whole are combined by multiplications that add
+// shifted copies.
 func eightDigitsValue(w uint64) uint64 {
 	w &= 0x0F0F0F0F0F0F0F0F
 	w = (w * (10<<8 + 1)) >> 8
@@ -119,29 +79,87 @@ func eightDigitsValue(w uint64) uint64 {
 	return (w * (10000<<32 + 1)) >> 32
 }
 
+// longDecimal re-reads the digits of a number of more than 19: text is
+// its integer part, point and fraction, exp its explicit exponent. It keeps
+// the first 19 significant digits and notes whether a nonzero one follows.
+func longDecimal(text []byte, exp int, neg bool) decimal {
+	d := decimal{exp: exp, neg: neg}
+	nd, frac := 0, false
+	for _, c := range text {
+		if c == '.' {
+			frac = true
+			continue
+		}
+		c -= '0'
+		switch {
+		case nd == 0 && c == 0: // a leading zero
+			if frac {
+				d.exp--
+			}
+		case nd < maxMantDigits:
+			d.mant = d.mant*10 + uint64(c)
+			nd++
+			if frac {
+				d.exp--
+			}
+		default:
+			d.trunc = d.trunc || c != 0
+			if !frac {
+				d.exp++
+			}
+		}
+	}
+	return d
+}
+
+// readExponent reads the digits of an exponent, after its 'e' or 'E', with
+// an optional sign. It returns the index after them, the exponent, and
+// false when there is no digit. Beyond 10^6 an exponent is only ever ±Inf
+// or zero, which strconv decides: it stops growing there.
+func readExponent(b []byte, i int) (end, exp int, ok bool) {
+	neg := false
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
+		i++
+	}
+	start := i
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		if exp < 1e6 {
+			exp = exp*10 + int(b[i]-'0')
+		}
+	}
+	if neg {
+		exp = -exp
+	}
+	return i, exp, i > start
+}
+
 // float converts d. It reports false when it cannot be sure of
-// strconv.ParseFloat's value; the caller then goes to strconv.
-func (d *decimal) float() (float64, bool) {
-	if !d.trunc {
-		if f, ok := exactDecimal(d.mant, d.exp, d.neg); ok {
-			return f, true
-		}
-	}
+// strconv.ParseFloat's value; the caller then goes to strconv. Callers try
+// exactDecimal first, inlined, for the numbers of at most 19 digits (the
+// 9 of float32 text come out there), and come here for the rest: 16–17
+// digits go through Eisel–Lemire.
+func (d decimal) float() (float64, bool) {
 	f, ok := eiselLemire(d.mant, d.exp, d.neg)
-	if !ok {
-		if !d.trunc {
-			return exactDyadic(d.mant, d.exp, d.neg)
-		}
-		return 0, false
-	}
-	if d.trunc {
+	switch {
+	case ok && d.trunc:
 		// The dropped digits put the value between mant and mant+1 (times
 		// 10^exp); the result stands if both ends round to it.
 		if up, ok := eiselLemire(d.mant+1, d.exp, d.neg); !ok || up != f {
 			return 0, false
 		}
+		return f, true
+	case ok:
+		return f, true
+	case d.trunc:
+		return 0, false
 	}
-	return f, true
+	// Eisel–Lemire declines values it cannot tell from a tie; those that
+	// are exact float64s are taken here.
+	if f, ok := exactDecimal(d.mant, d.exp, d.neg); ok {
+		return f, true
+	}
+	return exactDyadic(d.mant, d.exp, d.neg)
 }
 
 // pow10 holds the powers of ten that float64 represents exactly.
