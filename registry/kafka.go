@@ -30,8 +30,10 @@ const (
 	// requestTimeout bounds a request to the brokers, so that a
 	// connection that hangs fails and is retried.
 	requestTimeout = 30 * time.Second
-	// writeTimeout bounds a produce request.
-	writeTimeout = 10 * time.Second
+	// writeTimeout bounds a produce request: a megabyte of chunks, which a
+	// host busy with other work may take more than kafka-go's default 10s
+	// to send and have acknowledged (a timed-out write is retried whole).
+	writeTimeout = 30 * time.Second
 	// fetchMaxBytes is what one fetch may bring: a few chunks.
 	fetchMaxBytes = 4 << 20
 	// readWait is the longest a fetch of messages known to be there waits.
