@@ -12,6 +12,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/sink"
 )
 
 // fetchResult is one outcome of Source.Next.
@@ -61,13 +62,28 @@ func (s *Service) prefetch(ctx context.Context) (results <-chan fetchResult, sto
 	}
 }
 
-// batchCounts are the rows of one batch by outcome.
-type batchCounts struct{ in, scored, deadLettered int64 }
+// batchCounts are the rows of one batch by outcome, and the timestamps of
+// the rows scored (from Kafka) with when their scores were durable (zero
+// until then).
+type batchCounts struct {
+	in, scored, deadLettered int64
+	scoredTimes              []time.Time
+	durable                  time.Time
+}
 
 // pendingBatch is a batch written and not yet acknowledged.
 type pendingBatch struct {
 	ack    func(context.Context) error // nil for sources without
 	counts batchCounts
+}
+
+// observeLatency counts the latency of every scored row of c, from its
+// timestamp to when its score was durable; a producer's clock ahead of
+// ours counts as no latency.
+func (s *Service) observeLatency(c batchCounts) {
+	for _, at := range c.scoredTimes {
+		s.metrics.observe(metricLatency, max(c.durable.Sub(at).Seconds(), 0))
+	}
 }
 
 // handle scores one batch, writes its outputs and dead letters and adds
@@ -84,7 +100,9 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 	s.metrics.add(metricIn, counts.in)
 	s.metrics.add(metricNotCommitted, counts.in)
 	bad, skip := badRows(m.Spec, b, false)
+	start := time.Now()
 	scores, unscorable, skip := scorer.scoreRows(b, skip)
+	s.metrics.observe(metricScoreSeconds, time.Since(start).Seconds())
 	bad = mergeRowErrors(bad, unscorable)
 	if len(bad) > 0 {
 		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
@@ -102,8 +120,27 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 		if err != nil {
 			return batchCounts{}, 0, fmt.Errorf("serve: output: %w", err)
 		}
+		counts.scoredTimes = scoredTimes(b, skip)
+		if _, commits := s.cfg.Output.(sink.Committer); !commits {
+			counts.durable = time.Now()
+		}
 	}
 	return counts, s.learn(acc, m, b, skip), nil
+}
+
+// scoredTimes are the timestamps of the rows of b not marked in skip, nil
+// when b has none (it is not from Kafka).
+func scoredTimes(b ingest.Batch, skip []bool) []time.Time {
+	if b.Times == nil {
+		return nil
+	}
+	times := make([]time.Time, 0, len(b.Times))
+	for i, at := range b.Times {
+		if skip == nil || !skip[i] {
+			times = append(times, at)
+		}
+	}
+	return times
 }
 
 // learn adds the labelled rows of b not marked in skip to acc, for refits,
