@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"reflect"
 	"slices"
@@ -61,8 +62,9 @@ func TestServeSwapCancelsRefit(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if st := svc.Stats(); st.Refits != 0 || st.RefitFailures != 0 || st.ModelVersion != m2.Version {
-		t.Errorf("stats %+v: want no refit, no failure, %s in service", st, m2.Version)
+	want := map[string]int64{refitCancelled: 1}
+	if st := svc.Stats(); st.Refits != 0 || st.RefitFailures != 0 || st.ModelVersion != m2.Version || !maps.Equal(st.RefitOutcomes, want) {
+		t.Errorf("stats %+v: want no refit, no failure, %s in service, outcomes %v", st, m2.Version, want)
 	}
 }
 

@@ -86,7 +86,8 @@ func TestServeFileSourceRefits(t *testing.T) {
 	if st.In != 300 || st.Scored != 298 || st.DeadLettered != 2 || st.In != st.Scored+st.DeadLettered {
 		t.Errorf("stats %+v: want in 300 = scored 298 + dead-lettered 2", st)
 	}
-	if st.Labelled != 298 || st.Refits < 1 || st.RefitFailures != 0 || len(saved) != int(st.Refits) || st.Accumulated != 298 || st.LastRefitSeconds <= 0 || st.Pending != 0 {
+	if st.Labelled != 298 || st.Refits < 1 || st.RefitFailures != 0 || len(saved) != int(st.Refits) || st.Accumulated != 298 || st.LastRefitSeconds <= 0 || st.Pending != 0 ||
+		st.RefitOutcomes[refitServed] != st.Refits {
 		t.Errorf("stats %+v, %d models saved: want 298 labelled rows and at least one refit, each saved", st, len(saved))
 	}
 	if st.ModelVersion == m.Version || svc.Model() != saved[len(saved)-1] {
