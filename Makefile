@@ -4,7 +4,7 @@ PKGS      := ./...
 BENCHTIME ?= 3x
 FUZZTIME  ?= 10s
 
-.PHONY: help build test vet fmt-check bench bench-score demo fuzz reproduce clean
+.PHONY: help build test vet fmt-check bench bench-score demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo       run the main job on the embedded default (no files, no network)"
@@ -14,6 +14,7 @@ help:
 	@echo "make bench-score  end-to-end Parquet scoring of 1M and 4M rows: rows/s and peak RSS"
 	@echo "make fuzz       short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce  the paper's experiments on ../shared/data (see REPRODUCTION.md)"
+	@echo "make docs       rewrite README's reference of the configuration keys from the flags"
 
 build:
 	$(GO) build -o bin/mvml ./cmd/mvml
@@ -51,6 +52,8 @@ fuzz:
 reproduce:
 	MVML_REPRODUCE=1 $(GO) test -count=1 -run 'Reproduce' -v -timeout 3h ./eval | grep --line-buffered -v '^=== \|^--- \|^PASS\|^ok'
 
+docs:
+	$(GO) test -count=1 -run '^TestConfigReferenceInREADME$$' ./cmd/mvml -update-readme
 
 clean:
 	rm -rf bin bench.out

@@ -61,6 +61,18 @@ func capitalize(s string) string {
 // command takes as flags. Asked for help, it prints it on stdout and
 // returns flag.ErrHelp; a wrong flag is a usage error.
 func parseFlags(a *app, fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsOnly(a, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (every input is given with a flag, e.g. --input)", fs.Arg(0))
+	}
+	return nil
+}
+
+// parseFlagsOnly is parseFlags for a command that takes arguments after
+// its flags (fs.Args).
+func parseFlagsOnly(a *app, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			for _, c := range commands() {
@@ -71,9 +83,6 @@ func parseFlags(a *app, fs *flag.FlagSet, args []string) error {
 			return flag.ErrHelp
 		}
 		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (every input is given with a flag, e.g. --input)", fs.Arg(0))
 	}
 	return nil
 }

@@ -38,6 +38,12 @@ type app struct {
 	// progressEvery is how often a long job logs how far it got when
 	// stderr is not a terminal.
 	progressEvery time.Duration
+	// configMode says whether a command that reads a configuration file
+	// runs, or only checks it (lint) or hands its flags over (flags);
+	// config is the file it read.
+	configMode configMode
+	config     *configFile
+	flags      *flag.FlagSet
 }
 
 // defaultProgressEvery keeps a job run by a scheduler visibly alive
@@ -77,6 +83,8 @@ func commands() []command {
 			"score a Kafka topic as a consumer group, refit on labelled records and swap the model", runServe},
 		{"inspect", "mvml inspect --model M.mvml [--plot OUT.png]",
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
+		{"lint", "mvml lint [--command serve] FILE... | --reference",
+			"check configuration files (unknown keys, wrong types, invalid values, by line) without running anything", runLint},
 	}
 }
 
@@ -111,6 +119,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 			continue
 		}
 		err := c.run(ctx, a, args[1:])
+		err = a.config.locate(err)
 		switch {
 		case err == nil:
 			return exitOK
