@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -214,6 +217,83 @@ func TestConfigReferenceInREADME(t *testing.T) {
 	if *updateREADME {
 		if err := os.WriteFile(readme, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// No configuration file makes lint or serve panic: every file is read or
+// refused with problems.
+func FuzzLintConfig(f *testing.F) {
+	f.Add(goodServeConfig)
+	f.Add("brokers: [a, {b: c}]\ntopic: &x in\ngroup: *x\n")
+	f.Add("decay: ${X}\nrefit-rows: $${Y}\n? [a]\n: b\n")
+	c, _ := configuredCommand("serve")
+	f.Fuzz(func(t *testing.T, text string) {
+		path := filepath.Join(t.TempDir(), "serve.yaml")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		problems, _, err := lintFile(t.Context(), c, path)
+		if err != nil {
+			t.Fatalf("lint of %q: %v", text, err)
+		}
+		for _, p := range problems {
+			if p.msg == "" {
+				t.Errorf("lint of %q: a problem without a message", text)
+			}
+		}
+	})
+}
+
+// --log-format json: every log line of serve is one JSON object, and the
+// periodic progress lines (stderr not a terminal) carry the stable keys.
+func TestServeLogsJSON(t *testing.T) {
+	dir := t.TempDir()
+	streamCSV, modelPath := trainedForServe(t, dir, 120)
+	cluster := kafkatest.Start(t, 1, "records", "scores", "dead")
+	cluster.ProduceValues(t, "records", append(csvMessages(t, streamCSV, false)[:40], []byte("not json"))...)
+	var stdout, stderr lockedBuffer
+	a := newApp(&stdout, &stderr)
+	a.progressEvery = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- a.run(ctx, []string{"serve", "--brokers", strings.Join(cluster.Brokers, ","), "--topic", "records", "--output-topic", "scores",
+			"--dead-letter-topic", "dead", "--model", modelPath, "--max-wait", "20ms", "--http", "", "--log-format", "json"})
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), `"rows":41,`) {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no progress line with 41 rows:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	var progress map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if strings.HasPrefix(line, "in 41 = ") {
+			continue // the summary, not a log line
+		}
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("a log line that is not JSON: %s", line)
+		}
+		if entry["msg"] == "serve" && entry["rows"] == 41.0 {
+			progress = entry
+		}
+	}
+	for _, key := range []string{"rows", "scored", "dead_lettered", "not_committed", "lag", "model_version", "elapsed"} {
+		if _, ok := progress[key]; !ok {
+			t.Errorf("the progress line lacks %s: %v", key, progress)
+		}
+	}
+	for _, bad := range [][]string{{"serve", "--log-format", "xml"}, {"score", "--log-format", ""}} {
+		if code, _, stderr := mvml(t, bad...); code != exitUsage || !strings.Contains(stderr, "want text or json") {
+			t.Errorf("mvml %v: exit %d, %s", bad, code, stderr)
 		}
 	}
 }
