@@ -341,7 +341,7 @@ func (r *serviceRun) swap(req swapRequest) {
 	}
 	r.current.Store(req.model)
 	r.refits.rebase(req.model)
-	r.cfg.Logger.Info("model swapped in", "version", req.model.Version)
+	r.cfg.Logger.Info("model swapped in", "model_version", req.model.Version)
 	req.done <- nil
 }
 

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -156,13 +157,17 @@ func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, 
 		// One line per batch, naming a few rows, however many there are.
 		const shown = 10
 		ids := schemas.IDs(b.Record)
+		var partitions []int32
 		var offsets, idList []int64
 		for _, d := range dropped[:min(len(dropped), shown)] {
+			if b.Partitions != nil {
+				partitions = append(partitions, b.Partitions[d.row])
+			}
 			offsets = append(offsets, b.Rows[d.row])
 			idList = append(idList, ids.Value(d.row))
 		}
-		s.cfg.Logger.Warn("labels not used for refits; their records are scored", "source", b.Source,
-			"labels", len(dropped), "offsets", offsets, "ids", idList, "reason", dropped[0].err)
+		s.cfg.Logger.Warn("labels not used for refits; their records are scored", sourceAttr(b),
+			"rows", len(dropped), "partitions", partitions, "offsets", offsets, "ids", idList, "reason", dropped[0].err)
 	}
 	if len(labels) == 0 {
 		return 0
@@ -170,11 +175,20 @@ func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, 
 	if err := acc.Add(views, labels); err != nil {
 		// Every label passed CheckLabel: whatever this is costs the refit
 		// these rows, not the service.
-		s.cfg.Logger.Error("labelled rows not used for refits", "source", b.Source, "rows", len(labels), "err", err)
+		s.cfg.Logger.Error("labelled rows not used for refits", sourceAttr(b), "rows", len(labels), "err", err)
 		return 0
 	}
 	s.metrics.add(metricLabelled, int64(len(labels)))
 	return len(labels)
+}
+
+// sourceAttr names where a batch came from in a log line: its topic
+// (from Kafka) or its source (a file).
+func sourceAttr(b ingest.Batch) slog.Attr {
+	if b.Partitions != nil {
+		return slog.String("topic", b.Source)
+	}
+	return slog.String("source", b.Source)
 }
 
 // withGrace returns the context of work already taken, such as the batch

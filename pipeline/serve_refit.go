@@ -154,7 +154,7 @@ func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.
 	if err != nil {
 		return refitResult{err: err, base: base}
 	}
-	s.cfg.Logger.Info("refitted", "rows", snapshot.Rows(), "seconds", time.Since(start).Seconds(), "version", m.Version)
+	s.cfg.Logger.Info("refitted", "rows", snapshot.Rows(), "seconds", time.Since(start).Seconds(), "model_version", m.Version)
 	return refitResult{model: m, base: base, seconds: time.Since(start).Seconds()}
 }
 

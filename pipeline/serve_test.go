@@ -516,7 +516,7 @@ func TestServeRejectsLabelsOneByOne(t *testing.T) {
 	if len(refitted) != 1 || refitted[0].Meta.Rows != 58 {
 		t.Errorf("%d refits; want one, on the 58 usable labels", len(refitted))
 	}
-	for _, want := range []string{"labels not used for refits", "source=in", "labels=2", "offsets=\"[105 117]\"", "ids=\"[1005 1017]\"", "label 99 is not one of the model's classes"} {
+	for _, want := range []string{"labels not used for refits", "source=in", "rows=2", "offsets=\"[105 117]\"", "ids=\"[1005 1017]\"", "label 99 is not one of the model's classes"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, log.String())
 		}

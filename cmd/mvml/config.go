@@ -59,7 +59,9 @@ func parseConfigured(a *app, fs *flag.FlagSet, c *configFlags, args []string) er
 		return err
 	}
 	a.config = file
-	return file.apply(fs)
+	err = file.apply(fs)
+	a.useLogFormat(fs) // the file may set it
+	return err
 }
 
 // checked is called by a configured command once its settings are

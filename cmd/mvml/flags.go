@@ -22,7 +22,36 @@ func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	fs.Var(new(logFormat), logFormatFlag, "`FORMAT` of the log lines on stderr: text (key=value) or json (one object per line)")
 	return fs
+}
+
+// logFormatFlag is the flag every command has.
+const logFormatFlag = "log-format"
+
+// logFormat is the format of the log lines: text or json.
+type logFormat string
+
+func (f *logFormat) String() string {
+	if *f == "" {
+		return "text"
+	}
+	return string(*f)
+}
+
+func (f *logFormat) Set(s string) error {
+	if s != "text" && s != "json" {
+		return fmt.Errorf("%q: want text or json", s)
+	}
+	*f = logFormat(s)
+	return nil
+}
+
+// useLogFormat makes the app log in the format the command's flags say.
+func (a *app) useLogFormat(fs *flag.FlagSet) {
+	if fl := fs.Lookup(logFormatFlag); fl != nil {
+		a.log = newLogger(a.stderr, fl.Value.String(), a.tty)
+	}
 }
 
 // printHelp prints the synopsis of command c, what it does and every flag
@@ -84,6 +113,7 @@ func parseFlagsOnly(a *app, fs *flag.FlagSet, args []string) error {
 		}
 		return usageError{err}
 	}
+	a.useLogFormat(fs)
 	return nil
 }
 

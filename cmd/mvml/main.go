@@ -54,12 +54,22 @@ const defaultProgressEvery = 5 * time.Second
 // as suits stderr: a terminal or a log.
 func newApp(stdout, stderr io.Writer) *app {
 	a := &app{stdout: stdout, stderr: stderr, tty: isTerminal(stderr), progressEvery: defaultProgressEvery}
-	level := slog.LevelInfo
-	if a.tty {
-		level = slog.LevelWarn
-	}
-	a.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	a.log = newLogger(stderr, "text", a.tty)
 	return a
+}
+
+// newLogger logs to w in format, text or json: on a terminal only
+// warnings and errors (progress bars show the rest), otherwise from
+// informational lines on.
+func newLogger(w io.Writer, format string, tty bool) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if tty {
+		opts.Level = slog.LevelWarn
+	}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 type command struct {
