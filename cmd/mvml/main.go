@@ -91,7 +91,7 @@ func commands() []command {
 			"estimate performance by (nested) cross-validation", runCV},
 		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT|--output-dir DIR --dead-letter-topic DLQ --model M.mvml | --model-topic M [--refit-rows N] [--model-dir DIR]",
 			"score a Kafka topic as a consumer group, refit on labelled records and swap the model", runServe},
-		{"inspect", "mvml inspect --model M.mvml [--plot OUT.png]",
+		{"inspect", "mvml inspect --model M.mvml [--format text|json] [--plot OUT.png] [--plot-trace OUT.png]",
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
 		{"lint", "mvml lint [--command serve] FILE... | --reference",
 			"check configuration files (unknown keys, wrong types, invalid values, by line) without running anything", runLint},
