@@ -147,4 +147,3 @@ func TestInspectJSONAndPlots(t *testing.T) {
 		t.Errorf("--format yaml: exit %d, %s", code, stderr)
 	}
 }
-
