@@ -14,7 +14,7 @@ help:
 	@echo "make bench-score  end-to-end Parquet scoring of 1M and 4M rows: rows/s and peak RSS"
 	@echo "make fuzz       short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce  the paper's experiments on ../shared/data (see REPRODUCTION.md)"
-	@echo "make docs       rewrite README's reference of the configuration keys from the flags"
+	@echo "make docs       rewrite README's reference of the configuration keys and table of the metrics from the code"
 
 build:
 	$(GO) build -o bin/mvml ./cmd/mvml
@@ -54,6 +54,7 @@ reproduce:
 
 docs:
 	$(GO) test -count=1 -run '^TestConfigReferenceInREADME$$' ./cmd/mvml -update-readme
+	$(GO) test -count=1 -run '^TestMetricsTableInREADME$$' ./pipeline -update-readme
 
 clean:
 	rm -rf bin bench.out

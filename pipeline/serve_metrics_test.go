@@ -2,11 +2,15 @@ package pipeline
 
 import (
 	"bytes"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,5 +165,40 @@ func TestKafkaRunnerMetrics(t *testing.T) {
 	}
 	if families["go_goroutines"] == nil || families["process_cpu_seconds_total"] == nil {
 		t.Error("/metrics lacks the Go runtime or the process")
+	}
+}
+
+// updateREADME rewrites README's table of the metrics: `make docs`.
+var updateREADME = flag.Bool("update-readme", false, "rewrite the table of the metrics in README.md")
+
+// README's table of the metrics is serveMetricDefs; `make docs` rewrites
+// it.
+func TestMetricsTableInREADME(t *testing.T) {
+	const readme = "../README.md"
+	data, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("| metric | type | labels | meaning |\n|---|---|---|---|\n")
+	for _, def := range serveMetricDefs {
+		labels := strings.Join(def.kind.labels, ", ")
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", def.name, def.kind.typ, labels, strings.ReplaceAll(def.help, "|", `\|`))
+	}
+	text := string(data)
+	const begin = "<!-- metrics of mvml serve: written by `make docs` from serveMetricDefs; do not edit -->\n"
+	const end = "<!-- end of the metrics -->"
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	if i < 0 || j < i {
+		t.Fatalf("README lacks the table of the metrics between\n%s%s", begin, end)
+	}
+	if text[i+len(begin):j] == b.String() {
+		return
+	}
+	if !*updateREADME {
+		t.Fatal("README's table of the metrics is stale: run `make docs`")
+	}
+	if err := os.WriteFile(readme, []byte(text[:i+len(begin)]+b.String()+text[j:]), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
