@@ -7,7 +7,7 @@ FUZZTIME  ?= 10s
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval
 
-.PHONY: help build build-openblas test test-openblas vet fmt-check bench bench-blas bench-score demo fuzz reproduce clean
+.PHONY: help build build-openblas test test-openblas vet fmt-check bench bench-blas bench-score demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
@@ -21,6 +21,8 @@ help:
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
+	@echo "make docs            rewrite README's reference of the configuration keys and table of the metrics from the code"
+
 
 build:
 	$(GO) build -o bin/mvml ./cmd/mvml
@@ -80,6 +82,9 @@ fuzz:
 reproduce:
 	bash -o pipefail -c "MVML_REPRODUCE=1 $(GO) test -count=1 -run 'Reproduce' -v -timeout 4h ./eval | grep --line-buffered -v '^=== \\|^PASS\\|^ok'"
 
+docs:
+	$(GO) test -count=1 -run '^TestConfigReferenceInREADME$$' ./cmd/mvml -update-readme
+	$(GO) test -count=1 -run '^TestMetricsTableInREADME$$' ./pipeline -update-readme
 
 clean:
 	rm -rf bin bench.out bench-blas.out

@@ -20,7 +20,9 @@
 // that FollowModels follows: a model topic, a model file) goes into
 // service between two batches. ServeHTTP answers /healthz, /readyz (from
 // the source, when it can tell whether it consumes) and /metrics, whose
-// numbers are those of ServeStats. Its parts have a file each: the run
+// numbers are those of ServeStats (client_golang collectors built from the
+// one table serveMetricDefs, on a registry of the Service's own, with the
+// Go runtime's and the process's). Its parts have a file each: the run
 // loop (serve.go), a batch's way through (serve_batch.go), the refit
 // scheduler (serve_refit.go), the metrics (serve_metrics.go) and the
 // following of a model store (serve_watch.go). KafkaRunner

@@ -169,7 +169,7 @@ func (k *Kafka) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("model topic %s: %w", topic, err)
 	}
-	k.logger.Info("model topic read", "versions", len(k.cat.manifests), "current", k.currentVersion(), "next_offset", k.next)
+	k.logger.Info("model topic read", "versions", len(k.cat.manifests), "model_version", k.currentVersion(), "next_offset", k.next)
 	return nil
 }
 
@@ -449,7 +449,7 @@ func (k *Kafka) Publish(ctx context.Context, m *model.Model, meta Meta, makeCurr
 		}
 		k.remember(m, man)
 	}
-	k.logger.Info("model published", "version", m.Version, "lineage", man.Lineage, "bytes", man.Bytes, "chunks", man.Chunks,
+	k.logger.Info("model published", "model_version", m.Version, "lineage", man.Lineage, "bytes", man.Bytes, "chunks", man.Chunks,
 		"again", stored, "current", makeCurrent)
 	return man, nil
 }
@@ -469,7 +469,7 @@ func (k *Kafka) stored(ctx context.Context, version string) (Manifest, bool, err
 	})
 	switch {
 	case errors.Is(err, ErrUnusable):
-		k.logger.Warn("model topic: the stored model is not whole; writing it again", "version", version, "err", err)
+		k.logger.Warn("model topic: the stored model is not whole; writing it again", "model_version", version, "err", err)
 		return Manifest{}, false, nil
 	case err != nil:
 		return Manifest{}, false, err
@@ -580,7 +580,7 @@ func (k *Kafka) deliver(ctx context.Context, acted int64, onCurrent func(*model.
 	switch {
 	case errors.Is(err, ErrUnusable):
 		k.refused.Add(1)
-		k.logger.Error("model topic: the current model is refused; the model in use stays", "version", p.Version, "offset", at, "err", err)
+		k.logger.Error("model topic: the current model is refused; the model in use stays", "model_version", p.Version, "offset", at, "err", err)
 		return at, nil
 	case err != nil:
 		return acted, err

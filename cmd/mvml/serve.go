@@ -35,7 +35,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	read := registerRead(fs)
-	if err := parseFlags(a, fs, args); err != nil {
+	config := registerConfig(fs)
+	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
 	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic); err != nil {
@@ -55,6 +56,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	opts, err := read.options(a)
 	if err != nil {
+		return err
+	}
+	if stop, err := config.checked(a, fs); stop {
 		return err
 	}
 	conn, err := kf.connection()
@@ -90,7 +94,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopProgress := a.serveProgress(runner.Service())
 	err = runner.Run(ctx)
+	stopProgress()
 	st := runner.Service().Stats()
 	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d + not committed %d; %d labelled (%d labels rejected), %d refits (%d failed), %d reloads (%d failed), model %s\n",
 		st.In, st.Scored, st.DeadLettered, st.NotCommitted, st.Labelled, st.LabelsRejected, st.Refits, st.RefitFailures, st.Reloads, st.ReloadFailures, st.ModelVersion)
