@@ -107,7 +107,9 @@ func (d *Dir) Path() string { return d.dir }
 // (with its manifest), and one that holds anything else is an error,
 // before current.mvml is touched.
 func (d *Dir) Publish(ctx context.Context, m *model.Model, meta Meta, makeCurrent bool) (Manifest, error) {
-	fail := func(err error) (Manifest, error) { return Manifest{}, fmt.Errorf("publish model %s: %w", m.Version, err) }
+	fail := func(err error) (Manifest, error) {
+		return Manifest{}, fmt.Errorf("publish model %s: %w", m.Version, err)
+	}
 	pub, err := meta.publisher()
 	if err != nil {
 		return fail(err)
