@@ -39,6 +39,11 @@ type DirOptions struct {
 	Interval time.Duration
 	// Logger hears of the models Follow refuses. Default (nil) none.
 	Logger *slog.Logger
+	// Existing opens a store that must exist, without creating it or
+	// trying that it takes new files: for `mvml models`, which may read
+	// a store it cannot write (a writing command then fails naming the
+	// file).
+	Existing bool
 }
 
 // Dir is the model store of a directory: DIR/VERSION.mvml for every
@@ -59,10 +64,17 @@ type Dir struct {
 
 // OpenDir makes the model store dir ready before a long job ends up with a
 // model it cannot save: it creates the directory when it is missing and
-// checks that it takes new files.
+// checks that it takes new files (but with opts.Existing).
 func OpenDir(dir string, opts DirOptions) (*Dir, error) {
 	if opts.Interval < 0 {
 		return nil, fmt.Errorf("model store %s: negative interval %v", dir, opts.Interval)
+	}
+	d := &Dir{dir: dir, watch: WatchFile(filepath.Join(dir, CurrentModel), cmp.Or(opts.Interval, DefaultDirInterval), opts.Logger)}
+	if opts.Existing {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			return nil, fmt.Errorf("model store %s does not exist or is not a directory", dir)
+		}
+		return d, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		// Say which part of the path failed, without repeating dir.
@@ -78,7 +90,7 @@ func OpenDir(dir string, opts DirOptions) (*Dir, error) {
 	if err := checkCreatable(dir); err != nil {
 		return nil, fmt.Errorf("model store %s: %w", dir, err)
 	}
-	return &Dir{dir: dir, watch: WatchFile(filepath.Join(dir, CurrentModel), cmp.Or(opts.Interval, DefaultDirInterval), opts.Logger)}, nil
+	return d, nil
 }
 
 // checkCreatable checks that dir takes a new file, by creating one: the
@@ -160,8 +172,8 @@ func (d *Dir) Current(context.Context) (*model.Model, Manifest, error) {
 	return m, d.manifest(m, sumOf(file)), nil
 }
 
-// List returns the manifests of every DIR/VERSION.mvml, by creation time,
-// and the current pointer. A version without its manifest file is
+// List returns the manifests of every DIR/VERSION.mvml, by creation time
+// (then by the time of the file), and the current pointer. A version without its manifest file is
 // described by its model file; one whose file cannot be read is listed
 // with its version, size and the reason in its Note.
 func (d *Dir) List(ctx context.Context) (Listing, error) {
@@ -170,6 +182,9 @@ func (d *Dir) List(ctx context.Context) (Listing, error) {
 		return Listing{}, fmt.Errorf("model store %s: %w", d.dir, err)
 	}
 	var l Listing
+	// published is when each version file was written: the order of
+	// publications within a second of Created.
+	published := map[string]time.Time{}
 	for _, e := range entries {
 		version, ok := strings.CutSuffix(e.Name(), ".mvml")
 		if !ok || e.IsDir() || !validVersion(version) {
@@ -184,10 +199,13 @@ func (d *Dir) List(ctx context.Context) (Listing, error) {
 				man = d.manifest(m, sumOf(file))
 			}
 		}
+		if info, err := e.Info(); err == nil {
+			published[version] = info.ModTime()
+		}
 		l.Versions = append(l.Versions, man)
 	}
 	slices.SortFunc(l.Versions, func(a, b Manifest) int {
-		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Version, b.Version))
+		return cmp.Or(a.Created.Compare(b.Created), published[a.Version].Compare(published[b.Version]), cmp.Compare(a.Version, b.Version))
 	})
 	if l.Current, err = d.pointer(ctx); err != nil {
 		return Listing{}, err
@@ -228,7 +246,7 @@ func (d *Dir) Get(_ context.Context, version string) ([]byte, Manifest, error) {
 
 // Promote makes version current (see Registry): DIR/current.mvml becomes
 // a copy of DIR/VERSION.mvml.
-func (d *Dir) Promote(ctx context.Context, version string, meta Meta) (Pointer, error) {
+func (d *Dir) Promote(ctx context.Context, version string, meta Meta) (Pointer, bool, error) {
 	return promote(ctx, d, version, meta)
 }
 

@@ -686,7 +686,7 @@ func (k *Kafka) Get(ctx context.Context, version string) ([]byte, Manifest, erro
 }
 
 // Promote makes version current (see Registry).
-func (k *Kafka) Promote(ctx context.Context, version string, meta Meta) (Pointer, error) {
+func (k *Kafka) Promote(ctx context.Context, version string, meta Meta) (Pointer, bool, error) {
 	return promote(ctx, k, version, meta)
 }
 

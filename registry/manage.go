@@ -22,10 +22,11 @@ type Registry interface {
 	// such version, ErrUnusable when its file is not stored whole.
 	Get(ctx context.Context, version string) ([]byte, Manifest, error)
 	// Promote makes version current (reason promote), after checking that
-	// it is stored whole; the version current until then goes first in
-	// the pointer's history. Promoting the current version changes
-	// nothing.
-	Promote(ctx context.Context, version string, meta Meta) (Pointer, error)
+	// it is stored whole, and reports that it moved the pointer; the
+	// version current until then goes first in the pointer's history.
+	// Promoting the current version changes nothing: it returns the
+	// pointer as it is.
+	Promote(ctx context.Context, version string, meta Meta) (p Pointer, moved bool, err error)
 	// Rollback makes current again the version that was current before
 	// the present one: the first of the pointer's history, which it takes
 	// off, so that a second rollback goes one further back (an undo, not
@@ -63,16 +64,18 @@ type pointerStore interface {
 }
 
 // promote is Registry.Promote of s.
-func promote(ctx context.Context, s pointerStore, version string, meta Meta) (Pointer, error) {
+func promote(ctx context.Context, s pointerStore, version string, meta Meta) (Pointer, bool, error) {
 	fail := func(err error) (Pointer, error) { return Pointer{}, fmt.Errorf("promote %s: %w", version, err) }
 	cur, err := s.pointer(ctx)
 	if err != nil {
-		return fail(err)
+		_, err = fail(err)
+		return Pointer{}, false, err
 	}
 	if cur != nil && cur.Version == version {
-		return *cur, nil
+		return *cur, false, nil
 	}
-	return move(ctx, s, cur, version, ReasonPromote, meta, fail)
+	p, err := move(ctx, s, cur, version, ReasonPromote, meta, fail)
+	return p, err == nil, err
 }
 
 // rollback is Registry.Rollback of s.

@@ -131,9 +131,9 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("get of an unknown version: %v", err)
 			}
 
-			p, err := r.Promote(ctx, m2.Version, Meta{Host: "alice@laptop"})
-			if err != nil {
-				t.Fatal(err)
+			p, moved, err := r.Promote(ctx, m2.Version, Meta{Host: "alice@laptop"})
+			if err != nil || !moved {
+				t.Fatalf("promote: moved %v, %v", moved, err)
 			}
 			checkPointer(t, &p, m2.Version, ReasonPromote, RoleOperator, m3.Version, m1.Version)
 			if p.By.Host != "alice@laptop" {
@@ -142,8 +142,8 @@ func TestRegistry(t *testing.T) {
 			if cur, _, err := r.Current(ctx); err != nil || cur.Version != m2.Version {
 				t.Fatalf("current after promote: %v, %v", cur, err)
 			}
-			if again, err := r.Promote(ctx, m2.Version, Meta{}); err != nil || !again.At.Equal(p.At) {
-				t.Errorf("promoting the current version again: %+v, %v; want the pointer unchanged", again, err)
+			if again, moved, err := r.Promote(ctx, m2.Version, Meta{}); err != nil || moved || !again.At.Equal(p.At) {
+				t.Errorf("promoting the current version again: %+v, moved %v, %v; want the pointer unchanged", again, moved, err)
 			}
 			for _, tc := range []struct {
 				what    string
@@ -162,7 +162,7 @@ func TestRegistry(t *testing.T) {
 						t.Errorf("get of %s: %v, want ErrUnusable", tc.what, err)
 					}
 				}
-				if _, err := r.Promote(ctx, version, Meta{}); !errors.Is(err, tc.err) {
+				if _, _, err := r.Promote(ctx, version, Meta{}); !errors.Is(err, tc.err) {
 					t.Errorf("promote of %s: %v, want %v", tc.what, err, tc.err)
 				}
 				if l, _ := r.List(ctx); l.Current == nil || l.Current.Version != m2.Version {
