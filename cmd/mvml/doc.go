@@ -8,6 +8,7 @@
 //	mvml eval    --input FILE... --model M.mvml [--json]
 //	mvml cv      --input FILE... --views SPEC --folds K --seed S [fit flags] [--grid lambda=1e-6,1e-4,1e-2 --grid eta=0.01,1,100] [--json]
 //	mvml inspect --model M.mvml [--plot OUT.png]
+//	mvml stats   --input FILE... --like BASE.mvml --brokers B --stats-topic S [--shard I/N | --shards N]
 //	mvml models  list|get VERSION --output F|promote VERSION|rollback --brokers B --model-topic M | --model-dir DIR
 //
 // Fit flags: --lambda --eta --mu --landmarks (a fraction in (0,1] or a

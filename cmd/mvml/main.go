@@ -73,6 +73,8 @@ func commands() []command {
 			"score labelled files and print the metrics", runEval},
 		{"cv", "mvml cv --input FILE... --views SPEC --folds K --seed S [fit flags] [--grid NAME=V1,V2...] [--json]",
 			"estimate performance by (nested) cross-validation", runCV},
+		{"stats", "mvml stats --input FILE... --like BASE.mvml --brokers HOST:PORT --stats-topic S [--shard I/N | --shards N] [--delta-rows R]",
+			"publish the statistics of labelled files on BASE's features to a stats topic, one share of the files per job of an indexed job, for mvml refit --once to merge into a model like train --like BASE on all the files", runStats},
 		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT|--output-dir DIR --dead-letter-topic DLQ --model M.mvml | --model-topic M [--refit-rows N] [--model-dir DIR]",
 			"score a Kafka topic as a consumer group, refit on labelled records and swap the model", runServe},
 		{"models", "mvml models list [--format table|json] | get VERSION --output F | promote VERSION | rollback  (--brokers HOST:PORT --model-topic M | --model-dir DIR)",
