@@ -77,7 +77,7 @@ func commands() []command {
 			"publish the statistics of labelled files on BASE's features to a stats topic, one share of the files per job of an indexed job, for mvml refit --once to merge into a model like train --like BASE on all the files", runStats},
 		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT|--output-dir DIR --dead-letter-topic DLQ --model M.mvml | --model-topic M [--refit-rows N] [--model-dir DIR]",
 			"score a Kafka topic as a consumer group, refit on labelled records and swap the model", runServe},
-		{"models", "mvml models list [--format table|json] | get VERSION --output F | promote VERSION | rollback  (--brokers HOST:PORT --model-topic M | --model-dir DIR)",
+		{"models", "mvml models list [--format table|json] | get VERSION|current --output F | promote VERSION | rollback  (--brokers HOST:PORT --model-topic M | --model-dir DIR)",
 			"list the versions of a model store and get their files, or change the model every replica serves: promote a version, roll back to the one current before", runModels},
 		{"inspect", "mvml inspect --model M.mvml [--plot OUT.png]",
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},

@@ -25,8 +25,8 @@ const modelsHelp = `Commands:
   list                    every version stored, oldest first: when it was created, its training rows, the fit's
                           final objective per row, who published it (host and role) and the version it continues;
                           * marks the current one (--format json for scripts)
-  get VERSION --output F  write the model file of VERSION to F ('-': standard output), byte for byte as it was
-                          published, its SHA-256 checked against the store's manifest
+  get VERSION --output F  write the model file of VERSION (or of the current model: current) to F ('-': standard
+                          output), byte for byte as it was published, its SHA-256 checked against its manifest
   promote VERSION         make VERSION the current model, after checking it is stored whole: every mvml serve
                           following the store (--model-topic M, or --model DIR/current.mvml --reload-interval D)
                           serves it within seconds
@@ -193,8 +193,22 @@ func operatorName() string {
 	return host
 }
 
-// getModel writes the file of version to output, atomically.
+// currentVersion is the VERSION argument that names the current model.
+const currentVersion = "current"
+
+// getModel writes the file of version (or of the current model) to
+// output, atomically.
 func getModel(ctx context.Context, a *app, store registry.Registry, version, output string) error {
+	if version == currentVersion {
+		l, err := store.List(ctx)
+		switch {
+		case err != nil:
+			return err
+		case l.Current == nil:
+			return fmt.Errorf("get the current model: %w", registry.ErrNoModel)
+		}
+		version = l.Current.Version
+	}
 	file, man, err := store.Get(ctx, version)
 	if err != nil {
 		return err

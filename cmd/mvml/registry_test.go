@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -42,6 +43,16 @@ func startReplica(t *testing.T, args ...string) (*serveRun, string) {
 		return m != nil
 	})
 	return srv, base
+}
+
+// loadModelBytes decodes a model file's bytes.
+func loadModelBytes(t *testing.T, file string) *model.Model {
+	t.Helper()
+	m, err := model.Decode(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // trainedVersion is the version `mvml train` printed.
@@ -181,6 +192,9 @@ func TestModelsCommands(t *testing.T) {
 			}
 			if !strings.Contains(out, "model "+v1+": ") || !strings.Contains(out, "→ "+got) {
 				t.Errorf("get says %q", out)
+			}
+			if out, _ = mustRun(t, append([]string{"models", "get", "current", "--output", "-"}, store...)...); loadModelBytes(t, out).Version != v2 {
+				t.Errorf("get current wrote a model other than %s, the current one", v2)
 			}
 
 			out, _ = mustRun(t, append([]string{"models", "promote", v1}, store...)...)
