@@ -44,7 +44,11 @@
 // time range of a topic (ingest.KafkaRangeOpener) as well as files, and
 // publishes its model to the model stores of package registry; it may fit
 // on the features of an earlier model (TrainJob.Like) to continue its
-// lineage.
+// lineage. A statistics pass (RunStats, `mvml stats`) is such a training
+// split over the shards of an indexed job: each reads its share of the
+// files and publishes the statistics of their rows on a model's features
+// as deltas to a stats topic (StatsTopic), named so that a shard started
+// again counts no row twice, for the refitter to merge and fit.
 //
 // The numerical work — kernels, features, samples, fits, scores,
 // sufficient statistics — is model's and transform's. pipeline gathers and

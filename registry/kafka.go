@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -307,11 +306,6 @@ func (k *Kafka) load(ctx context.Context, p Pointer) (*model.Model, Manifest, er
 	k.mu.Lock()
 	man, ok := k.cat.manifests[p.Version]
 	loaded := k.loaded
-	var offsets []int64
-	var err error
-	if ok {
-		offsets, err = k.cat.blobOffsets(modelKey(p.Version), man.SHA256, man.Chunks)
-	}
 	k.mu.Unlock()
 	switch {
 	case !ok:
@@ -320,23 +314,42 @@ func (k *Kafka) load(ctx context.Context, p Pointer) (*model.Model, Manifest, er
 		return nil, Manifest{}, fmt.Errorf("%w: model %s: the pointer says SHA-256 %s, its manifest %s", ErrUnusable, p.Version, p.SHA256, man.SHA256)
 	case loaded != nil && loaded.manifest.Version == man.Version && loaded.manifest.SHA256 == man.SHA256:
 		return loaded.model, loaded.manifest, nil
-	case err != nil:
-		return nil, Manifest{}, err
 	}
-	data, err := k.readBlob(ctx, modelKey(p.Version), man.SHA256, man.Bytes, offsets)
+	data, man, err := k.file(ctx, p.Version)
 	if err != nil {
 		return nil, Manifest{}, err
 	}
-	m, err := model.Decode(bytes.NewReader(data))
-	switch {
-	case err != nil:
-		return nil, Manifest{}, fmt.Errorf("%w: model %s: %w", ErrUnusable, p.Version, err)
-	case m.Version != man.Version:
-		return nil, Manifest{}, fmt.Errorf("%w: model %s: its file holds model %s", ErrUnusable, p.Version, m.Version)
-	case m.Lineage() != man.Lineage:
-		return nil, Manifest{}, fmt.Errorf("%w: model %s: its file has lineage %s, its manifest %s", ErrUnusable, p.Version, m.Lineage(), man.Lineage)
+	m, err := decodeFile(data, man)
+	if err != nil {
+		return nil, Manifest{}, err
 	}
 	return m, man, nil
+}
+
+// file reads the model file of version from the topic, checked against
+// its manifest's checksum and size: ErrUnknownVersion without a
+// manifest, ErrUnusable when a chunk is missing or damaged. Other errors
+// are the brokers'.
+func (k *Kafka) file(ctx context.Context, version string) ([]byte, Manifest, error) {
+	k.mu.Lock()
+	man, ok := k.cat.manifests[version]
+	var offsets []int64
+	var err error
+	if ok {
+		offsets, err = k.cat.blobOffsets(modelKey(version), man.SHA256, man.Chunks)
+	}
+	k.mu.Unlock()
+	switch {
+	case !ok:
+		return nil, Manifest{}, fmt.Errorf("model %s: %w", version, ErrUnknownVersion)
+	case err != nil:
+		return nil, Manifest{}, err
+	}
+	data, err := k.readBlob(ctx, modelKey(version), man.SHA256, man.Bytes, offsets)
+	if err != nil {
+		return nil, Manifest{}, err
+	}
+	return data, man, nil
 }
 
 // loadCurrent is load for the current model, which it remembers.
@@ -443,8 +456,10 @@ func (k *Kafka) Publish(ctx context.Context, m *model.Model, meta Meta, makeCurr
 		}
 	}
 	if makeCurrent {
-		p := Pointer{Version: m.Version, SHA256: man.SHA256, At: time.Now().UTC(), By: pub, Reason: ReasonPublish}
-		if err := k.writeJSON(ctx, keyCurrent, p); err != nil {
+		k.mu.Lock()
+		cur := k.cat.current
+		k.mu.Unlock()
+		if err := k.writeJSON(ctx, keyCurrent, cur.next(m.Version, man.SHA256, pub, ReasonPublish)); err != nil {
 			return fail(err)
 		}
 		k.remember(m, man)
@@ -588,6 +603,87 @@ func (k *Kafka) deliver(ctx context.Context, acted int64, onCurrent func(*model.
 	k.remember(m, man)
 	onCurrent(m, man)
 	return at, nil
+}
+
+// List reads the topic up to its end and returns the manifests of every
+// version it holds, in the order they were published, and the current
+// pointer.
+func (k *Kafka) List(ctx context.Context) (Listing, error) {
+	if err := k.catchUp(ctx); err != nil {
+		return Listing{}, fmt.Errorf("model topic %s: %w", k.cfg.Topic, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var l Listing
+	for _, man := range k.cat.manifests {
+		l.Versions = append(l.Versions, man)
+	}
+	slices.SortFunc(l.Versions, func(a, b Manifest) int {
+		return cmp.Compare(k.cat.published[a.Version], k.cat.published[b.Version])
+	})
+	if k.cat.current != nil {
+		p := *k.cat.current
+		l.Current = &p
+	}
+	return l, nil
+}
+
+// Get reads the topic up to its end and returns the model file of
+// version, checked (see Registry).
+func (k *Kafka) Get(ctx context.Context, version string) ([]byte, Manifest, error) {
+	fail := func(err error) ([]byte, Manifest, error) {
+		return nil, Manifest{}, fmt.Errorf("model topic %s: %w", k.cfg.Topic, err)
+	}
+	if err := k.catchUp(ctx); err != nil {
+		return fail(err)
+	}
+	var data []byte
+	var man Manifest
+	// A version missing or damaged is not transient: not retried.
+	err := k.retry(ctx, "reading model "+version, func() (err error) {
+		data, man, err = k.file(ctx, version)
+		return err
+	})
+	if err == nil {
+		_, err = decodeFile(data, man)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return data, man, nil
+}
+
+// Promote makes version current (see Registry).
+func (k *Kafka) Promote(ctx context.Context, version string, meta Meta) (Pointer, bool, error) {
+	return promote(ctx, k, version, meta)
+}
+
+// Rollback makes current again the version current before (see Registry).
+func (k *Kafka) Rollback(ctx context.Context, meta Meta) (Pointer, error) {
+	return rollback(ctx, k, meta)
+}
+
+// pointer reads the topic up to its end and returns the current pointer.
+func (k *Kafka) pointer(ctx context.Context) (*Pointer, error) {
+	if err := k.catchUp(ctx); err != nil {
+		return nil, fmt.Errorf("model topic %s: %w", k.cfg.Topic, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cat.current == nil {
+		return nil, nil
+	}
+	p := *k.cat.current
+	return &p, nil
+}
+
+// setPointer writes p, which every follower reads.
+func (k *Kafka) setPointer(ctx context.Context, p Pointer, _ []byte) error {
+	if err := k.writeJSON(ctx, keyCurrent, p); err != nil {
+		return fmt.Errorf("model topic %s: %w", k.cfg.Topic, err)
+	}
+	k.logger.Info("current model moved", "version", p.Version, "reason", p.Reason, "by", p.By.Host)
+	return nil
 }
 
 // Topic is the model topic's name.

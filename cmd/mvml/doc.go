@@ -10,6 +10,8 @@
 //	mvml inspect --model M.mvml [--format text|json] [--plot OUT.png] [--plot-trace OUT.png]
 //	mvml serve   --config serve.yaml [flags over the file] [--print-config]
 //	mvml lint    [--command serve] FILE... | --reference
+//	mvml stats   --input FILE... --like BASE.mvml --brokers B --stats-topic S [--shard I/N | --shards N]
+//	mvml models  list|get VERSION --output F|promote VERSION|rollback --brokers B --model-topic M | --model-dir DIR
 //
 // Fit flags: --lambda --eta --mu --landmarks (a fraction in (0,1] or a
 // count) --mode learned|sparse|cov|identity --learn-w --multiclass
