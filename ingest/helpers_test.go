@@ -177,7 +177,7 @@ type readResult struct {
 	// times are the rows' timestamps, from Kafka.
 	times   []time.Time
 	rejects []schemas.RowError
-	batches    int
+	batches int
 }
 
 func readAll(tb testing.TB, src Source, nViews int) (readResult, error) {
