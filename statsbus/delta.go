@@ -3,25 +3,20 @@ package statsbus
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/mvml/mvml/model"
 )
 
-// A delta is one self-checking binary:
-//
-//	magic "MVMLDLTA" | uint32 header length | header (JSON) |
-//	statistics (model.Accumulator.MarshalBinary) | SHA-256 of everything before it
-//
-// The header says whose labels the statistics hold, so that the refitter
-// can drop a repeat and refuse an overlap without reading the statistics,
-// and a replica taking over a partition can skip labels a crashed owner
-// already published.
+// A delta is sealed under the magic "MVMLDLTA" (see seal). The header
+// says whose labels the statistics hold, so that the refitter can drop a
+// repeat and refuse an overlap without reading the statistics, and a
+// replica taking over a partition can skip labels a crashed owner already
+// published.
 const (
 	deltaMagic = "MVMLDLTA"
 	// Format is the delta format this build writes and reads, the
@@ -111,39 +106,25 @@ func (d *Delta) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode statistics delta: %w", err)
 	}
-	out := make([]byte, 0, len(deltaMagic)+4+len(js)+len(d.Stats)+sha256.Size)
-	out = append(out, deltaMagic...)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(js)))
-	out = append(out, js...)
-	out = append(out, d.Stats...)
-	sum := sha256.Sum256(out)
-	return append(out, sum[:]...), nil
+	return seal(deltaMagic, js, d.Stats), nil
 }
 
 // Decode reads a delta written by Encode, verifying its checksum and its
 // header; the statistics are read with Accumulator. Damaged bytes are an
 // error wrapping ErrCorruptDelta.
 func Decode(data []byte) (*Delta, error) {
-	const pre = len(deltaMagic) + 4
-	if len(data) < pre+sha256.Size || string(data[:len(deltaMagic)]) != deltaMagic {
-		return nil, fmt.Errorf("%w: not a statistics delta (bad magic or %d bytes, too short)", ErrCorruptDelta, len(data))
-	}
-	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
-		return nil, fmt.Errorf("%w: checksum mismatch (truncated or modified)", ErrCorruptDelta)
-	}
-	hlen := binary.LittleEndian.Uint32(data[len(deltaMagic):])
-	if uint64(hlen) > uint64(len(body)-pre) {
-		return nil, fmt.Errorf("%w: header of %d bytes in a delta of %d", ErrCorruptDelta, hlen, len(data))
+	js, stats, err := unseal(deltaMagic, "statistics delta", data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptDelta, err)
 	}
 	var h Header
-	if err := json.Unmarshal(body[pre:pre+int(hlen)], &h); err != nil {
+	if err := json.Unmarshal(js, &h); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrCorruptDelta, err)
 	}
 	if h.Format != Format {
 		return nil, fmt.Errorf("statistics delta format %d, this build reads format %d", h.Format, Format)
 	}
-	d := &Delta{Header: h, Stats: bytes.Clone(body[pre+int(hlen):])}
+	d := &Delta{Header: h, Stats: bytes.Clone(stats)}
 	if err := d.check(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptDelta, err)
 	}
@@ -163,6 +144,9 @@ func (d *Delta) check() error {
 		return errors.New("no epoch")
 	case d.Seq < 1:
 		return errors.New("sequence number 0, they count from 1")
+	case d.Seq > math.MaxInt64:
+		// A Ledger keeps sequence numbers as runs of int64.
+		return fmt.Errorf("sequence number %d out of range", d.Seq)
 	case d.Rows < 0:
 		return fmt.Errorf("%d rows", d.Rows)
 	case len(d.Stats) == 0:

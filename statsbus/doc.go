@@ -6,7 +6,16 @@
 // and refuses labels merged before, and a replica taking over a
 // partition skips labels a crashed owner already published.
 //
-// Both the replica (package pipeline) and the refitter import it; it
-// imports only model. It knows the delta's bytes, not the topic they
-// travel on.
+// A delta travels on the stats topic as one message, or as the chunks of
+// a kafkaconn blob when it is larger (Messages); Stream reads deltas back
+// from the topic's messages. The refitter's Ledger names the deltas and
+// label offsets it merged, to drop a repeat and refuse an overlap, and
+// its Checkpoint (statistics, ledger, and the stats topic offset to read
+// on from: NextSOffset) is stored in the model store after every model
+// it publishes; a replica taking over a partition scans the stats topic
+// from that offset.
+//
+// Both the replica and the refitter (package pipeline) import it; it
+// imports model, kafkaconn and kafka-go's message type, and reads or
+// writes no topic itself.
 package statsbus

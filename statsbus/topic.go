@@ -1,0 +1,115 @@
+package statsbus
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mvml/mvml/kafkaconn"
+)
+
+// On the stats topic (one partition) a delta is one message keyed by its
+// replica whose value is the encoded delta (Delta.Encode) or, when the
+// encoding is larger than a message may be, the chunks of a blob
+// (kafkaconn.BlobMessages) keyed by its replica, whose value is the
+// encoded delta. A replica writes a delta's messages in one write and
+// commits its labels once the brokers acknowledged them all.
+
+// Messages are the messages of d on the stats topic: one when its
+// encoding fits in chunkSize bytes (0 means kafkaconn.DefaultChunkSize,
+// below the brokers' default message.max.bytes), the chunks of a blob
+// otherwise.
+func Messages(d *Delta, chunkSize int) ([]kafka.Message, error) {
+	data, err := d.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if len(data) <= cmp.Or(chunkSize, kafkaconn.DefaultChunkSize) {
+		return []kafka.Message{{Key: []byte(d.Replica), Value: data}}, nil
+	}
+	msgs, err := kafkaconn.BlobMessages(d.Replica, data, nil, chunkSize)
+	if err != nil {
+		return nil, fmt.Errorf("statistics delta %s: %w", d.ID(), err)
+	}
+	return msgs, nil
+}
+
+// Stream reads the deltas of the stats topic from its messages, taken in
+// offset order: a delta's message, or the chunks of its blob, which may
+// be interleaved with other replicas' messages. It remembers where each
+// blob not yet complete began, so that a reader that stops knows where
+// to start again (Resume). Not safe for concurrent use.
+type Stream struct {
+	asm *kafkaconn.Assembler
+	// open holds the first offset of every blob begun and not complete.
+	open map[openBlob]int64
+}
+
+type openBlob struct{ key, sha string }
+
+// NewStream returns a stream that has taken no message.
+func NewStream() *Stream {
+	return &Stream{asm: kafkaconn.NewAssembler(), open: map[openBlob]int64{}}
+}
+
+// Add takes msg, the next message of the stats topic, and returns the
+// delta it completes, or nil while a blob is incomplete. A message that
+// is not a delta or a chunk of one, a blob whose chunks do not add up and
+// a delta that does not decode are errors, wrapping ErrCorruptDelta and
+// naming the offset, that cost that message or blob alone.
+func (s *Stream) Add(msg kafka.Message) (*Delta, error) {
+	c, value, err := s.asm.Add(msg)
+	switch {
+	case errors.Is(err, kafkaconn.ErrNotChunk):
+		value = msg.Value
+	case err != nil:
+		if c.Blob != "" {
+			delete(s.open, openBlob{c.Blob, c.SHA256})
+		}
+		return nil, fmt.Errorf("%w: offset %d: %v", ErrCorruptDelta, msg.Offset, err)
+	case value == nil:
+		id := openBlob{c.Blob, c.SHA256}
+		if _, ok := s.open[id]; !ok {
+			s.open[id] = msg.Offset
+		}
+		return nil, nil
+	default:
+		delete(s.open, openBlob{c.Blob, c.SHA256})
+	}
+	d, err := Decode(value)
+	if err != nil {
+		return nil, fmt.Errorf("offset %d (key %q): %w", msg.Offset, msg.Key, err)
+	}
+	return d, nil
+}
+
+// Resume is where the stats topic is to be read again from, by a reader
+// that took every message below next, so that no delta is missed: the
+// first offset of the oldest blob not complete, or next.
+func (s *Stream) Resume(next int64) int64 {
+	for _, first := range s.open {
+		next = min(next, first)
+	}
+	return next
+}
+
+// Abandon forgets the blobs not complete whose first chunk is more than
+// span messages below offset: their writer stopped before it wrote them
+// whole, and they would otherwise hold Resume back for ever. It returns
+// their keys, for the log; the replica that wrote them never had them
+// acknowledged, so it publishes their labels again.
+func (s *Stream) Abandon(offset, span int64) []string {
+	var gone []string
+	for _, id := range slices.SortedFunc(maps.Keys(s.open), func(a, b openBlob) int { return cmp.Compare(s.open[a], s.open[b]) }) {
+		if first := s.open[id]; offset-first > span {
+			s.asm.Drop(id.key, id.sha)
+			delete(s.open, id)
+			gone = append(gone, fmt.Sprintf("%s from offset %d", id.key, first))
+		}
+	}
+	return gone
+}
