@@ -127,7 +127,9 @@ func TestServeGraceCountsFromCancellation(t *testing.T) {
 }
 
 // Every number of ServeStats is defined once, and /metrics shows each
-// with its help and type, and the value Stats gives.
+// with its help and type, and the value Stats gives; a metric with a
+// label has a row per label value, or samples (the prequential quality by
+// version).
 func TestServeMetricsDefinedOnce(t *testing.T) {
 	var st ServeStats
 	numeric := map[uintptr]string{}
@@ -138,22 +140,30 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 		}
 	}
 	names := map[string]bool{}
-	for _, def := range serveMetricDefs {
+	for i, def := range serveMetricDefs {
 		var addr uintptr
+		// Rows of one label's values follow the first, which has the help.
+		labelRow := false
 		switch field := def.field(&st).(type) {
 		case *int64:
 			addr = reflect.ValueOf(field).Pointer()
 		case *float64:
 			addr = reflect.ValueOf(field).Pointer()
+		case labelledInt:
+			addr = reflect.ValueOf(field.Value).Pointer()
+			labelRow = i > 0 && serveMetricDefs[i-1].name == def.name
+		case []MetricSample:
 		default:
 			t.Errorf("%s: field of type %T", def.name, field)
 			continue
 		}
-		if _, ok := numeric[addr]; !ok {
-			t.Errorf("%s: not a numeric field of ServeStats, or one defined twice", def.name)
+		if addr != 0 {
+			if _, ok := numeric[addr]; !ok {
+				t.Errorf("%s: not a numeric field of ServeStats, or one defined twice", def.name)
+			}
+			delete(numeric, addr)
 		}
-		delete(numeric, addr)
-		if names[def.name] || def.help == "" || def.kind != counter && def.kind != gauge ||
+		if !labelRow && (names[def.name] || def.help == "") || def.kind != counter && def.kind != gauge ||
 			def.kind == counter && !strings.HasSuffix(def.name, "_total") {
 			t.Errorf("%s: duplicate name, no help, or a type that does not fit", def.name)
 		}
@@ -171,19 +181,26 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 	}
 	svc.metrics.add(metricIn, 1234567)
 	svc.metrics.setFloat(metricAccumulated, 12.5)
+	svc.metrics.add(metricUnmatchedEvicted, 7)
+	svc.join = newLabelJoin(svc, LateLabels{QualityWindow: 10}, m)
+	svc.join.quality.add("v1", 1, 1)
+	svc.join.quality.add("v1", 0, 1)
 	rec := httptest.NewRecorder()
 	svc.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
 	for _, want := range []string{"# HELP mvml_records_in_total Records taken from the source.\n# TYPE mvml_records_in_total counter\nmvml_records_in_total 1234567\n",
-		"# TYPE mvml_refit_rows gauge\nmvml_refit_rows 12.5\n", "# TYPE mvml_model_info gauge\nmvml_model_info{version=\"" + m.Version + "\"} 1\n"} {
+		"# TYPE mvml_refit_rows gauge\nmvml_refit_rows 12.5\n", "# TYPE mvml_model_info gauge\nmvml_model_info{version=\"" + m.Version + "\"} 1\n",
+		"# TYPE mvml_labels_unmatched_total counter\nmvml_labels_unmatched_total{reason=\"expired\"} 0\nmvml_labels_unmatched_total{reason=\"evicted\"} 7\n",
+		"# TYPE mvml_prequential_accuracy gauge\nmvml_prequential_accuracy{version=\"v1\"} 0.5\n",
+		"# TYPE mvml_prequential_nmse gauge\n# HELP", "mvml_prequential_labels{version=\"v1\"} 2\n"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
 	}
-	if n := strings.Count(body, "# TYPE "); n != len(serveMetricDefs)+1 {
-		t.Errorf("/metrics has %d metrics, want %d", n, len(serveMetricDefs)+1)
+	if n := strings.Count(body, "# TYPE "); n != len(names)+1 {
+		t.Errorf("/metrics has %d metrics, want %d", n, len(names)+1)
 	}
-	if st := svc.Stats(); st.In != 1234567 || st.Accumulated != 12.5 {
+	if st := svc.Stats(); st.In != 1234567 || st.Accumulated != 12.5 || st.LabelsUnmatchedEvicted != 7 || len(st.Quality) != 1 || *st.Quality[0].Accuracy != 0.5 {
 		t.Errorf("stats %+v", st)
 	}
 }
