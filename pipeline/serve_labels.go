@@ -69,9 +69,11 @@ type RestoreFunc func(ctx context.Context, partition int, from time.Time, end in
 // silently. A label's offset is committed only once it was used: joined
 // and its statistics published, or counted unmatched.
 type LateLabels struct {
-	// Source delivers the labels. Required.
+	// Source delivers the labels. Default (nil) none: with Stats, the
+	// statistics of in-record labels alone are published.
 	Source LabelSource
-	// Topic is the labels topic, as the deltas name its offsets. Required.
+	// Topic is the labels topic, as the deltas name its offsets. Required
+	// with Source.
 	Topic string
 	// Window is how long a scored record waits for its label, and a label
 	// for its record, by their timestamps. Default (0)
@@ -110,9 +112,9 @@ type LateLabels struct {
 
 func (c LateLabels) resolve() (LateLabels, error) {
 	switch {
-	case c.Source == nil:
-		return c, errors.New("late labels: no label source")
-	case c.Topic == "":
+	case c.Source == nil && c.Stats == nil:
+		return c, errors.New("late labels: no label source and no statistics publisher")
+	case c.Source != nil && c.Topic == "":
 		return c, errors.New("late labels: no labels topic")
 	case c.Window < 0 || c.CacheBytes < 0 || c.QualityWindow < 0 || c.StatsInterval < 0 || c.StatsRows < 0:
 		return c, fmt.Errorf("late labels: negative window %v, cache bytes %d, quality window %d, stats interval %v or stats rows %d",
@@ -712,7 +714,7 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 	case j.published <- struct{}{}:
 	default:
 	}
-	if gen < 0 || len(commits) == 0 {
+	if gen < 0 || len(commits) == 0 || j.cfg.Source == nil {
 		return nil
 	}
 	if err := j.cfg.Source.CommitLabels(ctx, gen, commits); err != nil {
@@ -740,7 +742,7 @@ func (j *labelJoin) run(ctx context.Context) error {
 		stopFetching()
 		fetching.Wait()
 	}()
-	fetching.Go(func() {
+	fetch := func() {
 		for {
 			b, err := j.cfg.Source.NextLabels(fetchCtx)
 			if err != nil {
@@ -755,7 +757,10 @@ func (j *labelJoin) run(ctx context.Context) error {
 				return
 			}
 		}
-	})
+	}
+	if j.cfg.Source != nil {
+		fetching.Go(fetch)
+	}
 	tick := time.NewTicker(min(j.cfg.StatsInterval, time.Second))
 	defer tick.Stop()
 	for {

@@ -1,0 +1,276 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
+	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/statsbus"
+)
+
+// lateParts is the number of partitions of the input and labels topics of
+// these tests.
+const lateParts = 4
+
+// recordMessages are the records of d (unlabelled), each to the partition
+// of its id.
+func recordMessages(t *testing.T, spec *schemas.ViewSpec, d *dataset, lo, hi int) []kafkatest.Message {
+	t.Helper()
+	values := jsonRecords(t, spec, d)
+	var msgs []kafkatest.Message
+	for i := lo; i < hi; i++ {
+		msgs = append(msgs, kafkatest.Message{Partition: int(d.ids[i] % lateParts), Key: fmt.Append(nil, d.ids[i]), Value: values[i]})
+	}
+	return msgs
+}
+
+// labelMessage is the label of id, to the partition of its record.
+func labelMessage(id int64, label string) kafkatest.Message {
+	return kafkatest.Message{Partition: int(id % lateParts), Key: fmt.Append(nil, id), Value: fmt.Appendf(nil, `{"id": %d, "label": %s}`, id, label)}
+}
+
+// labelMessages are the labels of d's rows lo..hi-1.
+func labelMessages(d *dataset, lo, hi int) []kafkatest.Message {
+	var msgs []kafkatest.Message
+	for i := lo; i < hi; i++ {
+		msgs = append(msgs, labelMessage(d.ids[i], fmt.Sprint(d.labels[i])))
+	}
+	return msgs
+}
+
+// startLate starts a runner with cfg's join of late labels on cluster c
+// (input "in", labels "labels", output "out", dead letters "dead", group
+// "g"); stop cancels it and returns its counters and error.
+func startLate(t *testing.T, c *kafkatest.Cluster, cfg KafkaServeConfig) (r *KafkaRunner, stop func() (ServeStats, error)) {
+	t.Helper()
+	cfg.Conn = kafkaconn.Config{Brokers: c.Brokers}
+	cfg.Topic, cfg.Group, cfg.OutputTopic, cfg.DeadLetterTopic = "in", "g", "out", "dead"
+	cfg.MaxWait = 20 * time.Millisecond
+	if cfg.LabelsTopic == "" {
+		cfg.LabelsTopic = "labels"
+	}
+	cfg.Options.BatchSize = 32
+	r, err := NewKafkaRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	stopped := false
+	stop = func() (ServeStats, error) {
+		if stopped {
+			return r.Service().Stats(), nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return r.Service().Stats(), err
+		case <-time.After(30 * time.Second):
+			t.Fatal("the runner did not stop")
+			return ServeStats{}, nil
+		}
+	}
+	t.Cleanup(func() { stop() })
+	return r, stop
+}
+
+// waitStats waits until the runner's counters satisfy cond.
+func waitStats(t *testing.T, r *KafkaRunner, what string, cond func(ServeStats) bool) ServeStats {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := r.Service().Stats()
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %+v", what, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// labelsEnd is the end offset of every partition of the labels topic.
+func partitionEnds(t *testing.T, c *kafkatest.Cluster, topic string) []int64 {
+	t.Helper()
+	ends := make([]int64, c.Partitions(t, topic))
+	for _, m := range c.ConsumeAll(t, topic) {
+		ends[m.Partition] = max(ends[m.Partition], m.Offset+1)
+	}
+	return ends
+}
+
+func equalOffsets(a, b []int64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// Labels that arrive after their records, and before them, are joined;
+// those without a record are counted by reason (never seen within the
+// window, a second label of a joined record), a null label is counted as
+// such and a message that is not a label is dead-lettered; every label
+// is committed once used. The prequential accuracy of the model is that
+// of its predictions against the labels, and the joined labels feed the
+// statistics of the service's refits.
+func TestServeJoinsLateLabels(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 200, 4)
+	c := kafkatest.Start(t, lateParts, "in", "labels", "out", "dead")
+	// The labels of rows 150..199 come before their records.
+	c.Produce(t, "labels", labelMessages(d, 150, 200)...)
+	c.Produce(t, "in", recordMessages(t, spec, d, 0, 150)...)
+	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Refit: RefitPolicy{Rows: 1000},
+		Labels: LateLabels{Window: 3 * time.Second, StatsInterval: 100 * time.Millisecond, StatsRows: 64}})
+	waitStats(t, r, "the first records scored", func(st ServeStats) bool { return st.In >= 150 })
+	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
+	c.Produce(t, "labels", labelMessage(d.ids[0], "1"), labelMessage(d.ids[100], "null"), labelMessage(99_999, "0"),
+		kafkatest.Message{Partition: 1, Value: []byte(`{"id": 5, "label": "one"}`)})
+	c.Produce(t, "in", recordMessages(t, spec, d, 150, 200)...)
+	st := waitStats(t, r, "every label used", func(st ServeStats) bool {
+		return st.LabelsJoined == 150 && st.LabelsUnmatchedNeverSeen == 1 && st.LabelsUnmatchedDuplicate == 1 &&
+			st.LabelsNull == 1 && st.LabelsDeadLettered == 1 && st.Accumulated == 150
+	})
+	if st.LabelsIn != 50+100+4 || st.LabelsUnmatchedExpired+st.LabelsUnmatchedEvicted != 0 || st.LabelsWaiting != 0 || st.Labelled != 150 {
+		t.Errorf("labels: %+v", st)
+	}
+	// The model's predictions of the rows labelled, against their labels.
+	_, pred := expectedScores(m, d)
+	hits := 0
+	for i := range 200 {
+		if i < 100 || i >= 150 {
+			if pred[i] == d.labels[i] {
+				hits++
+			}
+		}
+	}
+	var q *VersionQuality
+	for i := range st.Quality {
+		if st.Quality[i].Version == m.Version {
+			q = &st.Quality[i]
+		}
+	}
+	if q == nil || q.Labels != 150 || q.Accuracy == nil || math.Abs(*q.Accuracy-float64(hits)/150) > 1e-12 {
+		t.Errorf("quality %+v, want the accuracy %v of version %s over 150 labels", st.Quality, float64(hits)/150, m.Version)
+	}
+	want := partitionEnds(t, c, "labels")
+	waitStats(t, r, "the labels committed", func(ServeStats) bool { return equalOffsets(c.CommittedOffsets(t, "g", "labels"), want) })
+	if _, err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if dead := c.ConsumeAll(t, "dead"); len(dead) != 1 || !strings.Contains(string(dead[0].Value), `"one"`) {
+		t.Errorf("dead letters %v", dead)
+	}
+}
+
+// With a stats topic, the statistics of the joined labels are published
+// as deltas (only rows of the model's lineage, each label once), and the
+// labels are committed after them: the deltas add up to the statistics of
+// the rows labelled, computed from their views.
+func TestServePublishesStatistics(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 200, 5)
+	c := kafkatest.Start(t, lateParts, "in", "labels", "out", "dead")
+	for _, topic := range []string{"stats", "models"} {
+		if err := c.Fake().CreateTopic(topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	models := openModelTopic(t, c)
+	if _, err := models.Publish(context.Background(), m, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
+		t.Fatal(err)
+	}
+	c.Produce(t, "in", recordMessages(t, spec, d, 0, 200)...)
+	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+		Labels: LateLabels{StatsInterval: 200 * time.Millisecond, StatsRows: 64, Replica: "serve-a"}})
+	waitStats(t, r, "the records scored", func(st ServeStats) bool { return st.In >= 200 })
+	c.Produce(t, "labels", labelMessages(d, 0, 200)...)
+	want := partitionEnds(t, c, "labels")
+	st := waitStats(t, r, "every label published", func(st ServeStats) bool {
+		return st.StatsRows == 200 && equalOffsets(c.CommittedOffsets(t, "g", "labels"), want)
+	})
+	if st.LabelsJoined != 200 || st.StatsDeltas < 2 {
+		t.Errorf("stats %+v: want 200 labels joined in at least 2 deltas", st)
+	}
+	if _, err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	total, published := readDeltas(t, c, m)
+	if published.Count() != 200 || total.Rows() != 200 {
+		t.Fatalf("the deltas hold %d label offsets and %v rows, want 200", published.Count(), total.Rows())
+	}
+	for p := range lateParts {
+		if runs := published.Runs("labels", p); len(runs) != 1 || runs[0].From != 0 || runs[0].To != want[p] {
+			t.Errorf("labels/%d: offsets %v published, want [0,%d)", p, runs, want[p])
+		}
+	}
+	// The statistics of the rows from their views.
+	direct := m.NewAccumulator()
+	if err := direct.Add(d.matrices(), d.labels); err != nil {
+		t.Fatal(err)
+	}
+	checkSameStats(t, total, direct)
+}
+
+// readDeltas reads every delta of the stats topic, checks that no label is
+// in two, and returns their statistics merged and their label offsets.
+func readDeltas(t *testing.T, c *kafkatest.Cluster, m *model.Model) (*model.Accumulator, statsbus.Ranges) {
+	t.Helper()
+	total := m.NewAccumulator()
+	var published statsbus.Ranges
+	stream := statsbus.NewStream()
+	for _, msg := range c.ConsumeAll(t, "stats") {
+		delta, err := stream.Add(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if delta == nil {
+			continue
+		}
+		if r, twice := published.Overlap(delta.Ranges); twice {
+			t.Errorf("delta %s holds labels %v published before", delta.ID(), r)
+		}
+		published.AddAll(delta.Ranges)
+		acc, err := delta.Accumulator(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := total.Merge(acc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return total, published
+}
+
+// checkSameStats compares two accumulators' refits: the same statistics
+// give the same model.
+func checkSameStats(t *testing.T, got, want *model.Accumulator) {
+	t.Helper()
+	fit := model.DefaultConfig()
+	fit.Mode = model.ModeIdentity
+	a, err := got.RefitCold(context.Background(), fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := want.RefitCold(context.Background(), fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := makeData(a.Spec, 50, 99)
+	var da, db mat.Dense
+	a.NewScorer().Score(&da, nil, d.matrices())
+	b.NewScorer().Score(&db, nil, d.matrices())
+	if !mat.EqualApprox(&da, &db, 1e-9) {
+		t.Errorf("the statistics published refit to other decisions than those of the rows:\n%v\n%v", mat.Formatted(da.Slice(0, 3, 0, 1)), mat.Formatted(db.Slice(0, 3, 0, 1)))
+	}
+}
