@@ -274,3 +274,186 @@ func checkSameStats(t *testing.T, got, want *model.Accumulator) {
 		t.Errorf("the statistics published refit to other decisions than those of the rows:\n%v\n%v", mat.Formatted(da.Slice(0, 3, 0, 1)), mat.Formatted(db.Slice(0, 3, 0, 1)))
 	}
 }
+
+// statsCluster is a cluster with the input, labels, output and dead-letter
+// topics of lateParts partitions, and the stats and model topics of one,
+// the model m current there.
+func statsCluster(t *testing.T, m *model.Model) (*kafkatest.Cluster, *registry.Kafka) {
+	t.Helper()
+	c := kafkatest.Start(t, lateParts, "in", "labels", "out", "dead")
+	for _, topic := range []string{"stats", "models"} {
+		if err := c.Fake().CreateTopic(topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	models := openModelTopic(t, c)
+	if _, err := models.Publish(context.Background(), m, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
+		t.Fatal(err)
+	}
+	return c, models
+}
+
+// A replica that takes over partitions restores their records scored
+// before the committed offset (so that their late labels are joined, not
+// lost) and skips the labels a previous owner published without
+// committing them, whether the refitter merged them into its checkpoint
+// already or they are still on the stats topic: no label is counted
+// twice, none is lost.
+func TestServeTakesOverPartitions(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 100, 6)
+	for _, inCheckpoint := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in checkpoint=%t", inCheckpoint), func(t *testing.T) {
+			c, models := statsCluster(t, m)
+			c.Produce(t, "in", recordMessages(t, spec, d, 0, 100)...)
+			// The records are scored and committed by a first owner.
+			r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats"})
+			ends := partitionEnds(t, c, "in")
+			waitStats(t, r, "the records committed", func(ServeStats) bool { return equalOffsets(c.CommittedOffsets(t, "g", "in"), ends) })
+			if _, err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			// Their labels come; a previous owner of the labels joined the
+			// first 5 of every partition, published them and died before
+			// it committed them.
+			c.Produce(t, "labels", labelMessages(d, 0, 100)...)
+			var early statsbus.Ranges
+			acc := m.NewAccumulator()
+			var views [][]float64
+			var ys []float64
+			perPartition := map[int]int{}
+			for _, msg := range c.ConsumeAll(t, "labels") {
+				if msg.Offset < 5 {
+					early.Add("labels", msg.Partition, msg.Offset)
+				}
+			}
+			// The labels of a partition are in the order of their ids.
+			for i := range 100 {
+				p := int(d.ids[i] % lateParts)
+				if perPartition[p] < 5 {
+					perPartition[p]++
+					views = append(views, rowOf(d, i))
+					ys = append(ys, d.labels[i])
+				}
+			}
+			if err := acc.Add(matricesOf(d, views), ys); err != nil {
+				t.Fatal(err)
+			}
+			delta, err := statsbus.New(acc, statsbus.Header{BaseVersion: m.Version, Replica: "dead-one", Epoch: "e", Seq: 1, Created: time.Now(), Ranges: early})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := statsbus.Messages(delta, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Produce(t, "stats", kafkatest.Message{Key: msgs[0].Key, Value: msgs[0].Value})
+			if inCheckpoint {
+				var ledger statsbus.Ledger
+				ledger.Add(&delta.Header)
+				cp, err := statsbus.NewCheckpoint(acc, statsbus.CheckpointHeader{NextSOffset: 1, Ledger: ledger})
+				if err != nil {
+					t.Fatal(err)
+				}
+				data, err := cp.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := models.PutCheckpoint(context.Background(), m.Lineage(), data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, stop = startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+				Labels: LateLabels{StatsInterval: 100 * time.Millisecond, Replica: "new-one"}})
+			labelEnds := partitionEnds(t, c, "labels")
+			st := waitStats(t, r, "the labels published", func(st ServeStats) bool {
+				return st.StatsRows == 80 && equalOffsets(c.CommittedOffsets(t, "g", "labels"), labelEnds)
+			})
+			if st.RecordsRestored != 100 || st.LabelsSkipped != 20 || st.LabelsJoined != 80 || st.In != 0 {
+				t.Errorf("stats %+v: want 100 records restored, 20 labels skipped, 80 joined, no record taken", st)
+			}
+			if _, err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			total, published := readDeltas(t, c, m)
+			direct := m.NewAccumulator()
+			if err := direct.Add(d.matrices(), d.labels); err != nil {
+				t.Fatal(err)
+			}
+			if published.Count() != 100 || total.Rows() != 100 {
+				t.Fatalf("the deltas hold %d labels and %v rows, want 100", published.Count(), total.Rows())
+			}
+			checkSameStats(t, total, direct)
+		})
+	}
+}
+
+// rowOf is row i of d, its views' values one after the other.
+func rowOf(d *dataset, i int) []float64 {
+	var row []float64
+	for l := range d.views {
+		row = append(row, d.row(l, i)...)
+	}
+	return row
+}
+
+// matricesOf are rows (as rowOf gives them) as one matrix per view of d.
+func matricesOf(d *dataset, rows [][]float64) []*mat.Dense {
+	out := make([]*mat.Dense, len(d.dims))
+	off := 0
+	for l, dim := range d.dims {
+		out[l] = mat.NewDense(len(rows), dim, nil)
+		for i, row := range rows {
+			copy(out[l].RawRowView(i), row[off:off+dim])
+		}
+		off += dim
+	}
+	return out
+}
+
+// With a stats topic, a batch of records with labels is committed only
+// once the statistics holding its labels are published: none is, until
+// the service stops and publishes them, then commits the records.
+func TestServeCommitsInRecordLabelsAfterPublication(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 60, 7)
+	c, models := statsCluster(t, m)
+	var msgs []kafkatest.Message
+	for i, v := range labelledRecords(t, spec, d) {
+		msgs = append(msgs, kafkatest.Message{Partition: int(d.ids[i] % lateParts), Value: v})
+	}
+	c.Produce(t, "in", msgs...)
+	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats", LabelsTopic: "labels",
+		Labels: LateLabels{StatsInterval: time.Hour, StatsRows: 1_000_000}})
+	waitStats(t, r, "the records taken", func(st ServeStats) bool { return st.In == 60 && st.StatsUnpublished == 60 })
+	time.Sleep(200 * time.Millisecond)
+	if got := c.CommittedOffsets(t, "g", "in"); !equalOffsets(got, []int64{-1, -1, -1, -1}) {
+		t.Errorf("records committed at %v before their statistics were published", got)
+	}
+	st, err := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Scored != 60 || st.StatsRows != 60 || st.StatsDeltas != 1 {
+		t.Errorf("stats %+v: want 60 scored and published in one delta", st)
+	}
+	if got, want := c.CommittedOffsets(t, "g", "in"), partitionEnds(t, c, "in"); !equalOffsets(got, want) {
+		t.Errorf("records committed at %v, want %v", got, want)
+	}
+	total, published := readDeltas(t, c, m)
+	if published.Count() != 60 || len(published.Runs("in", 0)) != 1 || total.Rows() != 60 {
+		t.Errorf("the delta holds offsets %v and %v rows", published, total.Rows())
+	}
+}
+
+// labelledRecords are the rows of d as JSON records with their labels.
+func labelledRecords(t *testing.T, spec *schemas.ViewSpec, d *dataset) [][]byte {
+	t.Helper()
+	values := jsonRecords(t, spec, d)
+	for i := range values {
+		values[i] = fmt.Appendf(nil, `{"label": %v, %s`, d.labels[i], values[i][1:])
+	}
+	return values
+}
