@@ -41,6 +41,10 @@ type KafkaServeConfig struct {
 	// MaxWait is the longest wait to fill a batch once it has a record.
 	// Default (0) ingest.DefaultKafkaMaxWait, 250ms.
 	MaxWait time.Duration
+	// SessionTimeout is how long the group waits for a silent replica
+	// (one that crashed) before its partitions go to the others. Default
+	// (0) ingest.DefaultKafkaSessionTimeout, 30s.
+	SessionTimeout time.Duration
 	// OutputTopic receives one JSON score per record, keyed by id. This or
 	// OutputDir is required.
 	OutputTopic string
@@ -168,6 +172,7 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 	}
 	kcfg := ingest.KafkaConfig{
 		Conn: cfg.Conn, Topic: cfg.Topic, LabelsTopic: cfg.LabelsTopic, GroupID: cfg.Group, MaxWait: cfg.MaxWait, StartOffset: cfg.StartOffset,
+		SessionTimeout: cfg.SessionTimeout,
 	}
 	if late {
 		kcfg.OnAssign, kcfg.OnRevoke = r.onAssign, r.onRevoke

@@ -33,6 +33,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
 	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
+	sessionTimeout := fs.Duration("session-timeout", ingest.DefaultKafkaSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; brokers accept 6s to 5m by default")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	labelsTopic := fs.String("labels-topic", "", "`TOPIC` of labels arriving apart from their records, {\"id\": …, \"label\": …} keyed by id, co-partitioned with --topic; each is joined with the record it labels")
@@ -61,6 +62,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	if *decay <= 0 || *decay > 1 {
 		return usagef("--decay %g must be in (0, 1]", *decay)
+	}
+	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
+		return usagef("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
 	}
 	labels, err := lateLabelFlags(fs, *labelsTopic, *statsTopic, *modelTopic, pipeline.LateLabels{
 		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
@@ -93,7 +97,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		start = ingest.KafkaNewest
 	}
 	cfg := pipeline.KafkaServeConfig{
-		Conn: conn, Topic: *topic, Group: *group, StartOffset: start, MaxWait: *maxWait,
+		Conn: conn, Topic: *topic, Group: *group, StartOffset: start, MaxWait: *maxWait, SessionTimeout: *sessionTimeout,
 		OutputTopic: *outTopic, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
 		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
 		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
