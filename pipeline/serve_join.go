@@ -222,6 +222,10 @@ func (s *joinStore) addLabel(p int, l ingest.Label, now time.Time) joinOutcome {
 	}
 	var out joinOutcome
 	if old := jp.labels[l.ID]; old != nil {
+		if old.label.Offset == l.Offset {
+			// The same label read again (its offset was not committed).
+			return out
+		}
 		// Two labels wait for one record: the later one stands.
 		s.remove(old)
 		out.unmatched = append(out.unmatched, unmatched{label: old.label, reason: unmatchedDuplicate})

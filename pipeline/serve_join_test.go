@@ -14,6 +14,8 @@ import (
 // the time of the change), or just the time passing.
 type joinStep struct {
 	record, label, expire bool
+	// again reads the label before it again, at its offset.
+	again bool
 	id                    int64
 	at                    int
 	// want are the labels (by offset) joined and unmatched (reason by
@@ -47,6 +49,11 @@ func TestJoinStore(t *testing.T) {
 			{record: true, id: 1, at: 0},
 			{label: true, id: 1, at: 1, joined: []int64{100}},
 			{label: true, id: 1, at: 2, unmatched: map[int64]string{101: unmatchedDuplicate}},
+		}, 0, 0, -1},
+		{"a label read again waits once", []joinStep{
+			{label: true, id: 1, at: 0},
+			{label: true, id: 1, at: 1, again: true},
+			{record: true, id: 1, at: 2, joined: []int64{100}},
 		}, 0, 0, -1},
 		{"two labels waiting for one record: the later stands", []joinStep{
 			{label: true, id: 1, at: 0},
@@ -111,6 +118,9 @@ func TestJoinStore(t *testing.T) {
 					now = t0.Add(time.Duration(min(st.at, 2+i)) * time.Second)
 					out = s.addRecord(0, &joinEntry{id: st.id, at: at, offset: recOffset, u: make([]float64, dim)}, now)
 				case st.label:
+					if st.again {
+						offset--
+					}
 					out = s.addLabel(0, ingest.Label{Partition: 0, Offset: offset, ID: st.id, Time: at}, now)
 					offset++
 				case st.expire:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -193,6 +192,10 @@ type labelJoin struct {
 	assigned bool
 	labels   map[int]*labelPartition
 	records  map[int]statsbus.Runs
+	// held are the partitions of generation heldGen, which ended, whose
+	// store is kept until the next generation starts.
+	held    map[int]bool
+	heldGen int32
 	// acc gathers the statistics of the lineage in service (accModel's)
 	// since the last publication, of the label offsets in ranges; seq is
 	// the sequence number of the delta it will be. sealed are those of an
@@ -240,6 +243,19 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 		}
 	}()
 	j.mu.Lock()
+	// A partition this member owned in the generation just before (none
+	// between: generations are numbered one after the other) was nobody
+	// else's since: its store is kept as it is. The others are restored.
+	kept := map[int]bool{}
+	for p := range j.held {
+		_, again := a.Records[p]
+		if again && a.Generation == j.heldGen+1 {
+			kept[p] = true
+		} else {
+			j.store.drop(p)
+		}
+	}
+	j.held = nil
 	j.gen, j.assigned = a.Generation, true
 	j.labels, j.records = map[int]*labelPartition{}, map[int]statsbus.Runs{}
 	for p, committed := range a.Labels {
@@ -248,11 +264,12 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 	for p := range a.Records {
 		j.records[p] = nil
 	}
+	j.gauges()
 	j.mu.Unlock()
 	if j.cfg.Restore != nil {
 		from := j.now().Add(-j.cfg.Window)
 		for _, p := range a.Partitions() {
-			if end := a.Records[p]; end > 0 {
+			if end := a.Records[p]; end > 0 && !kept[p] {
 				if err := j.restore(ctx, p, from, end); err != nil {
 					return fmt.Errorf("restoring the records of partition %d before offset %d: %w", p, end, err)
 				}
@@ -358,8 +375,8 @@ func (r *restoreScorer) score(m *model.Model, b ingest.Batch) (*mat.Dense, []flo
 
 // revoke ends the generation of a (ingest.KafkaConfig.OnRevoke): no label
 // of it is taken any more, the statistics gathered are published and the
-// labels used are committed in it, and the join store forgets its
-// partitions, which the next owner restores.
+// labels used are committed in it. The join store holds its partitions
+// until the next generation says whether they stay with this member.
 func (j *labelJoin) revoke(ctx context.Context, a ingest.Assignment) {
 	j.mu.Lock()
 	j.assigned = false
@@ -371,14 +388,14 @@ func (j *labelJoin) revoke(ctx context.Context, a ingest.Assignment) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, p := range slices.Sorted(maps.Keys(a.Records)) {
-		j.store.drop(p)
+	j.held, j.heldGen = map[int]bool{}, a.Generation
+	for p := range a.Records {
+		j.held[p] = true
 	}
 	for p := range a.Labels {
-		j.store.drop(p)
+		j.held[p] = true
 	}
 	j.labels, j.records = map[int]*labelPartition{}, map[int]statsbus.Runs{}
-	j.gauges()
 }
 
 // scored adds the records of b that were scored (not marked in skip) and

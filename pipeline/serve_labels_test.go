@@ -457,3 +457,64 @@ func labelledRecords(t *testing.T, spec *schemas.ViewSpec, d *dataset) [][]byte 
 	}
 	return values
 }
+
+// When a second replica joins, the first keeps the store of the
+// partitions it keeps (no restore) and the second restores those it
+// takes; labels waiting for their record wait on across the rebalance,
+// and every label is joined and published once.
+func TestServeRebalanceKeepsPartitions(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 200, 8)
+	c, models := statsCluster(t, m)
+	cfg := func(replica string) KafkaServeConfig {
+		return KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+			Labels: LateLabels{StatsInterval: 100 * time.Millisecond, Replica: replica}}
+	}
+	// Rows 150..199 have their labels first; rows 0..99 their records.
+	c.Produce(t, "labels", labelMessages(d, 150, 200)...)
+	c.Produce(t, "in", recordMessages(t, spec, d, 0, 100)...)
+	a, stopA := startLate(t, c, cfg("a"))
+	waitStats(t, a, "the first records and labels taken", func(st ServeStats) bool { return st.In == 100 && st.LabelsWaiting == 50 })
+	b, stopB := startLate(t, c, cfg("b"))
+	waitStats(t, b, "the second replica's partitions", func(st ServeStats) bool { return st.RecordsRestored > 0 && st.Restoring == 0 })
+	waitStats(t, a, "the first replica's half", func(st ServeStats) bool { return st.LabelsWaiting < 50 })
+	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
+	c.Produce(t, "in", recordMessages(t, spec, d, 100, 200)...)
+	ends := partitionEnds(t, c, "labels")
+	waitStats(t, a, "every label published", func(ServeStats) bool {
+		sa, sb := a.Service().Stats(), b.Service().Stats()
+		return sa.StatsRows+sb.StatsRows == 150 && equalOffsets(c.CommittedOffsets(t, "g", "labels"), ends)
+	})
+	sa, err := stopA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := stopB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.RecordsRestored != 0 || sb.RecordsRestored == 0 || sb.RecordsRestored > 100 {
+		t.Errorf("records restored: %d by the replica that kept its partitions, %d by the one that took some of 100", sa.RecordsRestored, sb.RecordsRestored)
+	}
+	if unmatched := sa.LabelsUnmatchedDuplicate + sb.LabelsUnmatchedDuplicate + sa.LabelsUnmatchedNeverSeen + sb.LabelsUnmatchedNeverSeen; unmatched != 0 {
+		t.Errorf("%d labels unmatched: %+v %+v", unmatched, sa, sb)
+	}
+	total, published := readDeltas(t, c, m)
+	if published.Count() != 150 || total.Rows() != 150 {
+		t.Fatalf("the deltas hold %d labels and %v rows, want 150", published.Count(), total.Rows())
+	}
+	direct := m.NewAccumulator()
+	labelled := &dataset{ids: d.ids[:100], labels: d.labels[:100], views: prefixRows(d, 100), dims: d.dims}
+	if err := direct.Add(labelled.matrices(), labelled.labels); err != nil {
+		t.Fatal(err)
+	}
+	rest := &dataset{ids: d.ids[150:], labels: d.labels[150:], dims: d.dims}
+	for l := range d.views {
+		rest.views = append(rest.views, d.views[l][150*d.dims[l]:])
+	}
+	if err := direct.Add(rest.matrices(), rest.labels); err != nil {
+		t.Fatal(err)
+	}
+	checkSameStats(t, total, direct)
+}
