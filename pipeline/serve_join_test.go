@@ -16,8 +16,8 @@ type joinStep struct {
 	record, label, expire bool
 	// again reads the label before it again, at its offset.
 	again bool
-	id                    int64
-	at                    int
+	id    int64
+	at    int
 	// want are the labels (by offset) joined and unmatched (reason by
 	// offset) by the step.
 	joined    []int64
