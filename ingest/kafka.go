@@ -290,8 +290,9 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		Topics:  topics,
 		// The range assignor gives every member the same partition
 		// numbers of every topic it reads (members sorted by id, the
-		// partitions of each topic cut alike): I[p] and L[p] together.
-		GroupBalancers:    []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
+		// partitions of each topic, sorted, cut alike): I[p] and L[p]
+		// together.
+		GroupBalancers:    []kafka.GroupBalancer{rangeBalancer{}},
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
