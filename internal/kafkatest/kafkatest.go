@@ -259,3 +259,30 @@ func closeIdle(c *kafka.Client) {
 		t.CloseIdleConnections()
 	}
 }
+
+// EndOffsets returns the end offset (the next to be written) of every
+// partition of topic, without reading its messages.
+func (c *Cluster) EndOffsets(tb testing.TB, topic string) []int64 {
+	tb.Helper()
+	n := c.Partitions(tb, topic)
+	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: opTimeout, Transport: &kafka.Transport{}}
+	defer closeIdle(client)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	reqs := make([]kafka.OffsetRequest, n)
+	for p := range reqs {
+		reqs[p] = kafka.LastOffsetOf(p)
+	}
+	resp, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		tb.Fatalf("kafkatest: end offsets of %s: %v", topic, err)
+	}
+	ends := make([]int64, n)
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			tb.Fatalf("kafkatest: end offset of %s/%d: %v", topic, p.Partition, p.Error)
+		}
+		ends[p.Partition] = p.LastOffset
+	}
+	return ends
+}
