@@ -511,12 +511,15 @@ func (j *labelJoin) settle(out joinOutcome) {
 	var rows []*joinEntry
 	var ys []float64
 	lineage := j.acc.Lineage()
+	// Without a publisher or refits, the statistics would have no use.
+	gather := j.cfg.Stats != nil || j.s.cfg.Refit.enabled()
 	for _, jn := range out.joined {
 		l := jn.label
 		j.quality.add(jn.record.served.version, jn.record.pred, l.Value)
 		j.s.metrics.add(metricLabelsJoined, 1)
 		j.ranges.Add(j.cfg.Topic, l.Partition, l.Offset)
 		switch {
+		case !gather:
 		case jn.record.served.lineage != lineage:
 			// Other features: the label counts for the quality alone.
 		case j.accModel.CheckLabel(l.Value) != nil:
