@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -284,15 +285,11 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		topics = append(topics, cfg.LabelsTopic)
 	}
 	s.group, err = kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:      cfg.GroupID,
-		Brokers: cfg.Conn.Brokers,
-		Dialer:  cfg.Conn.Dialer(),
-		Topics:  topics,
-		// The range assignor gives every member the same partition
-		// numbers of every topic it reads (members sorted by id, the
-		// partitions of each topic, sorted, cut alike): I[p] and L[p]
-		// together.
-		GroupBalancers:    []kafka.GroupBalancer{rangeBalancer{}},
+		ID:                cfg.GroupID,
+		Brokers:           cfg.Conn.Brokers,
+		Dialer:            cfg.Conn.Dialer(),
+		Topics:            topics,
+		GroupBalancers:    []kafka.GroupBalancer{copartitioned{}},
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
@@ -531,4 +528,20 @@ func (s *KafkaSource) Close() error {
 		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)
 	}
 	return nil
+}
+
+// copartitioned is the range assignor over partitions in number order: every
+// member gets the same partition numbers of every topic it reads (members
+// sorted by id, the partitions of each topic cut alike), so I[p] and L[p] go
+// together. kafka-go's RangeGroupBalancer cuts the partitions in the order
+// the metadata lists them, which Kafka does not promise to be numeric (the
+// in-process broker lists them in any order): the topics' cuts then cross.
+type copartitioned struct{ kafka.RangeGroupBalancer }
+
+func (b copartitioned) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
+	sorted := slices.Clone(partitions)
+	slices.SortFunc(sorted, func(x, y kafka.Partition) int {
+		return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.ID, y.ID))
+	})
+	return b.RangeGroupBalancer.AssignGroups(members, sorted)
 }

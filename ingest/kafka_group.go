@@ -343,6 +343,14 @@ func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, p
 	}
 }
 
+// minFetchWait is the least time a partition reader's fetch may take.
+// kafka-go gives a fetch's whole response its MaxWait, of which the broker
+// may hold three quarters waiting for data: with the batch's MaxWait (a
+// few milliseconds) a large message could not arrive in time on a loaded
+// host, and the reader timed out and fetched it again, for ever. Next's
+// own timer fills batches; the fetch answers as soon as MinBytes are there.
+const minFetchWait = 2 * time.Second
+
 // readerConfig is the configuration of the reader of one partition.
 func (s *KafkaSource) readerConfig(topic string, partition int) kafka.ReaderConfig {
 	return kafka.ReaderConfig{
@@ -352,7 +360,7 @@ func (s *KafkaSource) readerConfig(topic string, partition int) kafka.ReaderConf
 		Dialer:    s.cfg.Conn.Dialer(),
 		MinBytes:  s.cfg.MinBytes,
 		MaxBytes:  s.cfg.MaxBytes,
-		MaxWait:   s.cfg.MaxWait,
+		MaxWait:   max(s.cfg.MaxWait, minFetchWait),
 		// No lag polling: nothing reads it.
 		ReadLagInterval: -1,
 		// The queue of fetched messages need not outgrow a batch.

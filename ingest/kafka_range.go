@@ -43,7 +43,8 @@ type KafkaRangeConfig struct {
 	// (nil) every partition, to its end.
 	Ends map[int]int64
 	// MaxWait is the longest a fetch waits at the broker for MinBytes of
-	// data. Default (0) DefaultKafkaMaxWait, 250ms.
+	// data. Default (0) DefaultKafkaMaxWait, 250ms. The partition readers'
+	// fetches get at least 2s whatever it is (see minFetchWait).
 	MaxWait time.Duration
 	// MinBytes is the least data a fetch asks the broker for before it
 	// answers (within MaxWait). Default (0) 1 byte.
@@ -319,7 +320,7 @@ func rangeReaderConfig(cfg KafkaRangeConfig, opts Options, partition int) kafka.
 		Dialer:    cfg.Conn.Dialer(),
 		MinBytes:  cfg.MinBytes,
 		MaxBytes:  cfg.MaxBytes,
-		MaxWait:   cfg.MaxWait,
+		MaxWait:   max(cfg.MaxWait, minFetchWait),
 		// No lag polling: nothing reads it.
 		ReadLagInterval: -1,
 		// The queue of fetched messages need not outgrow a batch.

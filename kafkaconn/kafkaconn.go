@@ -6,8 +6,10 @@
 // connects alike. It also says which Kafka errors pass by themselves
 // (Transient) and how a write or commit retries them (Retry); it writes
 // values larger than a message as chunks (WriteBlob) and puts them back
-// together, checked, on the reading side (Assembler); and Produce feeds a
-// topic for tools and demos.
+// together, checked, on the reading side (Assembler); Fetch reads a
+// partition one request at a time, for readers that decide when to read
+// (the model topic's, the refitter's of the stats topic); and Produce
+// feeds a topic for tools and demos.
 //
 // kafkaconn knows the Kafka protocol client, never records or formats.
 package kafkaconn

@@ -93,8 +93,9 @@ func TestVersionIdentifiesTheModel(t *testing.T) {
 	// the ±1 of the binary encoding.
 	binary := make([]float64, len(labels))
 	relabelled := make([]float64, len(labels))
+	signed := make([]float64, len(labels))
 	for i := range labels {
-		binary[i], relabelled[i] = float64(i%2), float64(5+2*(i%2))
+		binary[i], relabelled[i], signed[i] = float64(i%2), float64(5+2*(i%2)), float64(2*(i%2)-1)
 	}
 	cfg := trainWith(func(c *TrainConfig) { c.Landmarks, c.Seed = 20, 3 })
 	train := func(task schemas.Task, labels []float64, cfg TrainConfig) *Model {
@@ -112,6 +113,7 @@ func TestVersionIdentifiesTheModel(t *testing.T) {
 	}{
 		{"classes 0/1 relabelled 5/7", train(schemas.Classification, relabelled, cfg)},
 		{"the same labels as a regression", train(schemas.Regression, binary, cfg)},
+		{"the same ±1 targets as a regression", train(schemas.Regression, signed, cfg)},
 		{"another configuration", train(schemas.Classification, binary, trainWith(func(c *TrainConfig) {
 			c.Landmarks, c.Seed, c.Fit.MaxCondGrowth = 20, 3, 1e5
 		}))},
@@ -122,9 +124,10 @@ func TestVersionIdentifiesTheModel(t *testing.T) {
 			}
 		})
 	}
-	// The regression's arrays equal the classifier's: the collision the
+	// The ±1 regression's arrays equal the classifier's (its target has
+	// mean 0 and scale 1, the binary encoding's): the collision the
 	// arrays-only version of format 1 made.
-	if reg := train(schemas.Regression, binary, cfg); reg.arraysHash() != base.arraysHash() {
+	if reg := train(schemas.Regression, signed, cfg); reg.arraysHash() != base.arraysHash() {
 		t.Fatal("the regression's arrays differ from the classifier's: the case does not show the collision")
 	}
 	// The training run's description is not part of the model.

@@ -87,9 +87,9 @@ func ExampleScorer_Score() {
 	}
 	// Output:
 	// classes: [1 2 3]
-	// row 0: decisions [ 0.44 -0.31 -1.13] → class 1; shares [-3.69 -1.41] add up: true
-	// row 1: decisions [-1.06  1.04 -0.84] → class 2; shares [13.48  3.34] add up: true
-	// row 2: decisions [-1.05 -0.71  0.65] → class 3; shares [-5.84 -1.68] add up: true
+	// row 0: decisions [ 0.43 -0.29 -1.15] → class 1; shares [-3.32 -1.43] add up: true
+	// row 1: decisions [-1.07  0.96 -0.87] → class 2; shares [13.22  4.07] add up: true
+	// row 2: decisions [-1.14 -0.71  0.61] → class 3; shares [-5.42 -2.22] add up: true
 }
 
 // A regression model learns a number: here the distance of the point from
@@ -122,8 +122,8 @@ func ExampleTrain_regression() {
 	}
 	// Output:
 	// radius 0.67, predicted 0.77
-	// radius 1.66, predicted 1.61
-	// radius 3.07, predicted 3.06
+	// radius 1.66, predicted 1.60
+	// radius 3.07, predicted 3.07
 }
 
 // Predict turns the decisions of a batch into class labels (or regression

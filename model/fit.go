@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
@@ -39,8 +40,12 @@ type Trace struct {
 	// Converged reports whether Tol stopped the fit before MaxIter.
 	Converged bool `json:"converged"`
 	// Steps holds the accepted Ã step size of every iteration (0: none
-	// decreased the objective within the conditioning limit).
+	// decreased the objective within the conditioning limit); in mode
+	// learned, that of its first Ã-step.
 	Steps []float64 `json:"steps,omitempty"`
+	// MetricSteps holds the number of Ã-steps of every iteration in mode
+	// learned.
+	MetricSteps []int `json:"metric_steps,omitempty"`
 	// Cond is the final condition number estimate of Ã.
 	Cond float64 `json:"cond"`
 	// CondLimited counts trial steps refused by MaxCondGrowth.
@@ -57,9 +62,10 @@ type Trace struct {
 var ErrNotPositiveDefinite = errors.New("metric is not positive definite")
 
 // Fit runs the paper's Algorithm 1 (version b) on the statistics for the
-// target columns cols: alternately the closed-form g̃-step, one Ã-step
-// with backtracking, and (with LearnW) the w-step, until the objective
-// stops falling. A warm solution, if given, supplies the initial Ã and w.
+// target columns cols: alternately the closed-form g̃-step, the Ã-steps
+// (backtracking gradient steps in mode learned, one proximal step in mode
+// sparse), and (with LearnW) the w-step, until the objective stops
+// falling. A warm solution, if given, supplies the initial Ã and w.
 //
 // One column gives a binary, regression or one-vs-all model; several
 // columns share one metric Ã (the shared multi-class mode, gradient
@@ -76,30 +82,110 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 			return nil, fmt.Errorf("fit: target column %d out of range [0,%d)", c, st.Outputs())
 		}
 	}
-	fitStats, err := fitStatsOf(st, cfg)
+	in, err := newFitInput(st, cfg, labelUnits{scale: 1})
 	if err != nil {
 		return nil, err
 	}
-	return fitPrepared(ctx, st, fitStats, cols, cfg, warm)
+	return fitPrepared(ctx, in, cols, cfg, warm)
 }
 
-// fitStatsOf is what the solver reads: the statistics, centred unless the
-// fit has no intercept.
-func fitStatsOf(st *Stats, cfg Config) (*Stats, error) {
+// labelUnits maps an encoded regression target back to the labels,
+// y = scale·y_enc + mean. The model stores and scores the standardised
+// target, but λ, η and μ mean what they mean in the paper's objective on
+// the labels as given: with g̃ = scale·g̃_enc that objective is
+//
+//	scale²·(‖y_enc − Σ w_l U_l g̃_enc,l‖² + λ⟨g̃_enc, Ã⁻¹g̃_enc⟩) + η‖Ã‖²_F,
+//
+// so a fit on the standardised target with the paper's η would weigh ‖Ã‖²_F
+// scale² times too heavily (417 times on SARCOS). The solver therefore sees
+// the target in label units and its solution is encoded afterwards; Ã and w
+// are the same in both units. Classification targets (±1) are used as they
+// are: scale 1, mean 0.
+type labelUnits struct {
+	scale, mean float64
+}
+
+// labelUnits returns the model's target encoding, undone.
+func (m *Model) labelUnits() labelUnits {
+	if m.Classes != nil {
+		return labelUnits{scale: 1}
+	}
+	return labelUnits{scale: m.TargetScale, mean: m.TargetMean}
+}
+
+// stats returns the statistics of the target in label units. The mean is
+// added back only for a fit without intercept, which must then fit the
+// labels themselves (the paper's objective); with the intercept the
+// centring would remove it again, and leaving it out spares the
+// cancellation of large means.
+func (u labelUnits) stats(st *Stats, noIntercept bool) *Stats {
+	if u.scale == 1 && u.mean == 0 {
+		return st
+	}
+	out := st.Clone()
+	out.C.Scale(u.scale, st.C)
+	for c := range out.YtY {
+		out.YtY[c] = u.scale * u.scale * st.YtY[c]
+		out.YSum[c] = u.scale * st.YSum[c]
+	}
+	if noIntercept {
+		d := st.Dim()
+		for c := range out.YtY {
+			out.YtY[c] += 2*u.scale*u.mean*st.YSum[c] + u.mean*u.mean*st.N
+			out.YSum[c] += u.mean * st.N
+			for i := 0; i < d; i++ {
+				out.C.Set(i, c, out.C.At(i, c)+u.mean*st.USum[i])
+			}
+		}
+	}
+	return out
+}
+
+// encode turns a solution in label units into one of the encoded target,
+// which the model scores as mean + scale·(intercept_enc + f_enc): g̃_enc =
+// g̃/scale; the intercept, fitted to the labels less their mean (see stats),
+// is divided by the scale, and without intercept the encoded one cancels the
+// mean, so that the model predicts Σ_l w_l f_l(x) exactly.
+func (u labelUnits) encode(sol *Solution, noIntercept bool) {
+	if u.scale == 1 && u.mean == 0 {
+		return
+	}
+	sol.G.Scale(1/u.scale, sol.G)
+	for c := range sol.Intercept {
+		if noIntercept {
+			sol.Intercept[c] = -u.mean / u.scale
+		} else {
+			sol.Intercept[c] /= u.scale
+		}
+	}
+}
+
+// fitInput is what every head of a model fits: the statistics with the
+// target in label units, and the statistics the solver reads (centred
+// unless the fit has no intercept).
+type fitInput struct {
+	units  labelUnits
+	labels *Stats
+	solver *Stats
+}
+
+func newFitInput(st *Stats, cfg Config, units labelUnits) (*fitInput, error) {
 	if st.N <= 0 {
 		return nil, errors.New("fit: no rows in the statistics")
 	}
-	if cfg.NoIntercept {
-		return st, nil
+	in := &fitInput{units: units, labels: units.stats(st, cfg.NoIntercept)}
+	in.solver = in.labels
+	if !cfg.NoIntercept {
+		in.solver = in.labels.centered()
 	}
-	return st.centered(), nil
+	return in, nil
 }
 
-// fitPrepared is Fit with a checked configuration and the solver's
-// statistics already derived from st, so that the heads of one model
-// share them.
-func fitPrepared(ctx context.Context, st, fitStats *Stats, cols []int, cfg Config, warm *Solution) (*Solution, error) {
-	s := newSolver(fitStats, cols, cfg)
+// fitPrepared is Fit with a checked configuration and its input already
+// derived, so that the heads of one model share it.
+func fitPrepared(ctx context.Context, in *fitInput, cols []int, cfg Config, warm *Solution) (*Solution, error) {
+	st := in.labels
+	s := newSolver(in.solver, cols, cfg)
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
 	}
@@ -127,6 +213,7 @@ func fitPrepared(ctx context.Context, st, fitStats *Stats, cols []int, cfg Confi
 			sol.Intercept[c] = b
 		}
 	}
+	in.units.encode(sol, cfg.NoIntercept)
 	return sol, nil
 }
 
@@ -283,7 +370,9 @@ func (s *solver) run(ctx context.Context) error {
 			var step float64
 			var err error
 			if s.cfg.Mode == ModeLearned {
-				step = s.frobeniusStep()
+				var n int
+				step, n = s.frobeniusSteps(s.trace.Objective[len(s.trace.Objective)-1], maxMetricSteps)
+				s.trace.MetricSteps = append(s.trace.MetricSteps, n)
 			} else if step, err = s.sparseStep(); step > 0 {
 				s.refactor()
 			}
@@ -384,10 +473,14 @@ func (s *solver) gStep() error {
 	return nil
 }
 
-// addOuter adds alpha·xyᵀ to dst, one rank-one update per column of x
-// and y.
+// addOuter adds alpha·xyᵀ to dst: one rank-one update per column of x and
+// y when they are few, for which gonum's Gemm is slow, else one Gemm.
 func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
 	xr, yr := x.RawMatrix(), y.RawMatrix()
+	if xr.Cols > 4 {
+		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, xr, yr, 1, dst.RawMatrix())
+		return
+	}
 	for c := 0; c < xr.Cols; c++ {
 		blas64.Ger(alpha,
 			blas64.Vector{N: xr.Rows, Inc: xr.Stride, Data: xr.Data[c:]},
@@ -396,17 +489,18 @@ func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
 	}
 }
 
-// followStep moves F, T⁻¹ and P along an accepted Frobenius step
-// Ã⁺ = αÃ + βĀĀᵀ. With Ũ = F⁻¹Ā and the eigendecomposition
-// (β/α)ŨŨᵀ = YΛYᵀ (Y orthonormal, from the k×k Gram matrix),
+// followStep moves F, T⁻¹ and P along accepted Frobenius steps
+// Ã⁺ = αÃ + WWᵀ (W is D×m). With Ũ = F⁻¹W and the eigendecomposition
+// ŨŨᵀ/α = YΛYᵀ (Y orthonormal, from the m×m Gram matrix),
 // T_j = √α(I + YDYᵀ) with D = √(1+Λ) − 1, and T_j⁻¹ = (I + YD'Yᵀ)/√α with
 // D' = −D/(1+D).
-func (s *solver) followStep(alpha, beta float64) {
-	u := mat.DenseCopyOf(s.abar)
+func (s *solver) followStep(alpha float64, w *mat.Dense) {
+	_, m := w.Dims()
+	u := mat.DenseCopyOf(w)
 	blas64.Trsm(blas.Left, blas.NoTrans, 1, s.lower.RawTriangular(), u.RawMatrix())
 	var ut mat.Dense
-	ut.Mul(s.tinv, u) // Ũ = T⁻¹L⁻¹Ā
-	gram := mat.NewSymDense(s.k, nil)
+	ut.Mul(s.tinv, u) // Ũ = T⁻¹L⁻¹W
+	gram := mat.NewSymDense(m, nil)
 	gram.SymOuterK(1, ut.T())
 	var eig mat.EigenSym
 	if !eig.Factorize(gram, true) {
@@ -423,10 +517,14 @@ func (s *solver) followStep(alpha, beta float64) {
 			cols = append(cols, i)
 		}
 	}
-	if len(cols) == 0 {
+	r := len(cols)
+	if r == 0 {
+		// W is zero: Ã⁺ = αÃ, F⁺ = √αF.
+		s.t.Scale(math.Sqrt(alpha), s.t)
+		s.tinv.Scale(1/math.Sqrt(alpha), s.tinv)
+		s.p.Scale(alpha, s.p)
 		return
 	}
-	r := len(cols)
 	y := mat.NewDense(s.d, r, nil)
 	dPlus, dInv := make([]float64, r), make([]float64, r)
 	for c, i := range cols {
@@ -435,7 +533,7 @@ func (s *solver) followStep(alpha, beta float64) {
 		col.MulVec(&ut, vecs.ColView(i))
 		col.ScaleVec(1/math.Sqrt(vals[i]), &col)
 		y.SetCol(c, col.RawVector().Data)
-		lam := beta / alpha * vals[i]
+		lam := vals[i] / alpha
 		dPlus[c] = math.Sqrt(1+lam) - 1
 		dInv[c] = -dPlus[c] / (1 + dPlus[c])
 	}
@@ -449,8 +547,8 @@ func (s *solver) followStep(alpha, beta float64) {
 		return out
 	}
 	sa := math.Sqrt(alpha)
-	// In-place rank-r updates (r ≤ k), each O(D²r); gonum's Gemm is slow
-	// for an inner dimension this small, so they go column by column.
+	// In-place rank-r updates, each O(D²r); gonum's Gemm is slow for an
+	// inner dimension this small, so they go column by column.
 	// T ← √α(T + (TY)DYᵀ).
 	var ty mat.Dense
 	ty.Mul(s.t, y)
@@ -461,15 +559,15 @@ func (s *solver) followStep(alpha, beta float64) {
 	tity.Mul(s.tinv.T(), y)
 	s.tinv.Scale(1/sa, s.tinv)
 	addOuter(s.tinv, 1/sa, scaleCols(y, dInv), &tity)
-	// P ← α[P + WDYᵀ + YDWᵀ + YD(YᵀW)DYᵀ] with W = PY.
-	var w, ytw, inner mat.Dense
-	w.Mul(s.p, y)
-	ytw.Mul(y.T(), &w)
+	// P ← α[P + VDYᵀ + YDVᵀ + YD(YᵀV)DYᵀ] with V = PY.
+	var v, ytv, inner mat.Dense
+	v.Mul(s.p, y)
+	ytv.Mul(y.T(), &v)
 	yd := scaleCols(y, dPlus)
-	inner.Mul(yd, &ytw)
+	inner.Mul(yd, &ytv)
 	s.p.Scale(alpha, s.p)
-	addOuter(s.p, alpha, scaleCols(&w, dPlus), y)
-	addOuter(s.p, alpha, yd, &w)
+	addOuter(s.p, alpha, scaleCols(&v, dPlus), y)
+	addOuter(s.p, alpha, yd, &v)
 	addOuter(s.p, alpha, scaleCols(&inner, dPlus), y)
 	symmetrize(s.p)
 }
@@ -520,32 +618,130 @@ func (s *solver) groupNorm(a *mat.SymDense, l, m int) float64 {
 	return math.Sqrt(ss)
 }
 
-// frobeniusStep takes one gradient step on the Ã-subproblem
-// h(Ã) = λ tr(G̃ᵀÃ⁻¹G̃) + η‖Ã‖²_F (eq. A_approx):
-// Ã ← (1−2μη)Ã + μλ ĀĀᵀ with Ā = Ã⁻¹G̃, halving μ until h falls by the
-// Armijo condition and the condition number stays within MaxCondGrowth. h at a
-// trial step costs O(k³) by the Woodbury identity, and the Cholesky factor
-// follows the step by a scaling and k rank-one updates, so no O(D³) work
-// is done here. It returns the step taken (0 for none).
-func (s *solver) frobeniusStep() float64 {
-	lam, eta := s.cfg.Lambda, s.cfg.Eta
-	k := s.k
-	var sg, t0, q, r mat.Dense
-	sg.Mul(s.abar.T(), s.abar) // ĀᵀĀ = G̃ᵀÃ⁻²G̃
-	t0.Mul(s.g.T(), s.abar)    // G̃ᵀÃ⁻¹G̃
-	if err := s.chol.SolveTo(&q, s.abar); err != nil && !isCondition(err) {
-		return 0
+// maxMetricSteps caps the Ã-steps of one outer iteration; the Ã update
+// loop of scikit-multimodallearn stops after 100 too.
+const maxMetricSteps = 100
+
+// metricStep is one accepted step Ã ← αÃ + βĀĀᵀ of size μ.
+type metricStep struct {
+	mu, alpha, beta float64
+	abar            *mat.Dense // Ā = Ã⁻¹G̃ at the step (D×k)
+}
+
+// applyTo moves the upper Cholesky factor u of Ã along the step.
+func (m metricStep) applyTo(u *mat.TriDense) {
+	_, k := m.abar.Dims()
+	n, _ := u.Triangle()
+	x := make([]float64, n)
+	scale := math.Sqrt(m.alpha)
+	for c := 0; c < k; c++ {
+		mat.Col(x, c, m.abar)
+		floats.Scale(math.Sqrt(m.beta), x)
+		cholUpdate(u.RawTriangular(), scale, x)
+		scale = 1
 	}
-	r.Mul(s.abar.T(), &q) // ĀᵀÃ⁻¹Ā
-	trT0 := mat.Trace(&t0)
-	sgF := mat.Norm(&sg, 2)
+}
+
+// frobeniusSteps iterates the gradient step on the Ã-subproblem
+// h(Ã) = λ tr(G̃ᵀÃ⁻¹G̃) + η‖Ã‖²_F with G̃ fixed, as Algorithm 1 iterates
+// eq. A_approx: Ã ← αÃ + βĀĀᵀ with α = 1−2μη, β = μλ and Ā = Ã⁻¹G̃, μ
+// halved from Config.Mu until h falls by the Armijo condition. It stops
+// after maxSteps steps, when no μ decreases h, or after a step that lowered
+// h by less than Tol times the objective (which then moves by less than the
+// outer iterations' tolerance). Steps on ill-conditioned metrics are short,
+// so one step per outer iteration left Ã near its initial value: on SARCOS
+// ten of them left the objective at twice its optimum (REPRODUCTION.md).
+//
+// A step costs O(D²k): two solves with a working Cholesky factor give Ā
+// and Ã⁻¹Ā, h at a trial μ costs O(k³) by the Woodbury identity, and the
+// factor follows the step by a scaling and k rank-one updates. The metric
+// the steps end at must respect MaxCondGrowth (see tooIllConditioned), or
+// the later half of the steps is undone (and a lone step's μ halved) until
+// it does. Ã, its Cholesky factor and F, T⁻¹, P then follow all the steps
+// at once. It returns the first step's μ (0 when none was taken) and the
+// number of steps.
+func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64, steps int) {
+	lam, eta := s.cfg.Lambda, s.cfg.Eta
+	var work mat.TriDense
+	s.chol.UTo(&work)
 	normA := mat.Norm(s.a, 2)
 	frob := normA * normA
+	var taken []metricStep
+	abar := mat.DenseCopyOf(s.abar)
+	for len(taken) < maxSteps {
+		if len(taken) > 0 {
+			abar = solveUpper(&work, s.g)
+		}
+		step, frobNew, decrease, ok := s.armijo(abar, solveUpper(&work, abar), frob)
+		if !ok {
+			break
+		}
+		taken = append(taken, step)
+		step.applyTo(&work)
+		frob = frobNew
+		if decrease <= s.cfg.Tol*math.Abs(objective) {
+			break
+		}
+	}
+	if len(taken) == 0 {
+		return 0, 0
+	}
+	first = taken[0].mu
+	var trial mat.Cholesky
+	trial.SetFromU(&work)
+	for try := 0; s.tooIllConditioned(&trial); try++ {
+		if try == 60 {
+			return 0, 0
+		}
+		if len(taken) > 1 {
+			taken = taken[:len(taken)/2]
+		} else {
+			// h is convex along the step, so half an Armijo step is one too.
+			first /= 2
+			taken[0] = metricStep{mu: first, alpha: 1 - 2*first*eta, beta: first * lam, abar: taken[0].abar}
+		}
+		s.chol.UTo(&work)
+		for _, st := range taken {
+			st.applyTo(&work)
+		}
+		trial.SetFromU(&work)
+	}
+	// Ã⁺ = cÃ + WWᵀ, the columns of W being the steps' Ā scaled by
+	// √(β_j Π_{i>j} α_i).
+	c := 1.0
+	w := mat.NewDense(s.d, len(taken)*s.k, nil)
+	for j := len(taken) - 1; j >= 0; j-- {
+		st := taken[j]
+		w.Slice(0, s.d, j*s.k, (j+1)*s.k).(*mat.Dense).Scale(math.Sqrt(st.beta*c), st.abar)
+		c *= st.alpha
+	}
+	s.a.ScaleSym(c, s.a)
+	s.a.SymRankK(s.a, 1, w)
+	s.chol.Clone(&trial)
+	// Following a rank-r update costs about 10D²r + r³, refactoring 2D³.
+	if _, r := w.Dims(); 5*r < s.d {
+		s.followStep(c, w)
+	} else {
+		s.refactor()
+	}
+	return first, len(taken)
+}
+
+// armijo searches the step along the gradient at Ā (q = Ã⁻¹Ā, frob =
+// ‖Ã‖²_F), halving μ from Config.Mu until h falls by the Armijo condition.
+// It returns the step, ‖Ã⁺‖²_F, the decrease of h, and whether a step
+// was found. tr(G̃ᵀ(αÃ+βĀĀᵀ)⁻¹G̃) = tr(T0)/α − (β/α) tr(Sg (αI+βR)⁻¹ Sg)
+// with T0 = G̃ᵀĀ, Sg = ĀᵀĀ and R = ĀᵀÃ⁻¹Ā, so a trial costs O(k³).
+func (s *solver) armijo(abar, q *mat.Dense, frob float64) (metricStep, float64, float64, bool) {
+	lam, eta, k := s.cfg.Lambda, s.cfg.Eta, s.k
+	var sg, t0, r mat.Dense
+	sg.Mul(abar.T(), abar) // ĀᵀĀ = G̃ᵀÃ⁻²G̃
+	t0.Mul(s.g.T(), abar)  // G̃ᵀÃ⁻¹G̃
+	r.Mul(abar.T(), q)     // ĀᵀÃ⁻¹Ā
+	trT0 := mat.Trace(&t0)
+	sgF := mat.Norm(&sg, 2)
 	h0 := lam*trT0 + eta*frob
 	grad2 := lam*lam*sgF*sgF - 4*eta*lam*trT0 + 4*eta*eta*frob
-
-	var trial mat.Cholesky
-	col := mat.NewVecDense(s.d, nil)
 	inner := mat.NewSymDense(k, nil)
 	var innerChol mat.Cholesky
 	var x mat.Dense
@@ -554,7 +750,6 @@ func (s *solver) frobeniusStep() float64 {
 		if alpha <= 0 {
 			continue
 		}
-		// tr(G̃ᵀ(αÃ+βĀĀᵀ)⁻¹G̃) = tr(T0)/α − (β/α) tr(Sg (αI+βR)⁻¹ Sg).
 		for i := 0; i < k; i++ {
 			for j := i; j < k; j++ {
 				v := beta * 0.5 * (r.At(i, j) + r.At(j, i))
@@ -578,32 +773,50 @@ func (s *solver) frobeniusStep() float64 {
 		}
 		quad := trT0/alpha - beta/alpha*corr
 		frobNew := alpha*alpha*frob + 2*alpha*beta*trT0 + beta*beta*sgF*sgF
-		h := lam*quad + eta*frobNew
-		if h > h0-1e-4*mu*grad2 {
-			continue
+		if h := lam*quad + eta*frobNew; h <= h0-1e-4*mu*grad2 {
+			return metricStep{mu: mu, alpha: alpha, beta: beta, abar: abar}, frobNew, h0 - h, true
 		}
-		trial.Scale(alpha, &s.chol)
-		ok := true
-		for c := 0; c < k && ok; c++ {
-			col.CopyVec(s.abar.ColView(c))
-			ok = trial.SymRankOne(&trial, beta, col)
-		}
-		if !ok {
-			continue
-		}
-		if s.tooIllConditioned(&trial) {
-			continue
-		}
-		s.a.ScaleSym(alpha, s.a)
-		for c := 0; c < k; c++ {
-			col.CopyVec(s.abar.ColView(c))
-			s.a.SymRankOne(s.a, beta, col)
-		}
-		s.chol.Clone(&trial)
-		s.followStep(alpha, beta)
-		return mu
 	}
-	return 0
+	return metricStep{}, 0, 0, false
+}
+
+// solveUpper returns (UᵀU)⁻¹B for an upper triangular factor U, column by
+// column: gonum's Trsm is several times slower than Trsv for the few
+// columns of B.
+func solveUpper(u *mat.TriDense, b *mat.Dense) *mat.Dense {
+	n, k := b.Dims()
+	x := mat.NewDense(n, k, nil)
+	col := make([]float64, n)
+	v := blas64.Vector{N: n, Inc: 1, Data: col}
+	for c := 0; c < k; c++ {
+		mat.Col(col, c, b)
+		blas64.Trsv(blas.Trans, u.RawTriangular(), v)
+		blas64.Trsv(blas.NoTrans, u.RawTriangular(), v)
+		x.SetCol(c, col)
+	}
+	return x
+}
+
+// cholUpdate turns the upper factor U of A into that of a²A + xxᵀ in
+// O(D²) by Givens rotations, destroying x. gonum's Cholesky.SymRankOne does
+// the same but also estimates the condition number, which costs several
+// times more and is needed only once the steps are done.
+func cholUpdate(u blas64.Triangular, a float64, x []float64) {
+	n := u.N
+	for i := 0; i < n; i++ {
+		row := u.Data[i*u.Stride+i : i*u.Stride+n]
+		rii := a * row[0]
+		r := math.Hypot(rii, x[i])
+		c, sn := r/rii, x[i]/rii
+		row[0] = r
+		ac, snc := a/c, sn/c
+		xs := x[i+1 : n]
+		for j, xj := range xs {
+			v := ac*row[j+1] + snc*xj
+			row[j+1] = v
+			xs[j] = c*xj - sn*v
+		}
+	}
 }
 
 // tooIllConditioned reports (and counts) a trial metric whose condition

@@ -348,7 +348,7 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("fit: %w", err)
 	}
-	fitStats, err := fitStatsOf(st, cfg)
+	in, err := newFitInput(st, cfg, m.labelUnits())
 	if err != nil {
 		return err
 	}
@@ -365,7 +365,7 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 				if warm != nil && len(warm.Heads) == len(groups) {
 					init = &warm.Heads[h].Solution
 				}
-				sol, err := fitPrepared(ctx, st, fitStats, groups[h], cfg, init)
+				sol, err := fitPrepared(ctx, in, groups[h], cfg, init)
 				if err == nil {
 					err = finiteSolution(sol)
 				}

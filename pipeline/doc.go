@@ -30,6 +30,14 @@
 // HTTP server, and how they close — the output is committed after a clean
 // stop and dropped after a failure, whose records will be delivered again.
 //
+// Refitter is `mvml refit`, the one refitter of a deployment of serve
+// replicas (refit_role*.go): refitters of one consumer group on the
+// one-partition stats topic elect the active one by the group's
+// assignment; it merges the replicas' statistics deltas (package
+// statsbus) of the lineage of the model current in the model store, from
+// the lineage's checkpoint on, refits, and publishes the model, then the
+// checkpoint, then the stats topic offset; the others stand by.
+//
 // A training run reads its rows through a SourceFunc, so it can read a
 // time range of a topic (ingest.KafkaRangeOpener) as well as files, and
 // publishes its model to the model stores of package registry; it may fit

@@ -230,7 +230,7 @@ func readDeltas(t *testing.T, c *kafkatest.Cluster, m *model.Model) (*model.Accu
 	var published statsbus.Ranges
 	stream := statsbus.NewStream()
 	for _, msg := range c.ConsumeAll(t, "stats") {
-		delta, err := stream.Add(msg)
+		delta, _, err := stream.Add(msg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,8 @@ import (
 )
 
 // statsRequestTimeout bounds one request of KafkaStats (a write, a look-up
-// of offsets): a broker that does not answer costs a retry.
+// of offsets): a broker that does not answer costs a retry. Its fetches
+// are the refitter's (statsFetchBytes, statsFetchWait).
 const statsRequestTimeout = 30 * time.Second
 
 // KafkaStatsConfig says where a serve replica publishes its statistics
@@ -164,34 +165,32 @@ func (k *KafkaStats) Published(ctx context.Context, lineage string) (statsbus.Ra
 		return nil, fmt.Errorf("stats topic %s: %w", k.cfg.Topic, err)
 	}
 	from = max(from, first)
-	if from >= end {
-		return published, nil
-	}
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: k.cfg.Conn.Brokers, Topic: k.cfg.Topic, Partition: 0, Dialer: k.cfg.Conn.Dialer(),
-		MaxWait: 250 * time.Millisecond, ReadLagInterval: -1,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) { k.logger.Warn("stats topic: " + fmt.Sprintf(msg, args...)) }),
-	})
-	defer r.Close()
-	if err := r.SetOffset(from); err != nil {
-		return nil, fmt.Errorf("stats topic %s: reading from offset %d: %w", k.cfg.Topic, from, err)
-	}
 	stream := statsbus.NewStream()
 	deltas := 0
 	for next := from; next < end; {
-		m, err := r.FetchMessage(ctx)
+		var msgs []kafka.Message
+		err := k.retry(ctx, "reading", func() (err error) {
+			msgs, err = kafkaconn.Fetch(ctx, k.client, k.cfg.Topic, 0, next, statsFetchBytes, statsFetchWait)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("stats topic %s: reading offsets %d to %d, at %d: %w", k.cfg.Topic, from, end, next, err)
 		}
-		next = m.Offset + 1
-		d, err := stream.Add(m)
-		if err != nil {
-			k.logger.Warn("stats topic: not a delta, passed over", "offset", m.Offset, "err", err)
-			continue
+		if len(msgs) == 0 {
+			// Nothing more below the end: retention deleted the rest.
+			break
 		}
-		if d != nil {
-			published.AddAll(d.Ranges)
-			deltas++
+		for _, m := range msgs {
+			next = m.Offset + 1
+			d, _, err := stream.Add(m)
+			if err != nil {
+				k.logger.Warn("stats topic: not a delta, passed over", "offset", m.Offset, "err", err)
+				continue
+			}
+			if d != nil {
+				published.AddAll(d.Ranges)
+				deltas++
+			}
 		}
 	}
 	k.logger.Info("stats topic read for the labels published", "lineage", lineage, "from", from, "to", end, "deltas", deltas)
@@ -224,16 +223,5 @@ func (k *KafkaStats) offsets(ctx context.Context) (first, end int64, err error) 
 // Close closes the writer, which waits for the writes under way, and the
 // connections, within ctx.
 func (k *KafkaStats) Close(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() {
-		err := k.writer.Close()
-		k.transport.CloseIdleConnections()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return kafkaconn.CloseWriter(ctx, k.writer, k.transport)
 }

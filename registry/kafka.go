@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -221,42 +220,10 @@ func (k *Kafka) offsets(ctx context.Context) (first, end int64, err error) {
 	return first, end, nil
 }
 
-// fetch returns the messages of the topic from offset on, as many as one
-// request brings, waiting up to wait for one.
+// fetch returns the messages of the topic from offset on, as many as
+// one request brings, waiting up to wait for one.
 func (k *Kafka) fetch(ctx context.Context, offset int64, wait time.Duration) ([]kafka.Message, error) {
-	res, err := k.client.Fetch(ctx, &kafka.FetchRequest{
-		Topic: k.cfg.Topic, Offset: offset, MinBytes: 1, MaxBytes: fetchMaxBytes, MaxWait: wait})
-	if err == nil {
-		err = res.Error
-	}
-	if err != nil {
-		return nil, err
-	}
-	var msgs []kafka.Message
-	for {
-		r, err := res.Records.ReadRecord()
-		if errors.Is(err, io.EOF) {
-			return msgs, nil
-		}
-		if err != nil {
-			return msgs, err
-		}
-		if r.Offset < offset { // a batch may start before the offset asked
-			continue
-		}
-		// The record's bytes are the response's: copied to be kept.
-		msg := kafka.Message{Topic: k.cfg.Topic, Offset: r.Offset, Time: r.Time, Headers: make([]kafka.Header, len(r.Headers))}
-		if msg.Key, err = kafka.ReadAll(r.Key); err == nil {
-			msg.Value, err = kafka.ReadAll(r.Value)
-		}
-		if err != nil {
-			return msgs, err
-		}
-		for i, h := range r.Headers {
-			msg.Headers[i] = kafka.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
-		}
-		msgs = append(msgs, msg)
-	}
+	return kafkaconn.Fetch(ctx, k.client, k.cfg.Topic, 0, offset, fetchMaxBytes, wait)
 }
 
 // read fetches the messages after those in the catalog, waiting up to wait
@@ -714,16 +681,5 @@ func (k *Kafka) Checkpoint(ctx context.Context, lineage string) ([]byte, error) 
 // Close closes the writer, which waits for the writes under way, and the
 // connections; it returns early with ctx's error when ctx ends first.
 func (k *Kafka) Close(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() {
-		err := k.writer.Close()
-		k.transport.CloseIdleConnections()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return kafkaconn.CloseWriter(ctx, k.writer, k.transport)
 }

@@ -154,8 +154,11 @@ func ReadKafkaDeadLetters(ctx context.Context, conn kafkaconn.Config, topic stri
 	if err := conn.Validate(); err != nil {
 		return nil, fmt.Errorf("reading dead letters of %s: %w", topic, err)
 	}
+	// kafka-go gives a fetch's whole response its MaxWait, and a dead
+	// letter may be close to a megabyte: a short wait would time out and
+	// fetch it again for ever on a loaded host.
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: conn.Brokers, Dialer: conn.Dialer(), Topic: topic, Partition: partition,
-		MaxWait: 50 * time.Millisecond, ReadLagInterval: -1})
+		MaxWait: 2 * time.Second, ReadLagInterval: -1})
 	var letters []schemas.RowError
 	var err error
 	for len(letters) < n {

@@ -116,18 +116,7 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
 // its connections; it returns early with ctx's error when ctx ends first,
 // and the closing goes on in the background.
 func (k *kafkaWriter) close(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() {
-		err := k.w.Close()
-		k.transport.CloseIdleConnections()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return kafkaconn.CloseWriter(ctx, k.w, k.transport)
 }
 
 // writeMessages writes batch, retrying the messages that failed for a

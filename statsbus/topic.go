@@ -57,34 +57,36 @@ func NewStream() *Stream {
 }
 
 // Add takes msg, the next message of the stats topic, and returns the
-// delta it completes, or nil while a blob is incomplete. A message that
-// is not a delta or a chunk of one, a blob whose chunks do not add up and
-// a delta that does not decode are errors, wrapping ErrCorruptDelta and
-// naming the offset, that cost that message or blob alone.
-func (s *Stream) Add(msg kafka.Message) (*Delta, error) {
+// delta it completes, with the offset of the delta's first message, or
+// nil while a blob is incomplete. A message that is not a delta or a
+// chunk of one, a blob whose chunks do not add up and a delta that does
+// not decode are errors, wrapping ErrCorruptDelta and naming the offset,
+// that cost that message or blob alone.
+func (s *Stream) Add(msg kafka.Message) (d *Delta, first int64, err error) {
 	c, value, err := s.asm.Add(msg)
+	id := openBlob{c.Blob, c.SHA256}
+	first = msg.Offset
 	switch {
 	case errors.Is(err, kafkaconn.ErrNotChunk):
 		value = msg.Value
 	case err != nil:
-		if c.Blob != "" {
-			delete(s.open, openBlob{c.Blob, c.SHA256})
-		}
-		return nil, fmt.Errorf("%w: offset %d: %v", ErrCorruptDelta, msg.Offset, err)
+		delete(s.open, id)
+		return nil, first, fmt.Errorf("%w: offset %d: %v", ErrCorruptDelta, msg.Offset, err)
 	case value == nil:
-		id := openBlob{c.Blob, c.SHA256}
 		if _, ok := s.open[id]; !ok {
 			s.open[id] = msg.Offset
 		}
-		return nil, nil
+		return nil, first, nil
 	default:
-		delete(s.open, openBlob{c.Blob, c.SHA256})
+		if at, ok := s.open[id]; ok {
+			first = at
+		}
+		delete(s.open, id)
 	}
-	d, err := Decode(value)
-	if err != nil {
-		return nil, fmt.Errorf("offset %d (key %q): %w", msg.Offset, msg.Key, err)
+	if d, err = Decode(value); err != nil {
+		return nil, first, fmt.Errorf("offset %d (key %q): %w", msg.Offset, msg.Key, err)
 	}
-	return d, nil
+	return d, first, nil
 }
 
 // Resume is where the stats topic is to be read again from, by a reader

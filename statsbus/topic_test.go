@@ -3,6 +3,7 @@ package statsbus
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestStream(t *testing.T) {
 	s := NewStream()
 	var got []string
 	for i, msg := range msgs {
-		delta, err := s.Add(msg)
+		delta, first, err := s.Add(msg)
 		switch {
 		case i == 2:
 			if !errors.Is(err, ErrCorruptDelta) || !strings.Contains(err.Error(), "offset 102") {
@@ -71,7 +72,7 @@ func TestStream(t *testing.T) {
 		case err != nil:
 			t.Fatalf("message %d: %v", i, err)
 		case delta != nil:
-			got = append(got, delta.Replica)
+			got = append(got, fmt.Sprint(delta.Replica, "@", first))
 			if !bytes.Equal(delta.Stats, d.Stats) || delta.Rows != 40 {
 				t.Errorf("delta of %s differs from the one sent", delta.Replica)
 			}
@@ -80,15 +81,15 @@ func TestStream(t *testing.T) {
 			t.Errorf("with a blob open since offset 100, resume at %d", s.Resume(102))
 		}
 	}
-	if strings.Join(got, ",") != "small,big,big" {
-		t.Errorf("deltas %v, want small then big twice", got)
+	if want := fmt.Sprintf("small@101,big@100,big@%d", 103+len(chunks)-1); strings.Join(got, ",") != want {
+		t.Errorf("deltas@first offsets %v, want %s", got, want)
 	}
 	if r := s.Resume(200); r != 200 {
 		t.Errorf("nothing open: resume at %d, want 200", r)
 	}
 
 	// A blob whose writer died after its first chunk.
-	s.Add(at(300, chunks[:1])[0])
+	s.Add(at(300, slices.Clone(chunks[:1]))[0])
 	if gone := s.Abandon(350, 100); gone != nil || s.Resume(360) != 300 {
 		t.Errorf("abandoned %v too early, resume at %d", gone, s.Resume(360))
 	}
@@ -101,7 +102,7 @@ func TestStream(t *testing.T) {
 	bad[1].Value[0] ^= 1
 	var errs int
 	for _, msg := range bad {
-		if delta, err := s.Add(msg); err != nil {
+		if delta, _, err := s.Add(msg); err != nil {
 			errs++
 		} else if delta != nil {
 			t.Error("a damaged blob gave a delta")

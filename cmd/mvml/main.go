@@ -75,6 +75,8 @@ func commands() []command {
 			"estimate performance by (nested) cross-validation", runCV},
 		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT|--output-dir DIR --dead-letter-topic DLQ --model M.mvml | --model-topic M [--refit-rows N] [--model-dir DIR]",
 			"score a Kafka topic as a consumer group, refit on labelled records and swap the model", runServe},
+		{"refit", "mvml refit --brokers HOST:PORT --stats-topic S --model-topic M [--refit-rows N] [--refit-interval D] [--decay F] [--model-dir DIR] [--group G] [--cold] [--once]",
+			"merge the statistics deltas of the serve replicas, refit the current model of the model topic and publish it (one refitter of a group active, the others standby)", runRefit},
 		{"inspect", "mvml inspect --model M.mvml [--plot OUT.png]",
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
 	}

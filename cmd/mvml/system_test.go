@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +18,6 @@ import (
 
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
-	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/statsbus"
 )
@@ -183,8 +179,8 @@ func keyedWriter(c *kafkatest.Cluster, topic string) *kafka.Writer {
 
 // Three serve replicas in one consumer group, scoring records whose
 // labels arrive later on a labels topic and publishing their statistics;
-// a refitter merging them and publishing refits to the model topic, which
-// every replica follows. Midway one replica is killed (kill -9) while it
+// `mvml refit` merging them and publishing refits to the model topic,
+// which every replica follows. Midway one replica is killed (kill -9) while it
 // holds statistics not yet published, and another takes its place. Every
 // record is scored at least once; every label is joined, none unmatched;
 // the statistics the refitter ends with hold every label exactly once
@@ -229,7 +225,7 @@ func TestServeReplicasSystem(t *testing.T) {
 	if _, err := models.Publish(context.Background(), base, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
 		t.Fatal(err)
 	}
-	refitter := startRefitter(t, c, models, base)
+	refitter := startRefitter(t, brokers)
 
 	replicaArgs := func(name string) []string {
 		return []string{"serve", "--brokers", brokers, "--group", "g", "--topic", "records", "--labels-topic", "labels",
@@ -303,7 +299,7 @@ func TestServeReplicasSystem(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	last := refitter.settle(t)
+	last := refitter.settle(t, models)
 	t.Logf("every label merged and refitted (model %s) after %v", last, time.Since(start).Round(time.Millisecond))
 
 	// Every replica serves the last refit.
@@ -334,7 +330,7 @@ func TestServeReplicasSystem(t *testing.T) {
 	if unmatched != 0 {
 		t.Errorf("%v labels unmatched, want every label joined", unmatched)
 	}
-	if refused := refitter.refused.Load(); refused != 0 {
+	if refused := refitter.metric("mvml_refit_deltas_refused_total"); refused != 0 {
 		t.Errorf("%d deltas refused: labels published twice", refused)
 	}
 	// The statistics as the refitter checkpointed them with its last model.
@@ -365,7 +361,8 @@ func TestServeReplicasSystem(t *testing.T) {
 			t.Errorf("replica %s: exit %d:\n%s", name, code, p.stderr)
 		}
 	}
-	t.Logf("%d records, %d labels, 4 replicas (one killed), %d refits: %v", n, labels, refitter.refits.Load(), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d records, %d labels, 4 replicas (one killed), %d refits: %v", n, labels, refitter.metric("mvml_refit_published_total"),
+		time.Since(start).Round(time.Millisecond))
 }
 
 // killHolder kills (kill -9) the first replica found holding statistics
@@ -390,145 +387,45 @@ func killHolder(t *testing.T, replicas map[string]*process) string {
 
 func equalInt64s(a, b []int64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 
-// refitter is the refit role of the system test.
-//
-// HOOK for the merge of the refit role (branch h10-refitter): startRefitter
-// stands in for `mvml refit` with an in-test refitter written against
-// statsbus, registry and model. Replace its body by a process of the
-// role, started like the replicas —
-//
-//	startProcess(t, "refit", "refit", "--brokers", brokers, "--stats-topic", "stats", "--model-topic", "models",
-//		"--refit-interval", "1s", "--cold", "--http", "127.0.0.1:0")
-//
-// — and rows, settle and refused by what its /metrics and checkpoint say:
-// the test's checks of the checkpoint and of the replicas stay as they are.
-type refitter struct {
-	merged, refused, refits atomic.Int64
-	mu                      sync.Mutex
-	lastVersion             string
-	pending                 int64 // rows merged since the last refit
-	stopped                 chan struct{}
+// refitter is `mvml refit` running as a process of its own, read
+// through its /metrics.
+type refitter struct{ *process }
+
+// startRefitter runs `mvml refit` on the stats and model topics of c: it
+// merges the deltas, refits cold a second after rows were merged,
+// publishes each refit (current) and checkpoints after it.
+func startRefitter(t *testing.T, brokers string) refitter {
+	t.Helper()
+	p := startProcess(t, "refit", "refit", "--brokers", brokers, "--stats-topic", "stats", "--model-topic", "models",
+		"--refit-rows", "0", "--refit-interval", "1s", "--cold", "--http", "127.0.0.1:0")
+	p.waitHTTP(t)
+	return refitter{p}
 }
+
+// metric is one number of the refitter's /metrics, 0 while it does not
+// answer.
+func (r refitter) metric(name string) int64 { return int64(r.metricsOf()[name]) }
 
 // rows is the number of labelled rows merged.
-func (r *refitter) rows() int64 { return r.merged.Load() }
+func (r refitter) rows() int64 { return r.metric("mvml_refit_rows_merged_total") }
 
 // settle waits until every row merged is in a refit published, and
-// returns its version.
-func (r *refitter) settle(t *testing.T) string {
+// returns the model current then.
+func (r refitter) settle(t *testing.T, models registry.Store) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
-		r.mu.Lock()
-		v, pending := r.lastVersion, r.pending
-		r.mu.Unlock()
-		if pending == 0 && v != "" {
-			return v
+		m := r.metricsOf()
+		if m != nil && m["mvml_refit_rows_pending"] == 0 && m["mvml_refit_published_total"] > 0 {
+			_, man, err := models.Current(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return man.Version
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no refit of the last %d rows", pending)
+			t.Fatalf("no refit of the last rows merged; the refitter said:\n%s", r.said())
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// startRefitter runs the in-test refitter until the test ends: it reads
-// the stats topic, merges the deltas of base's lineage once (a repeat
-// dropped, one overlapping labels merged before refused and counted),
-// refits cold a second after new rows came, publishes the refit to the
-// model topic (current) and checkpoints the statistics there.
-func startRefitter(t *testing.T, c *kafkatest.Cluster, models registry.Store, base *model.Model) *refitter {
-	t.Helper()
-	r := &refitter{stopped: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	reader := kafka.NewReader(kafka.ReaderConfig{Brokers: c.Brokers, Topic: "stats", Partition: 0, MaxWait: 50 * time.Millisecond, ReadLagInterval: -1})
-	t.Cleanup(func() {
-		cancel()
-		<-r.stopped
-		reader.Close()
-	})
-	go func() {
-		defer close(r.stopped)
-		acc := base.NewAccumulator()
-		stream := statsbus.NewStream()
-		var ledger statsbus.Ledger
-		next, lastRow := int64(0), time.Time{}
-		for ctx.Err() == nil {
-			fetch, cancelFetch := context.WithTimeout(ctx, 200*time.Millisecond)
-			msg, err := reader.FetchMessage(fetch)
-			cancelFetch()
-			switch {
-			case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-			case err != nil:
-				t.Errorf("refitter: reading the stats topic: %v", err)
-				return
-			default:
-				next = msg.Offset + 1
-				d, err := stream.Add(msg)
-				if err != nil {
-					t.Errorf("refitter: %v", err)
-					continue
-				}
-				if d == nil || d.Lineage != base.Lineage() {
-					continue
-				}
-				switch verdict, overlap := ledger.Judge(&d.Header); verdict {
-				case statsbus.Repeat:
-					continue
-				case statsbus.Overlap:
-					r.refused.Add(1)
-					t.Logf("refitter: delta %s refused: labels %s/%d %v merged before", d.ID(), overlap.Topic, overlap.Partition, overlap.Runs)
-					continue
-				}
-				stats, err := d.Accumulator(base)
-				if err == nil {
-					err = acc.Merge(stats)
-				}
-				if err != nil {
-					t.Errorf("refitter: %v", err)
-					continue
-				}
-				ledger.Add(&d.Header)
-				r.merged.Add(d.Rows)
-				r.mu.Lock()
-				r.pending += d.Rows
-				r.mu.Unlock()
-				lastRow = time.Now()
-			}
-			r.mu.Lock()
-			due := r.pending > 0 && time.Since(lastRow) > time.Second
-			r.mu.Unlock()
-			if !due {
-				continue
-			}
-			m, err := acc.RefitCold(ctx, base.Config.Fit)
-			if err != nil {
-				t.Errorf("refitter: %v", err)
-				return
-			}
-			r.mu.Lock()
-			parent := r.lastVersion
-			r.mu.Unlock()
-			if _, err := models.Publish(ctx, m, registry.Meta{Role: registry.RoleRefit, Parent: parent}, true); err != nil {
-				t.Errorf("refitter: publishing: %v", err)
-				return
-			}
-			cp, err := statsbus.NewCheckpoint(acc, statsbus.CheckpointHeader{NextSOffset: stream.Resume(next), Model: m.Version, Created: time.Now(), Ledger: ledger.Clone()})
-			if err == nil {
-				var data []byte
-				if data, err = cp.Encode(); err == nil {
-					err = models.PutCheckpoint(ctx, base.Lineage(), data)
-				}
-			}
-			if err != nil {
-				t.Errorf("refitter: checkpoint: %v", err)
-				return
-			}
-			r.refits.Add(1)
-			r.mu.Lock()
-			r.lastVersion, r.pending = m.Version, 0
-			r.mu.Unlock()
-		}
-	}()
-	return r
 }

@@ -196,10 +196,12 @@ func (c *Cluster) consumePartition(topic string, partition int) ([]kafka.Message
 		return nil, nil
 	}
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:         c.Brokers,
-		Topic:           topic,
-		Partition:       partition,
-		MaxWait:         100 * time.Millisecond,
+		Brokers:   c.Brokers,
+		Topic:     topic,
+		Partition: partition,
+		// kafka-go gives a fetch's whole response its MaxWait: a large
+		// message needs more than a few milliseconds on a loaded host.
+		MaxWait:         2 * time.Second,
 		ReadLagInterval: -1,
 	})
 	defer r.Close()

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/registry"
+)
+
+// Defaults of mvml refit's flags.
+const (
+	defaultRefitGroup    = "mvml-refit"
+	defaultRefitRows     = 10_000
+	defaultRefitInterval = time.Minute
+)
+
+func runRefit(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet("refit")
+	kf := registerKafka(fs, "Kafka bootstrap `HOST:PORT` list, comma-separated (required)")
+	statsTopic := fs.String("stats-topic", "", "stats `TOPIC` (one partition) the serve replicas publish their statistics deltas to (required)")
+	modelTopic := fs.String("model-topic", "", "model `TOPIC` whose current model is refitted and to which every refit is published, with the checkpoints (required)")
+	refitRows := fs.Int("refit-rows", defaultRefitRows, "refit once this many labelled rows were merged since the last refit; 0 means never by count")
+	refitEvery := fs.Duration("refit-interval", defaultRefitInterval, "refit when this much time has passed since the last refit and rows were merged; 0 means never by time")
+	decay := fs.Float64("decay", 1, "at every refit, multiply the statistics of the refit before by this, in (0, 1], before adding the rows merged since (exponential forgetting)")
+	modelDir := fs.String("model-dir", "", "`DIR` where every refitted model is also saved as VERSION.mvml and current.mvml")
+	group := fs.String("group", defaultRefitGroup, "consumer `GROUP` of the refitters: its member assigned the stats topic's partition is active, the others stand by")
+	cold := fs.Bool("cold", false, "fit every refit from the paper's initialisation, as train --like does, instead of from the current model")
+	once := fs.Bool("once", false, "merge the deltas up to the stats topic's end, refit, publish the model and checkpoint, and exit (while no refitter runs)")
+	session := fs.Duration("session-timeout", pipeline.DefaultRefitterSessionTimeout, "how long the group waits for the active refitter's heartbeats before a standby takes over")
+	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
+	if err := parseFlags(a, fs, args); err != nil {
+		return err
+	}
+	if err := required("brokers", kf.brokers, "stats-topic", *statsTopic, "model-topic", *modelTopic); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch {
+	case *once && (given["refit-rows"] || given["refit-interval"]):
+		return usagef("--refit-rows and --refit-interval say when a running refitter refits; --once refits once")
+	case *refitRows < 0:
+		return usagef("--refit-rows %d must not be negative", *refitRows)
+	case *refitEvery < 0:
+		return usagef("--refit-interval %v must not be negative", *refitEvery)
+	case !*once && *refitRows == 0 && *refitEvery == 0:
+		return usagef("--refit-rows 0 and --refit-interval 0: the refitter would never refit")
+	case !(*decay > 0 && *decay <= 1):
+		return usagef("--decay %g must be in (0, 1]", *decay)
+	case *session <= 0:
+		return usagef("--session-timeout %v must be positive", *session)
+	}
+	conn, err := kf.connection()
+	if err != nil {
+		return err
+	}
+	models, err := registry.OpenKafka(ctx, registry.KafkaConfig{Conn: conn, Topic: *modelTopic, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	defer models.Close(context.WithoutCancel(ctx))
+	cfg := pipeline.RefitterConfig{
+		Conn: conn, StatsTopic: *statsTopic, Group: *group, Models: models, ModelDir: *modelDir,
+		Decay: *decay, Cold: *cold, Once: *once, SessionTimeout: *session, HTTPAddr: *httpAddr, Logger: a.log,
+	}
+	if !*once {
+		cfg.Rows, cfg.Interval = *refitRows, *refitEvery
+	}
+	r, err := pipeline.NewRefitter(cfg)
+	if err != nil {
+		return err
+	}
+	err = r.Run(ctx)
+	st := r.Stats()
+	fmt.Fprintf(a.stderr, "deltas merged %d (dropped %d, refused %d, corrupt %d, skipped %d), rows merged %d; refits published %d (failed %d, abandoned %d)\n",
+		st.DeltasMerged, st.DeltasDropped, st.DeltasRefused, st.DeltasCorrupt, st.DeltasSkipped, st.RowsMerged, st.Published, st.Failed, st.Abandoned)
+	if err == nil && *once {
+		dests := "model topic " + *modelTopic + " (current)"
+		if *modelDir != "" {
+			dests += ", " + *modelDir
+		}
+		fmt.Fprintf(a.stdout, "model %s: lineage %s, %d rows merged from %d deltas → %s\n", st.ModelVersion, st.Lineage, st.RowsMerged, st.DeltasMerged, dests)
+	}
+	return err
+}

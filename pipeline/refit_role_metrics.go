@@ -1,0 +1,158 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sync/atomic"
+)
+
+// RefitterStats are a Refitter's numbers since it started; every number
+// is defined, with its name and help in /metrics, in refitMetricDefs.
+type RefitterStats struct {
+	// Active is 1 while the refitter is the active member of its group.
+	Active int64 `json:"active"`
+	// The deltas read from the stats topic, by what became of them.
+	DeltasMerged  int64 `json:"deltas_merged"`
+	DeltasDropped int64 `json:"deltas_dropped"`
+	DeltasRefused int64 `json:"deltas_refused"`
+	DeltasCorrupt int64 `json:"deltas_corrupt"`
+	DeltasSkipped int64 `json:"deltas_skipped"`
+	// RowsMerged counts the labelled rows of the deltas merged;
+	// RowsPending those merged since the last refit.
+	RowsMerged  int64 `json:"rows_merged"`
+	RowsPending int64 `json:"rows_pending"`
+	// The refits, by outcome.
+	Published int64 `json:"published"`
+	Failed    int64 `json:"failed"`
+	Abandoned int64 `json:"abandoned"`
+	// LastPublished is the Unix time of the last model published, 0
+	// before the first; LastRefitSeconds how long its refit took.
+	LastPublished    float64 `json:"last_published"`
+	LastRefitSeconds float64 `json:"last_refit_seconds"`
+	// StatsOffset is the next offset of the stats topic to be read.
+	StatsOffset int64 `json:"stats_offset"`
+	// Lineage and ModelVersion are those of the statistics refitted and
+	// of the current model, while active.
+	Lineage      string `json:"lineage"`
+	ModelVersion string `json:"model_version"`
+	Running      bool   `json:"running"`
+}
+
+// refitMetric names one number of a Refitter.
+type refitMetric int
+
+// The numbers of a Refitter, in the order /metrics lists them.
+const (
+	refitMetricActive refitMetric = iota
+	refitMetricDeltasMerged
+	refitMetricDeltasDropped
+	refitMetricDeltasRefused
+	refitMetricDeltasCorrupt
+	refitMetricDeltasSkipped
+	refitMetricRowsMerged
+	refitMetricRowsPending
+	refitMetricPublished
+	refitMetricFailed
+	refitMetricAbandoned
+	refitMetricLastPublished
+	refitMetricLastRefitSeconds
+	refitMetricStatsOffset
+	numRefitMetrics
+)
+
+// refitMetricDefs defines every number of a Refitter once, as
+// serveMetricDefs does a Service's: its Prometheus name, type and help,
+// and its field in RefitterStats (an *int64 or a *float64).
+var refitMetricDefs = [numRefitMetrics]struct {
+	name  string
+	kind  metricKind
+	help  string
+	field func(*RefitterStats) any
+}{
+	refitMetricActive:        {"mvml_refit_active", gauge, "1 while this refitter is the active member of its group, 0 while it stands by.", func(s *RefitterStats) any { return &s.Active }},
+	refitMetricDeltasMerged:  {"mvml_refit_deltas_merged_total", counter, "Statistics deltas merged.", func(s *RefitterStats) any { return &s.DeltasMerged }},
+	refitMetricDeltasDropped: {"mvml_refit_deltas_dropped_total", counter, "Deltas dropped as repeats of deltas merged (a producer's retry).", func(s *RefitterStats) any { return &s.DeltasDropped }},
+	refitMetricDeltasRefused: {"mvml_refit_deltas_refused_total", counter, "Deltas refused because labels of theirs were merged before, in other deltas.", func(s *RefitterStats) any { return &s.DeltasRefused }},
+	refitMetricDeltasCorrupt: {"mvml_refit_deltas_corrupt_total", counter, "Messages of the stats topic that are not whole deltas (damaged, truncated, a blob never completed), skipped.", func(s *RefitterStats) any { return &s.DeltasCorrupt }},
+	refitMetricDeltasSkipped: {"mvml_refit_deltas_skipped_total", counter, "Deltas of another lineage than the current model's, skipped.", func(s *RefitterStats) any { return &s.DeltasSkipped }},
+	refitMetricRowsMerged:    {"mvml_refit_rows_merged_total", counter, "Labelled rows of the deltas merged.", func(s *RefitterStats) any { return &s.RowsMerged }},
+	refitMetricRowsPending:   {"mvml_refit_rows_pending", gauge, "Labelled rows merged since the last refit.", func(s *RefitterStats) any { return &s.RowsPending }},
+	refitMetricPublished:     {"mvml_refit_published_total", counter, "Refits published to the model store and made current.", func(s *RefitterStats) any { return &s.Published }},
+	refitMetricFailed:        {"mvml_refit_failed_total", counter, "Refits that failed (the fit, or the publication); tried again later.", func(s *RefitterStats) any { return &s.Failed }},
+	refitMetricAbandoned:     {"mvml_refit_abandoned_total", counter, "Refits abandoned unpublished: the refitter stopped being active, or the current model changed lineage.", func(s *RefitterStats) any { return &s.Abandoned }},
+	refitMetricLastPublished: {"mvml_refit_last_published_timestamp_seconds", gauge, "Unix time of the last refit published, 0 before the first.", func(s *RefitterStats) any { return &s.LastPublished }},
+	refitMetricLastRefitSeconds: {"mvml_refit_last_refit_seconds", gauge, "Duration of the last refit published, from its start to its checkpoint.",
+		func(s *RefitterStats) any { return &s.LastRefitSeconds }},
+	refitMetricStatsOffset: {"mvml_refit_stats_offset", gauge, "Next offset of the stats topic to be read.", func(s *RefitterStats) any { return &s.StatsOffset }},
+}
+
+// refitMetrics holds the values of the numbers of a Refitter, for
+// concurrent use; a float64 number keeps its bits.
+type refitMetrics [numRefitMetrics]atomic.Int64
+
+func (v *refitMetrics) add(m refitMetric, n int64)        { v[m].Add(n) }
+func (v *refitMetrics) set(m refitMetric, n int64)        { v[m].Store(n) }
+func (v *refitMetrics) setFloat(m refitMetric, x float64) { v[m].Store(int64(math.Float64bits(x))) }
+
+// Stats returns the numbers. Safe for concurrent use.
+func (r *Refitter) Stats() RefitterStats {
+	r.mu.Lock()
+	st := RefitterStats{Lineage: r.lineage, ModelVersion: r.version, Running: r.running.Load()}
+	r.mu.Unlock()
+	for m, def := range refitMetricDefs {
+		switch field := def.field(&st).(type) {
+		case *int64:
+			*field = r.metrics[m].Load()
+		case *float64:
+			*field = math.Float64frombits(uint64(r.metrics[m].Load()))
+		}
+	}
+	return st
+}
+
+// writeRefitMetrics writes st in Prometheus' text format.
+func writeRefitMetrics(w io.Writer, st RefitterStats) {
+	for _, def := range refitMetricDefs {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s ", def.name, def.help, def.name, def.kind, def.name)
+		switch field := def.field(&st).(type) {
+		case *int64:
+			fmt.Fprintf(w, "%d\n", *field)
+		case *float64:
+			fmt.Fprintf(w, "%g\n", *field)
+		}
+	}
+	if st.ModelVersion != "" {
+		fmt.Fprintf(w, "# HELP mvml_model_info The current model of the model store, and the lineage refitted.\n# TYPE mvml_model_info %s\nmvml_model_info{version=%q,lineage=%q} 1\n",
+			gauge, st.ModelVersion, st.Lineage)
+	}
+}
+
+// ServeHTTP answers /healthz (200 while Run runs), /readyz (200 while
+// active with a current model to refit; 503 with the reason otherwise:
+// "standby", joining the group, waiting for a model) and /metrics.
+func (r *Refitter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	switch req.URL.Path {
+	case "/healthz":
+		if !r.running.Load() {
+			http.Error(w, "not running", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	case "/readyz":
+		r.mu.Lock()
+		role, detail, lineage := r.role, r.detail, r.lineage
+		r.mu.Unlock()
+		if !r.running.Load() || role != roleActive || lineage == "" {
+			http.Error(w, detail, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, detail)
+	case "/metrics":
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		writeRefitMetrics(w, r.Stats())
+	default:
+		http.NotFound(w, req)
+	}
+}
