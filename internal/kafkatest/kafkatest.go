@@ -222,7 +222,8 @@ func (c *Cluster) consumePartition(topic string, partition int) ([]kafka.Message
 }
 
 // CommittedOffsets returns the offsets committed by group for each
-// partition of topic (-1 where none is).
+// partition of topic (-1 where none is, and everywhere for a group the
+// broker does not know yet).
 func (c *Cluster) CommittedOffsets(tb testing.TB, group, topic string) []int64 {
 	tb.Helper()
 	n := c.Partitions(tb, topic)
@@ -241,10 +242,14 @@ func (c *Cluster) CommittedOffsets(tb testing.TB, group, topic string) []int64 {
 	if err != nil {
 		tb.Fatalf("kafkatest: offsets of group %s: %v", group, err)
 	}
+	out := slices.Repeat([]int64{-1}, n)
+	if errors.Is(resp.Error, kafka.GroupIdNotFound) {
+		// A group that has not formed yet has committed nothing.
+		return out
+	}
 	if resp.Error != nil {
 		tb.Fatalf("kafkatest: offsets of group %s: %v", group, resp.Error)
 	}
-	out := slices.Repeat([]int64{-1}, n)
 	for _, p := range resp.Topics[topic] {
 		if p.Error != nil {
 			tb.Fatalf("kafkatest: offset of %s/%d: %v", topic, p.Partition, p.Error)
