@@ -4,19 +4,29 @@ PKGS      := ./...
 BENCHTIME ?= 3x
 FUZZTIME  ?= 10s
 
-.PHONY: help build test vet fmt-check bench bench-score demo fuzz reproduce clean
+# The numeric packages whose tests run again on OpenBLAS (make test-openblas).
+OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval
+
+.PHONY: help build build-openblas test test-openblas vet fmt-check bench bench-blas bench-score demo fuzz reproduce clean
 
 help:
-	@echo "make demo       run the main job on the embedded default (no files, no network)"
-	@echo "make test       gofmt check, go vet, go test -race (the CI command)"
-	@echo "make build      build bin/mvml"
-	@echo "make bench      run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
-	@echo "make bench-score  end-to-end Parquet scoring of 1M and 4M rows: rows/s and peak RSS"
-	@echo "make fuzz       short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
-	@echo "make reproduce  the paper's experiments on ../shared/data (see REPRODUCTION.md)"
+	@echo "make demo            run the main job on the embedded default (no files, no network)"
+	@echo "make test            gofmt check, go vet, go test -race (the CI command)"
+	@echo "make test-openblas   go vet and the numeric packages' tests on OpenBLAS, and a CLI smoke test (CI runs it too)"
+	@echo "make build           build bin/mvml"
+	@echo "make build-openblas  build bin/mvml on the machine's OpenBLAS (cgo; Debian: libopenblas-dev)"
+	@echo "make bench           run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
+	@echo "make bench-blas      pure-Go BLAS against OpenBLAS in one run: Dgemm, kernel products, scoring, fits"
+	@echo "make bench-score     end-to-end Parquet scoring of 1M and 4M rows: rows/s, CPU time and peak RSS;"
+	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn"
+	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
+	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 
 build:
 	$(GO) build -o bin/mvml ./cmd/mvml
+
+build-openblas:
+	$(GO) build -tags openblas -o bin/mvml ./cmd/mvml
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -28,15 +38,32 @@ vet:
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
+test-openblas:
+	$(GO) vet -tags openblas $(PKGS)
+	$(GO) test -tags openblas -count=1 -timeout 20m $(OPENBLAS_PKGS)
+	$(GO) test -tags openblas -count=1 -run 'TestOpenBLASTrainAndScore|TestHelp' ./cmd/mvml
+
 demo:
 	$(GO) run ./cmd/mvml demo
 
-bench:
-	@$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem $(PKGS) | tee bench.out | \
-	awk 'BEGIN { printf "%-58s %14s  %s\n", "benchmark", "ns/op", "metrics" } \
+# BENCH_TABLE turns go test -bench output into a table: package.benchmark, ns/op, metrics.
+BENCH_TABLE = awk 'BEGIN { printf "%-64s %14s  %s\n", "benchmark", "ns/op", "metrics" } \
 	     /^pkg:/ { pkg = $$2 } \
 	     /^Benchmark/ { m = ""; for (i = 5; i < NF; i += 2) m = m sprintf("%s %s  ", $$i, $$(i+1)); \
-	                    printf "%-58s %14s  %s\n", substr(pkg, index(pkg, "/mvml/") + 6) "." $$1, $$3, m }'
+	                    printf "%-64s %14s  %s\n", substr(pkg, index(pkg, "/mvml/") + 6) "." $$1, $$3, m }'
+
+bench:
+	@$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem $(PKGS) | tee bench.out | $(BENCH_TABLE)
+
+# Every pure-Go/OpenBLAS pair runs side by side, BLAS_COUNT times; benchstat then sets the
+# two columns side by side with their ratio.
+BLAS_BENCHTIME ?= 10x
+BLAS_COUNT     ?= 6
+BENCHSTAT      ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+bench-blas:
+	@$(GO) test -tags openblas -run '^$$' -bench . -benchtime $(BLAS_BENCHTIME) -count $(BLAS_COUNT) ./internal/blasimpl | \
+	tee bench-blas.out | $(BENCH_TABLE)
+	@$(BENCHSTAT) -col /blas bench-blas.out
 
 bench-score:
 	./scripts/bench-score.sh
@@ -55,4 +82,4 @@ reproduce:
 
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out bench-blas.out

@@ -231,20 +231,12 @@ func (k Kernel) crossRows(dst, x blas64.General, rhs *rightSide, workers int) {
 func (k Kernel) crossBlock(dst, x blas64.General, rhs *rightSide) {
 	switch k.Type {
 	case schemas.KernelRBF:
-		sqDistBlock(dst, x, rhs)
+		// The squared distances as sqDistBlock makes them, each turned
+		// into its kernel value while still in cache.
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, -2, x, rhs.zt, 0, dst)
 		for i := range dst.Rows {
-			row := dst.Data[i*dst.Stride : i*dst.Stride+dst.Cols]
-			for j, d2 := range row {
-				// The squared distance of finite rows overflows only for
-				// values beyond 1e154: NaN, not the 0 of exp(−∞), so that
-				// such a row is refused rather than scored as if it were
-				// merely far from every landmark.
-				if math.IsInf(d2, 1) {
-					row[j] = math.NaN()
-					continue
-				}
-				row[j] = math.Exp(-k.Gamma * d2)
-			}
+			nx := sqNorm(x.Data[i*x.Stride : i*x.Stride+x.Cols])
+			rbfRow(dst.Data[i*dst.Stride:i*dst.Stride+dst.Cols], rhs.norms, nx, k.Gamma)
 		}
 	case schemas.KernelLinear:
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, x, rhs.zt, 0, dst)
@@ -264,7 +256,8 @@ func (k Kernel) crossBlock(dst, x blas64.General, rhs *rightSide) {
 // sqDistBlock sets dst to the squared distances ‖x_i‖² + ‖z_j‖² − 2x_iᵀz_j,
 // clamped at 0 against cancellation. The Dgemm sums −2·x_il·z_jl over l in
 // order, exactly as sqNorm sums x_l², so a row equal to a landmark gets
-// exactly 0 (and an RBF value of exactly 1).
+// exactly 0 (and an RBF value of exactly 1). OpenBLAS rounds the product
+// its own way, which leaves such a row a distance of the order of ε‖x‖².
 func sqDistBlock(dst, x blas64.General, rhs *rightSide) {
 	blas64.Gemm(blas.NoTrans, blas.NoTrans, -2, x, rhs.zt, 0, dst)
 	for i := range dst.Rows {
@@ -273,6 +266,24 @@ func sqDistBlock(dst, x blas64.General, rhs *rightSide) {
 		for j, g := range row {
 			row[j] = max(nx+rhs.norms[j]+g, 0)
 		}
+	}
+}
+
+// rbfRowGo sets row[j], which holds −2xᵀz_j, to the Gaussian kernel
+// exp(−γd²) of d² = ‖x‖² + ‖z_j‖² − 2xᵀz_j clamped at 0, as sqDistBlock
+// computes it; nx is ‖x‖² and norms[j] is ‖z_j‖².
+func rbfRowGo(row, norms []float64, nx, gamma float64) {
+	for j, g := range row {
+		d2 := max(nx+norms[j]+g, 0)
+		// The squared distance of finite rows overflows only for values
+		// beyond 1e154: NaN, not the 0 of exp(−∞), so that such a row is
+		// refused rather than scored as if it were merely far from every
+		// landmark.
+		if math.IsInf(d2, 1) {
+			row[j] = math.NaN()
+			continue
+		}
+		row[j] = math.Exp(-gamma * d2)
 	}
 }
 

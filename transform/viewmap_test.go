@@ -215,7 +215,7 @@ func TestProjectIndependentOfWorkersAndBatch(t *testing.T) {
 			for _, i := range []int{0, rowBlock + 3, 3 * rowBlock} {
 				var u mat.Dense
 				m.Project(&u, x.Slice(i, i+1, 0, 11).(*mat.Dense))
-				if !slices.Equal(u.RawRowView(0), ref.RawRowView(i)) {
+				if !slices.EqualFunc(u.RawRowView(0), ref.RawRowView(i), func(a, b float64) bool { return equalToRounding(a, b, 1) }) {
 					t.Errorf("row %d alone: features differ from the batch", i)
 				}
 			}
@@ -270,5 +270,49 @@ func TestProjectDoesNotWriteInput(t *testing.T) {
 	vals[0] += 1
 	if m.Landmarks.At(0, 0) != before[0] {
 		t.Error("landmarks alias the input")
+	}
+}
+
+// A buffer Reset after an earlier batch is written whole: its storage is
+// kept, and what it held (here NaN, or a batch of another size) leaves no
+// trace in the kernel, the features or the cross kernel.
+func TestResetBufferReusedWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	x := randDense(rng, 2*rowBlock+9, 7, 1, 0)
+	for _, tc := range testKernels {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := NewViewMap(tc.k, gatherRows(x, drawRows(2*rowBlock+9, 30, 1, landmarkStream)), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			products := []struct {
+				name string
+				into func(dst, x *mat.Dense)
+			}{
+				{"KernelTo", m.KernelTo},
+				{"Project", m.Project},
+				{"Cross", func(dst, x *mat.Dense) { m.Kernel.Cross(dst, x, m.Landmarks) }},
+			}
+			for _, p := range products {
+				for _, rows := range []int{2*rowBlock + 9, rowBlock - 1, 1} {
+					batch := x.Slice(0, rows, 0, 7).(*mat.Dense)
+					var want mat.Dense
+					p.into(&want, batch)
+					stale := make([]float64, (2*rowBlock+9)*30)
+					for i := range stale {
+						stale[i] = math.NaN()
+					}
+					dst := mat.NewDense(len(stale)/30, 30, stale)
+					dst.Reset()
+					p.into(dst, batch)
+					if !mat.Equal(dst, &want) {
+						t.Errorf("%s of %d rows into a Reset buffer of NaN: differs from a new one", p.name, rows)
+					}
+					if &dst.RawMatrix().Data[0] != &stale[0] {
+						t.Errorf("%s of %d rows: the Reset buffer's storage was not reused", p.name, rows)
+					}
+				}
+			}
+		})
 	}
 }

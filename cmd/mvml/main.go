@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/mvml/mvml/internal/blasimpl"
 )
 
 func main() {
@@ -141,6 +143,7 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n        %s\n", c.synopsis, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'mvml COMMAND --help' for the flags of a command.")
+	fmt.Fprintf(w, "BLAS: %s\n", blasimpl.Name())
 }
 
 // isTerminal reports whether w is a character device, such as a terminal.

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mvml/mvml/internal/blasimpl"
 )
 
 // mvml runs the command line in-process.
@@ -360,6 +362,7 @@ func TestHelp(t *testing.T) {
 	}{
 		{"--help", []string{"--help"}, exitOK, "mvml score --input FILE...", ""},
 		{"help", []string{"help"}, exitOK, "Run 'mvml COMMAND --help'", ""},
+		{"help names the BLAS", []string{"help"}, exitOK, "\nBLAS: " + blasimpl.Name() + "\n", ""},
 		{"-h", []string{"-h"}, exitOK, "mvml train --input FILE...", ""},
 		{"train --help", []string{"train", "--help"}, exitOK, "Usage: mvml train --input FILE...", ""},
 		{"train -h", []string{"train", "-h"}, exitOK, "--landmarks P\n", ""},

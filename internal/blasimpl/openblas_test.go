@@ -1,0 +1,219 @@
+//go:build openblas
+
+package blasimpl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/netlib/blas/netlib"
+
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/transform"
+)
+
+// tolerance is how far a result of the OpenBLAS build may be from the
+// pure-Go build's, relative to the largest magnitude of the result (at
+// least 1): the two sum the same products in different orders and with
+// fused multiply-adds, and nothing more.
+const tolerance = 1e-10
+
+func TestUsesOpenBLAS(t *testing.T) {
+	if _, ok := blas64.Implementation().(netlib.Implementation); !ok {
+		t.Errorf("blas64 computes with %T, want netlib.Implementation", blas64.Implementation())
+	}
+	if !strings.HasPrefix(Name(), "OpenBLAS (OpenBLAS ") {
+		t.Errorf("Name() = %q, want the linked OpenBLAS's description", Name())
+	}
+}
+
+// withBLAS runs f with impl behind blas64, then gives blas64 back to
+// OpenBLAS (what this package's init chose).
+func withBLAS[T any](impl blas.Float64, f func() T) T {
+	blas64.Use(impl)
+	defer blas64.Use(netlib.Implementation{})
+	return f()
+}
+
+// both runs f under gonum's pure-Go BLAS and under OpenBLAS.
+func both[T any](f func() T) (pureGo, openBLAS T) {
+	return withBLAS(gonum.Implementation{}, f), withBLAS(netlib.Implementation{}, f)
+}
+
+// maxDiff is the largest |a−b| over the elements of two matrices of one
+// shape, and the scale the tolerance is relative to: max(1, max |a|).
+func maxDiff(t *testing.T, a, b *mat.Dense) (diff, scale float64) {
+	t.Helper()
+	ar, ac := a.Dims()
+	if br, bc := b.Dims(); ar != br || ac != bc {
+		t.Fatalf("shapes differ: %d×%d and %d×%d", ar, ac, br, bc)
+	}
+	scale = 1
+	for i := range ar {
+		for j := range ac {
+			x, y := a.At(i, j), b.At(i, j)
+			if math.IsNaN(x) || math.IsNaN(y) {
+				t.Fatalf("element (%d, %d): %v and %v", i, j, x, y)
+			}
+			diff, scale = max(diff, math.Abs(x-y)), max(scale, math.Abs(x))
+		}
+	}
+	return diff, scale
+}
+
+func checkClose(t *testing.T, what string, pureGo, openBLAS *mat.Dense) {
+	t.Helper()
+	diff, scale := maxDiff(t, pureGo, openBLAS)
+	t.Logf("%s: largest difference %.3g (scale %.3g)", what, diff, scale)
+	if diff > tolerance*scale {
+		t.Errorf("%s: OpenBLAS differs from pure Go by %.3g, more than %g × %.3g", what, diff, tolerance, scale)
+	}
+}
+
+// shape is a multi-view workload of the model's: views × dim features, p
+// landmarks, rows to fit on and rows to score.
+type shape struct {
+	name                           string
+	views, dim, landmarks, classes int
+	fitRows, scoreRows             int
+}
+
+var shapes = []shape{
+	// The scoring benchmark's: 3 × 64, p = 128, a batch of 4096 rows.
+	{name: "3x64-p128", views: 3, dim: 64, landmarks: 128, classes: 4, fitRows: 1200, scoreRows: 4096},
+	// uWave at 12% landmarks: 3 × 315, 896 rows, p = 108, 8 classes.
+	{name: "uwave", views: 3, dim: 315, landmarks: 108, classes: 8, fitRows: 896, scoreRows: 1000},
+}
+
+// data draws rows of s: each class a centre per view, plus noise, so that
+// the views carry the label and a fit has something to learn.
+func (s shape) data(rows int, seed uint64) (views []*mat.Dense, labels []float64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	centres := rand.New(rand.NewPCG(1, 7)) // the same classes for every draw
+	centre := make([][]float64, s.views*s.classes)
+	for i := range centre {
+		centre[i] = make([]float64, s.dim)
+		for j := range centre[i] {
+			centre[i][j] = centres.NormFloat64() / math.Sqrt(float64(s.dim))
+		}
+	}
+	labels = make([]float64, rows)
+	for i := range labels {
+		labels[i] = float64(rng.IntN(s.classes))
+	}
+	for l := range s.views {
+		v := mat.NewDense(rows, s.dim, nil)
+		for i := range rows {
+			c := centre[l*s.classes+int(labels[i])]
+			for j := range s.dim {
+				v.Set(i, j, c[j]+0.5*rng.NormFloat64()/math.Sqrt(float64(s.dim)))
+			}
+		}
+		views = append(views, v)
+	}
+	return views, labels
+}
+
+func (s shape) spec(t testing.TB) *schemas.ViewSpec {
+	t.Helper()
+	var views []string
+	for l := range s.views {
+		views = append(views, fmt.Sprintf(`{"name": "v%d", "prefix": "v%d_", "dim": %d}`, l, l, s.dim))
+	}
+	spec, err := schemas.ParseViewSpec([]byte(`{"task": "classification", "views": [` + strings.Join(views, ",") + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+var kernels = []schemas.KernelSpec{
+	{Type: schemas.KernelRBF},
+	{Type: schemas.KernelLinear},
+	{Type: schemas.KernelPoly, Degree: 3},
+}
+
+// TestKernelProductsMatchPureGo computes the kernel against the landmarks
+// and the Nyström features of the same rows on the same feature maps with
+// both BLAS.
+func TestKernelProductsMatchPureGo(t *testing.T) {
+	for _, s := range shapes {
+		for _, k := range kernels {
+			t.Run(s.name+"/"+k.Type, func(t *testing.T) {
+				views, _ := s.data(s.fitRows, 1)
+				specs := make([]*schemas.KernelSpec, s.views)
+				for l := range specs {
+					specs[l] = &k
+				}
+				f, err := transform.Fit(views, specs, transform.Config{Landmarks: float64(s.landmarks), Seed: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows, _ := s.data(s.scoreRows, 2)
+				for l, m := range f.Views {
+					pureGo, openBLAS := both(func() *mat.Dense {
+						var dst mat.Dense
+						m.KernelTo(&dst, rows[l])
+						return &dst
+					})
+					checkClose(t, fmt.Sprintf("k(x, Z) of view %d", l), pureGo, openBLAS)
+				}
+				pureGo, openBLAS := both(func() []*mat.Dense {
+					dst := make([]*mat.Dense, s.views)
+					f.Transform(dst, rows)
+					return dst
+				})
+				for l := range pureGo {
+					checkClose(t, fmt.Sprintf("features of view %d", l), pureGo[l], openBLAS[l])
+				}
+			})
+		}
+	}
+}
+
+// TestFitAndScoreMatchPureGo trains a model under each BLAS, in every
+// metric mode, and scores the same rows with each: the decisions of the two
+// builds agree. A model trained by one build scores alike in the other.
+func TestFitAndScoreMatchPureGo(t *testing.T) {
+	modes := []model.Mode{model.ModeLearned, model.ModeSparse, model.ModeCov, model.ModeIdentity}
+	for _, s := range shapes {
+		for _, mode := range modes {
+			t.Run(fmt.Sprintf("%s/%s", s.name, mode), func(t *testing.T) {
+				if testing.Short() && s.name == "uwave" && mode == model.ModeSparse {
+					t.Skip("the slowest fit; -short leaves it out")
+				}
+				views, labels := s.data(s.fitRows, 1)
+				rows, _ := s.data(s.scoreRows, 2)
+				cfg := model.DefaultTrainConfig()
+				cfg.Landmarks, cfg.Seed, cfg.Fit.Mode, cfg.Fit.Lambda = float64(s.landmarks), 1, mode, 0.01
+				train := func() *model.Model {
+					m, err := model.Train(context.Background(), s.spec(t), views, labels, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return m
+				}
+				pureGoModel, openBLASModel := both(train)
+				score := func(m *model.Model) func() *mat.Dense {
+					return func() *mat.Dense {
+						var dec mat.Dense
+						m.NewScorer().Score(&dec, nil, rows)
+						return &dec
+					}
+				}
+				pureGo := withBLAS(gonum.Implementation{}, score(pureGoModel))
+				checkClose(t, "decisions, each model in its build", pureGo, withBLAS(netlib.Implementation{}, score(openBLASModel)))
+				checkClose(t, "decisions, the pure-Go model under OpenBLAS", pureGo, withBLAS(netlib.Implementation{}, score(pureGoModel)))
+			})
+		}
+	}
+}
