@@ -310,7 +310,8 @@ type readiness interface {
 }
 
 // ServeHTTP answers /healthz (liveness: 200 while Run is serving, 503
-// otherwise), /readyz (200 while Run is serving and its source, when it
+// otherwise), /readyz (200 while Run is serving, no newly owned partition
+// is being restored for the join of late labels, and its source, when it
 // can tell, is consuming; 503 with the reason otherwise) and /metrics (the
 // counters in Prometheus' text format).
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
