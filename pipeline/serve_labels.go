@@ -196,6 +196,10 @@ type labelJoin struct {
 	// store is kept until the next generation starts.
 	held    map[int]bool
 	heldGen int32
+	// unassigned are the records scored while no generation was assigned,
+	// and their bytes.
+	unassigned      []*joinEntry
+	unassignedBytes int64
 	// acc gathers the statistics of the lineage in service (accModel's)
 	// since the last publication, of the label offsets in ranges; seq is
 	// the sequence number of the delta it will be. sealed are those of an
@@ -264,7 +268,18 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 	for p := range a.Records {
 		j.records[p] = nil
 	}
-	j.gauges()
+	// The records scored between generations are of this one's
+	// partitions, or of the last one's that were not acknowledged in time
+	// (delivered again, they are stored again).
+	var out joinOutcome
+	now := j.now()
+	for _, r := range j.unassigned {
+		if _, ours := a.Records[r.partition]; ours {
+			out.merge(j.store.addRecord(r.partition, r, now))
+		}
+	}
+	j.unassigned, j.unassignedBytes = nil, 0
+	j.settle(out)
 	j.mu.Unlock()
 	if j.cfg.Restore != nil {
 		from := j.now().Add(-j.cfg.Window)
@@ -402,7 +417,8 @@ func (j *labelJoin) revoke(ctx context.Context, a ingest.Assignment) {
 // carry no label to the join store, with their projected features u (a
 // row per record row), prediction and model m; a label waiting for one
 // is joined at once. It returns how many it added. Records of partitions
-// the replica does not own (any more) are left out.
+// the replica does not own (any more) are left out; those scored between
+// two generations wait for the next assignment to say whose they are.
 func (j *labelJoin) scored(m *model.Model, b ingest.Batch, u *mat.Dense, pred []float64, skip []bool) int {
 	n := int(b.Record.NumRows())
 	if n == 0 {
@@ -423,19 +439,38 @@ func (j *labelJoin) scored(m *model.Model, b ingest.Batch, u *mat.Dense, pred []
 		if b.Partitions != nil {
 			p = int(b.Partitions[i])
 		}
-		if _, owned := j.records[p]; !owned {
+		_, owned := j.records[p]
+		if j.assigned && !owned {
 			continue
 		}
 		var at time.Time
 		if b.Times != nil {
 			at = b.Times[i]
 		}
-		e := &joinEntry{id: ids.Value(i), at: at, offset: b.Rows[i], u: slices.Clone(u.RawRowView(i)), pred: pred[i], served: served}
-		out.merge(j.store.addRecord(p, e, now))
+		e := &joinEntry{partition: p, id: ids.Value(i), at: at, offset: b.Rows[i], u: slices.Clone(u.RawRowView(i)), pred: pred[i], served: served}
 		added++
+		if !j.assigned {
+			j.keepUnassigned(e)
+			continue
+		}
+		out.merge(j.store.addRecord(p, e, now))
 	}
 	j.settle(out)
 	return added
+}
+
+// keepUnassigned keeps a record scored while no generation is assigned
+// (its generation's OnAssign has not run yet) until the next assignment
+// says whether its partition is this member's, within the store's budget
+// (j.mu held).
+func (j *labelJoin) keepUnassigned(e *joinEntry) {
+	j.unassigned = append(j.unassigned, e)
+	j.unassignedBytes += int64(8*len(e.u)) + joinEntryOverhead
+	for j.unassignedBytes > j.cfg.CacheBytes && len(j.unassigned) > 0 {
+		j.unassignedBytes -= int64(8*len(j.unassigned[0].u)) + joinEntryOverhead
+		j.unassigned = j.unassigned[1:]
+		j.store.evictedRecords++
+	}
 }
 
 // take handles a batch of labels (the labels loop's): each joins its

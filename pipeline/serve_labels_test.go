@@ -3,18 +3,22 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow/memory"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/sink"
 	"github.com/mvml/mvml/statsbus"
 )
 
@@ -517,4 +521,55 @@ func TestServeRebalanceKeepsPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSameStats(t, total, direct)
+}
+
+// noLabels is a LabelSource of a test that hands labels to the join
+// itself.
+type noLabels struct{}
+
+func (noLabels) NextLabels(ctx context.Context) (ingest.LabelBatch, error) {
+	<-ctx.Done()
+	return ingest.LabelBatch{}, ctx.Err()
+}
+func (noLabels) CommitLabels(context.Context, int32, map[int]int64) error { return nil }
+
+// Records scored before their generation's assignment (the source
+// delivers records as soon as the generation starts) are kept for it:
+// those of its partitions are joined with their labels, the others are
+// dropped.
+func TestJoinKeepsRecordsScoredBeforeAssignment(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 120, 1))
+	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+		Labels: &LateLabels{Source: noLabels{}, Topic: "labels"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := svc.join
+	d := makeData(spec, 4, 2)
+	rec := withoutLabels(spec, inputRecord(memory.NewGoAllocator(), spec, d, 0, 4))
+	defer rec.Release()
+	b := ingest.Batch{Record: rec, Source: "in", Rows: []int64{10, 11, 12, 13}, Partitions: []int32{0, 1, 0, 1}}
+	var u, dec mat.Dense
+	pred := make([]float64, 4)
+	m.NewScorer().ProjectPredict(&u, pred, &dec, nil, model.ViewsOf(rec, len(spec.Views)))
+	if n := j.scored(m, b, &u, pred, nil); n != 4 {
+		t.Fatalf("%d records kept of 4", n)
+	}
+	a := ingest.Assignment{Generation: 1, Records: map[int]int64{0: 10}, Labels: map[int]int64{0: 0}}
+	if err := j.assign(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	batch := ingest.LabelBatch{Topic: "labels", Generation: 1}
+	for i, id := range d.ids {
+		batch.Labels = append(batch.Labels, ingest.Label{Partition: 0, Offset: int64(i), ID: id, Value: d.labels[i]})
+	}
+	if err := j.take(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	st := svc.Stats()
+	if st.LabelsJoined != 2 || st.LabelsWaiting != 2 || st.JoinRecords != 0 {
+		t.Errorf("%d labels joined, %d waiting, %d records waiting; want the 2 of partition 0 joined, the 2 others waiting for records never kept",
+			st.LabelsJoined, st.LabelsWaiting, st.JoinRecords)
+	}
 }
