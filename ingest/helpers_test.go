@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/parquet-go/parquet-go"
@@ -173,8 +174,10 @@ type readResult struct {
 	rows   []int64
 	// partitions are the rows' partitions, from Kafka.
 	partitions []int32
-	rejects    []schemas.RowError
-	batches    int
+	// times are the rows' timestamps, from Kafka.
+	times   []time.Time
+	rejects []schemas.RowError
+	batches int
 }
 
 func readAll(tb testing.TB, src Source, nViews int) (readResult, error) {
@@ -210,7 +213,11 @@ func readAll(tb testing.TB, src Source, nViews int) (readResult, error) {
 			tb.Errorf("batch has %d row numbers but %d partitions", len(b.Rows), len(b.Partitions))
 		}
 		res.rows = append(res.rows, b.Rows...)
+		if b.Times != nil && len(b.Times) != len(b.Rows) {
+			tb.Errorf("batch has %d row numbers but %d timestamps", len(b.Rows), len(b.Times))
+		}
 		res.partitions = append(res.partitions, b.Partitions...)
+		res.times = append(res.times, b.Times...)
 		res.rejects = append(res.rejects, b.Rejects...)
 		rec.Release()
 	}

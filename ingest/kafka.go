@@ -324,7 +324,8 @@ func (s *KafkaSource) kafkaLogger(topic string, partition int) kafka.Logger {
 // Next waits for at least one record message, then takes more until it has
 // Options.BatchSize of them or KafkaConfig.MaxWait has passed, and decodes
 // them into one batch: Batch.Source is the topic, Batch.Rows and
-// Batch.Partitions hold each record row's offset and partition, and every
+// Batch.Partitions hold each record row's offset and partition (and
+// Batch.Times its timestamp), and every
 // message that cannot be decoded is a reject with Source "topic/partition",
 // Row its offset and Payload its value (empty, not nil, for an empty or
 // null message). Batch.Ack commits the batch's offsets. The messages of a
@@ -398,7 +399,8 @@ func (h *kafkaHealth) ready(st kafka.ReaderStats, now time.Time) error {
 }
 
 // decodeKafkaBatch decodes msgs of topic into one batch: the records in
-// one Arrow record built by rb, with their offsets and partitions, and
+// one Arrow record built by rb, with their offsets, partitions and
+// timestamps, and
 // every message that does not decode as a reject located by partition and
 // offset, carrying its value.
 func decodeKafkaBatch(dec *kafkaDecoder, rb *schemas.RecordBuilder, topic string, msgs []kafka.Message) Batch {

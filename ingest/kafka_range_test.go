@@ -129,7 +129,7 @@ func readRange(t *testing.T, src *KafkaRangeSource) (readResult, []int) {
 }
 
 // checkRangeRows checks that res holds exactly the messages ids, in this
-// order, each at its offset id/partitions.
+// order, each at its offset id/partitions with its timestamp rangeTime(id).
 func checkRangeRows(t *testing.T, res readResult, ids []int64, partitions int) {
 	t.Helper()
 	if len(res.rejects) > 0 {
@@ -142,6 +142,9 @@ func checkRangeRows(t *testing.T, res readResult, ids []int64, partitions int) {
 		}
 		if want := int32(id % int64(partitions)); res.partitions[i] != want {
 			t.Errorf("id %d: partition %d, want %d", id, res.partitions[i], want)
+		}
+		if want := rangeTime(int(id)); !res.times[i].Equal(want) {
+			t.Errorf("id %d: timestamp %v, want %v", id, res.times[i], want)
 		}
 	}
 }

@@ -39,7 +39,9 @@ type Batch struct {
 	// names it as a reject's Source would); nil for a file.
 	Partitions []int32
 	// Times holds, from Kafka, each record row's message timestamp (as the
-	// producer or the broker set it); nil for a file.
+	// producer or the broker set it: the latency of its score, how old a
+	// scored record is for a join with labels that arrive later); nil for
+	// a file.
 	Times []time.Time
 	// Rejects are the rows of this stretch that could not be decoded, with
 	// Source/Row/Column/Reason; they are not in Record.

@@ -22,10 +22,21 @@
 // the source, when it can tell whether it consumes) and /metrics, whose
 // numbers are those of ServeStats (client_golang collectors built from the
 // one table serveMetricDefs, on a registry of the Service's own, with the
-// Go runtime's and the process's). Its parts have a file each: the run
-// loop (serve.go), a batch's way through (serve_batch.go), the refit
-// scheduler (serve_refit.go), the metrics (serve_metrics.go) and the
-// following of a model store (serve_watch.go). KafkaRunner
+// Go runtime's and the process's). With ServeConfig.Labels it also joins
+// the labels that arrive apart from their records (a labels topic read by
+// the same consumer group): the scored records wait for their label in a
+// join store bounded in time and bytes, each joined label scores the
+// prediction that was served (the prequential quality by model version)
+// and adds its row to statistics that are published as deltas for the
+// refitter (a StatsPublisher: KafkaStats on a stats topic), the labels'
+// offsets committed only after; a replica taking over partitions restores
+// their records and skips the labels a previous owner published. Its
+// parts have a file each: the run loop (serve.go), a batch's way through
+// (serve_batch.go), the refit scheduler (serve_refit.go), the metrics
+// (serve_metrics.go), the following of a model store (serve_watch.go),
+// the join of late labels (serve_labels.go, its store serve_join.go, the
+// prequential quality serve_quality.go) and the stats topic
+// (serve_stats.go). KafkaRunner
 // (serve_kafka.go) wires a Service to Kafka as `mvml serve` and its demo
 // both do: the consumer group, the output topic or Parquet directory, the
 // dead-letter topic, the model stores followed and published to, and the

@@ -315,7 +315,7 @@ func (j *scoreJob) scoreBatch(s *batchScorer, b inputBatch) scoredBatch {
 		return r // the writer stops the job here; scoring would be wasted
 	}
 	var unscorable []schemas.RowError
-	r.scores, unscorable, _ = s.scoreRows(b.Batch, skip)
+	r.scores, unscorable, _ = s.scoreRows(b.Batch, skip, false)
 	r.bad = mergeRowErrors(r.bad, unscorable)
 	return r
 }
@@ -329,7 +329,10 @@ type batchScorer struct {
 	dec     mat.Dense
 	contrib *mat.Dense
 	pred    []float64
-	out     *schemas.OutputBuilder
+	// u holds the projected features of the last batch scored with them
+	// kept (scoreRows' project), a row per record row.
+	u   mat.Dense
+	out *schemas.OutputBuilder
 }
 
 func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) *batchScorer {
@@ -345,7 +348,10 @@ func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) 
 // rows whose decision or contributions are not finite numbers (values too
 // large for the model), which are left out of it, as bad rows located in
 // b's input; and skip marking those rows too (allocated when needed).
-func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []schemas.RowError, []bool) {
+// With project, it keeps the rows' projected features in s.u and scores
+// from them, so that each row's kernels are computed once for the score,
+// the refit statistics and the join of late labels.
+func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool, project bool) (arrow.Record, []schemas.RowError, []bool) {
 	rec := b.Record
 	n := int(rec.NumRows())
 	kept := n
@@ -362,7 +368,14 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool) (arrow.Record, []sc
 	// along with the others and left out below.
 	s.pred = slices.Grow(s.pred[:0], n)[:n]
 	var unscorable []schemas.RowError
-	for _, u := range s.scorer.Predict(s.pred, &s.dec, s.contrib, model.ViewsOf(rec, len(m.Spec.Views))) {
+	views := model.ViewsOf(rec, len(m.Spec.Views))
+	var bad []model.Unscorable
+	if project {
+		bad = s.scorer.ProjectPredict(&s.u, s.pred, &s.dec, s.contrib, views)
+	} else {
+		bad = s.scorer.Predict(s.pred, &s.dec, s.contrib, views)
+	}
+	for _, u := range bad {
 		if skip != nil && skip[u.Row] {
 			continue
 		}

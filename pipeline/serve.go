@@ -52,6 +52,11 @@ type ServeConfig struct {
 	Contributions bool
 	// Refit says when the model is refitted on the labelled records seen.
 	Refit RefitPolicy
+	// Labels, when set, joins the labels that arrive apart from their
+	// records (see LateLabels). With LateLabels.Stats the statistics are
+	// published for a refitter instead of refitted here: Refit must not
+	// refit then. Default (nil) only in-record labels are used.
+	Labels *LateLabels
 	// OnRefit, if set, receives every refitted model before it is served,
 	// e.g. to save it to a model store; an error keeps the old model in
 	// service. A refit cancelled before it gets here (the service stops,
@@ -119,6 +124,8 @@ type Service struct {
 	// reload failures.
 	followersMu sync.Mutex
 	followers   []registry.Follower
+	// join joins late labels (ServeConfig.Labels), nil without.
+	join *labelJoin
 }
 
 // NewService checks cfg and returns a Service ready to Run.
@@ -138,6 +145,8 @@ func NewService(cfg ServeConfig) (*Service, error) {
 		return nil, fmt.Errorf("serve: refit decay %g outside (0, 1]", cfg.Refit.Decay)
 	case cfg.ShutdownGrace < 0:
 		return nil, fmt.Errorf("serve: negative shutdown grace %v", cfg.ShutdownGrace)
+	case cfg.Labels != nil && cfg.Labels.Stats != nil && cfg.Refit.enabled():
+		return nil, errors.New("serve: the statistics are published for a refitter: this service does not refit them itself")
 	}
 	if cfg.Refit.Decay == 0 {
 		cfg.Refit.Decay = 1
@@ -158,6 +167,13 @@ func NewService(cfg ServeConfig) (*Service, error) {
 		swaps: make(chan swapRequest), begun: make(chan struct{}), stopped: make(chan struct{}), metrics: newServeMetrics()}
 	s.metricsHandler = newMetricsHandler(cfg.Logger, newServiceCollector(s))
 	s.current.Store(cfg.Model)
+	if cfg.Labels != nil {
+		labels, err := cfg.Labels.resolve()
+		if err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		s.join = newLabelJoin(s, labels, cfg.Model)
+	}
 	return s, nil
 }
 
@@ -173,6 +189,15 @@ func (s *Service) running() bool {
 
 // Model is the model in service.
 func (s *Service) Model() *model.Model { return s.current.Load() }
+
+// quality is the prequential quality of the versions served, nil without
+// a join of late labels.
+func (s *Service) quality() []VersionQuality {
+	if s.join == nil {
+		return nil
+	}
+	return s.join.qualitySnapshot()
+}
 
 // swapRequest is a model given to Swap, and where its verdict goes.
 type swapRequest struct {
@@ -234,7 +259,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	fetched, stopFetching := s.prefetch(ctx)
 	defer stopFetching()
+	stopLabels := r.startLabels(ctx)
 	sourceEnded, err := r.loop(ctx, fetched)
+	err = errors.Join(err, stopLabels())
 	if err == nil {
 		err = r.acknowledge(ctx)
 	}
@@ -256,6 +283,47 @@ type serviceRun struct {
 	commitCheck <-chan time.Time
 	// pending are the batches written since the last acknowledgement.
 	pending []pendingBatch
+	// labelsFailed delivers the error that stopped the labels loop (nil
+	// without a join of late labels).
+	labelsFailed <-chan error
+	// published and local are the join's (nil without).
+	published <-chan struct{}
+	local     <-chan *model.Accumulator
+}
+
+// startLabels starts the labels loop of the join of late labels, if there
+// is one. Its stop ends the loop and, unless the loop failed, publishes
+// the statistics gathered, within the shutdown grace, so that the batches
+// waiting for them are acknowledged by Run's last acknowledgement.
+func (r *serviceRun) startLabels(ctx context.Context) (stop func() error) {
+	j := r.join
+	if j == nil {
+		return func() error { return nil }
+	}
+	loopCtx, cancel := context.WithCancel(ctx)
+	failed := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		err := j.run(loopCtx)
+		if err != nil {
+			failed <- err
+		}
+		done <- err
+	}()
+	r.labelsFailed, r.published, r.local = failed, j.published, j.local
+	return func() error {
+		cancel()
+		if err := <-done; err != nil {
+			return nil // Run's loop returned it
+		}
+		graced, cancel := r.withGrace(ctx)
+		defer cancel()
+		if err := j.flush(graced); err != nil {
+			return fmt.Errorf("serve: labels: %w", err)
+		}
+		r.takeLocal()
+		return nil
+	}
 }
 
 // loop serves the fetched batches until ctx is cancelled (nil), the
@@ -307,6 +375,16 @@ func (r *serviceRun) await(ctx context.Context, fetched <-chan fetchResult) (fet
 					return fetchResult{}, true, err
 				}
 			}
+		case err := <-r.labelsFailed:
+			return fetchResult{}, true, err
+		case <-r.published:
+			if r.committer == nil || r.committer.Due() {
+				if err := r.acknowledge(ctx); err != nil {
+					return fetchResult{}, true, err
+				}
+			}
+		case acc := <-r.local:
+			r.merge(acc)
 		case f, ok := <-fetched:
 			if !ok {
 				return f, false, nil
@@ -326,10 +404,34 @@ func (r *serviceRun) takeReady(ctx context.Context) error {
 			}
 		case req := <-r.swaps:
 			r.swap(req)
+		case acc := <-r.local:
+			r.merge(acc)
 		default:
 			return nil
 		}
 	}
+}
+
+// takeLocal merges the statistics the join handed over, if any.
+func (r *serviceRun) takeLocal() {
+	select {
+	case acc := <-r.local:
+		r.merge(acc)
+	default:
+	}
+}
+
+// merge adds the statistics of joined labels to the refits', when they
+// are of the same lineage (the model in service may have changed since).
+func (r *serviceRun) merge(acc *model.Accumulator) {
+	if !r.cfg.Refit.enabled() || acc.Lineage() != r.refits.acc.Lineage() {
+		return
+	}
+	if err := r.refits.acc.Merge(acc); err != nil {
+		r.cfg.Logger.Error("joined labels not used for refits", "rows", acc.Rows(), "err", err)
+		return
+	}
+	r.refits.added(int(acc.Rows()))
 }
 
 // swap puts a model given to Swap in service. The version in service is
@@ -341,6 +443,9 @@ func (r *serviceRun) swap(req swapRequest) {
 	}
 	r.current.Store(req.model)
 	r.refits.rebase(req.model)
+	if r.join != nil {
+		r.join.modelChanged(req.model)
+	}
 	r.cfg.Logger.Info("model swapped in", "model_version", req.model.Version)
 	req.done <- nil
 }
@@ -351,25 +456,26 @@ func (r *serviceRun) serve(ctx context.Context, b ingest.Batch) error {
 	if m := r.Model(); m != r.scorer.model {
 		r.scorer = newBatchScorer(m, r.schema, r.cfg.Allocator)
 	}
-	counts, labelled, err := r.handle(ctx, r.scorer, r.refits.acc, b)
+	h, err := r.handle(ctx, r.scorer, r.refits.acc, b)
 	if err != nil {
 		return err
 	}
-	r.pending = append(r.pending, pendingBatch{ack: b.Ack, counts: counts})
+	r.pending = append(r.pending, pendingBatch{ack: b.Ack, counts: h.counts, statsSeq: h.statsSeq})
 	r.metrics.set(metricPending, int64(len(r.pending)))
 	if r.committer == nil || r.committer.Due() {
 		if err := r.acknowledge(ctx); err != nil {
 			return err
 		}
 	}
-	r.refits.added(labelled)
+	r.refits.added(h.labelled)
 	return r.refits.start(ctx)
 }
 
 // acknowledge commits the output when it is a sink.Committer, then
-// acknowledges the batches written since the last time, in order, and
-// counts their rows as scored or dead-lettered. Like a batch in hand, it
-// gets the shutdown grace after cancellation.
+// acknowledges the batches written since the last time, in order, up to
+// the first whose labels' statistics are not published yet, and counts
+// their rows as scored or dead-lettered. Like a batch in hand, it gets the
+// shutdown grace after cancellation.
 func (r *serviceRun) acknowledge(ctx context.Context) error {
 	ctx, cancel := r.withGrace(ctx)
 	defer cancel()
@@ -382,6 +488,9 @@ func (r *serviceRun) acknowledge(ctx context.Context) error {
 	}
 	for len(r.pending) > 0 {
 		p := r.pending[0]
+		if p.statsSeq > 0 && p.statsSeq > r.join.publishedSeq.Load() {
+			break
+		}
 		if p.counts.durable.IsZero() {
 			p.counts.durable = committed
 		}

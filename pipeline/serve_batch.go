@@ -76,6 +76,9 @@ type batchCounts struct {
 type pendingBatch struct {
 	ack    func(context.Context) error // nil for sources without
 	counts batchCounts
+	// statsSeq, when not 0, is the statistics delta that holds the
+	// batch's labels: the batch is acknowledged once it is published.
+	statsSeq uint64
 }
 
 // observeLatency counts the latency of every scored row of c, from its
@@ -87,12 +90,21 @@ func (s *Service) observeLatency(c batchCounts) {
 	}
 }
 
-// handle scores one batch, writes its outputs and dead letters and adds
-// its labelled rows to acc; the caller acknowledges it. It returns the
-// batch's rows by outcome and the number of labelled rows added. Once the
-// batch is taken, cancellation of ctx gives it the shutdown grace to
-// finish.
-func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (batchCounts, int, error) {
+// handled is what handle did with a batch.
+type handled struct {
+	counts batchCounts
+	// labelled counts the labelled rows added to the refit statistics.
+	labelled int
+	// statsSeq is the statistics delta that holds its labels, 0 for none.
+	statsSeq uint64
+}
+
+// handle scores one batch, writes its outputs and dead letters, keeps its
+// scored records for their late labels (ServeConfig.Labels), and adds its
+// labelled rows to acc, or to the statistics to publish; the caller
+// acknowledges it. Once the batch is taken, cancellation of ctx gives it
+// the shutdown grace to finish.
+func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (handled, error) {
 	defer b.Record.Release()
 	ctx, cancel := s.withGrace(ctx)
 	defer cancel()
@@ -101,8 +113,12 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 	s.metrics.add(metricIn, counts.in)
 	s.metrics.add(metricNotCommitted, counts.in)
 	bad, skip := badRows(m.Spec, b, false)
+	// The projected features serve the join and the statistics: computed
+	// once, and scored from.
+	labelled := b.Record.NumRows() > 0 && int64(schemas.Labels(b.Record).NullN()) < b.Record.NumRows()
+	project := s.join != nil || labelled && (s.cfg.Refit.enabled() || s.publishes())
 	start := time.Now()
-	scores, unscorable, skip := scorer.scoreRows(b, skip)
+	scores, unscorable, skip := scorer.scoreRows(b, skip, project)
 	s.metrics.observe(metricScoreSeconds, time.Since(start).Seconds())
 	bad = mergeRowErrors(bad, unscorable)
 	if len(bad) > 0 {
@@ -110,7 +126,7 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 			if scores != nil {
 				scores.Release()
 			}
-			return batchCounts{}, 0, fmt.Errorf("serve: dead letters: %w", err)
+			return handled{}, fmt.Errorf("serve: dead letters: %w", err)
 		}
 		counts.deadLettered = int64(len(bad))
 	}
@@ -119,14 +135,25 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 		err := s.cfg.Output.Write(ctx, scores)
 		scores.Release()
 		if err != nil {
-			return batchCounts{}, 0, fmt.Errorf("serve: output: %w", err)
+			return handled{}, fmt.Errorf("serve: output: %w", err)
 		}
 		counts.scoredTimes = scoredTimes(b, skip)
 		if _, commits := s.cfg.Output.(sink.Committer); !commits {
 			counts.durable = time.Now()
 		}
 	}
-	return counts, s.learn(acc, m, b, skip), nil
+	var u *mat.Dense
+	if project && counts.scored > 0 {
+		u = &scorer.u
+	}
+	if s.join != nil && u != nil {
+		s.join.scored(m, b, u, scorer.pred, skip)
+	}
+	h := handled{counts: counts}
+	if labelled {
+		h.labelled, h.statsSeq = s.learn(acc, m, b, skip, u)
+	}
+	return h, nil
 }
 
 // scoredTimes are the timestamps of the rows of b not marked in skip, nil
@@ -144,14 +171,21 @@ func scoredTimes(b ingest.Batch, skip []bool) []time.Time {
 	return times
 }
 
+// publishes says whether the statistics are published for a refitter
+// (LateLabels.Stats) rather than refitted here.
+func (s *Service) publishes() bool { return s.join != nil && s.join.cfg.Stats != nil }
+
 // learn adds the labelled rows of b not marked in skip to acc, for refits,
-// and returns how many it added. A label the model cannot learn from costs
-// its row's label alone: it is counted and logged, its record was scored.
-func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, skip []bool) int {
-	if !s.cfg.Refit.enabled() {
-		return 0
+// or to the statistics to publish, and returns how many it added to acc
+// and the statistics delta that will hold them (0 for none). u holds the
+// projected features of the rows scored, which are added rather than
+// computed again. A label the model cannot learn from costs its row's
+// label alone: it is counted and logged, its record was scored.
+func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, skip []bool, u *mat.Dense) (int, uint64) {
+	if !s.cfg.Refit.enabled() && !s.publishes() {
+		return 0, 0
 	}
-	views, labels, dropped := labelledRows(b.Record, m, skip)
+	rows, labels, dropped := labelledRows(b.Record, m, skip)
 	if len(dropped) > 0 {
 		s.metrics.add(metricLabelsRejected, int64(len(dropped)))
 		// One line per batch, naming a few rows, however many there are.
@@ -170,16 +204,32 @@ func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, 
 			"rows", len(dropped), "partitions", partitions, "offsets", offsets, "ids", idList, "reason", dropped[0].err)
 	}
 	if len(labels) == 0 {
-		return 0
+		return 0, 0
 	}
-	if err := acc.Add(views, labels); err != nil {
+	if s.publishes() {
+		partitions, offsets := make([]int, len(rows)), make([]int64, len(rows))
+		for r, i := range rows {
+			if b.Partitions != nil {
+				partitions[r] = int(b.Partitions[i])
+			}
+			offsets[r] = b.Rows[i]
+		}
+		seq, n, err := s.join.inRecord(m, b.Source, gatherRows(u, rows), labels, partitions, offsets)
+		if err != nil {
+			s.cfg.Logger.Error("labelled rows not used for the statistics", "source", b.Source, "rows", len(labels), "err", err)
+			return 0, 0
+		}
+		s.metrics.add(metricLabelled, int64(n))
+		return 0, seq
+	}
+	if err := acc.AddProjected(gatherRows(u, rows), labels); err != nil {
 		// Every label passed CheckLabel: whatever this is costs the refit
 		// these rows, not the service.
 		s.cfg.Logger.Error("labelled rows not used for refits", sourceAttr(b), "rows", len(labels), "err", err)
-		return 0
+		return 0, 0
 	}
 	s.metrics.add(metricLabelled, int64(len(labels)))
-	return len(labels)
+	return len(labels), 0
 }
 
 // sourceAttr names where a batch came from in a log line: its topic
@@ -214,12 +264,10 @@ type droppedLabel struct {
 	err error
 }
 
-// labelledRows gathers the rows of rec that have a label m can learn from
-// and are not skipped, as one matrix per view plus their labels, and the
-// rows whose label it cannot. When every row qualifies (a labelled
-// stream) the matrices alias the record's buffers instead of copying
-// them, so rec must outlive their use.
-func labelledRows(rec arrow.Record, m *model.Model, skip []bool) ([]*mat.Dense, []float64, []droppedLabel) {
+// labelledRows returns the rows of rec that have a label m can learn from
+// and are not skipped, with their labels, and the rows whose label it
+// cannot learn from.
+func labelledRows(rec arrow.Record, m *model.Model, skip []bool) ([]int, []float64, []droppedLabel) {
 	lab := schemas.Labels(rec)
 	var rows []int
 	var labels []float64
@@ -235,21 +283,18 @@ func labelledRows(rec arrow.Record, m *model.Model, skip []bool) ([]*mat.Dense, 
 		rows = append(rows, i)
 		labels = append(labels, lab.Value(i))
 	}
-	nViews := len(m.Spec.Views)
-	switch len(rows) {
-	case 0:
-		return nil, nil, dropped
-	case int(rec.NumRows()):
-		return model.ViewsOf(rec, nViews), labels, dropped
+	return rows, labels, dropped
+}
+
+// gatherRows returns the rows of u, u itself when they are all of them.
+func gatherRows(u *mat.Dense, rows []int) *mat.Dense {
+	n, d := u.Dims()
+	if len(rows) == n {
+		return u
 	}
-	views := make([]*mat.Dense, nViews)
-	for l := range nViews {
-		vals, dim := schemas.ViewValues(rec, l)
-		v := mat.NewDense(len(rows), dim, nil)
-		for r, i := range rows {
-			copy(v.RawRowView(r), vals[i*dim:(i+1)*dim])
-		}
-		views[l] = v
+	out := mat.NewDense(len(rows), d, nil)
+	for r, i := range rows {
+		copy(out.RawRowView(r), u.RawRowView(i))
 	}
-	return views, labels, dropped
+	return out
 }

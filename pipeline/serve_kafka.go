@@ -41,6 +41,10 @@ type KafkaServeConfig struct {
 	// MaxWait is the longest wait to fill a batch once it has a record.
 	// Default (0) ingest.DefaultKafkaMaxWait, 250ms.
 	MaxWait time.Duration
+	// SessionTimeout is how long the group waits for a silent replica
+	// (one that crashed) before its partitions go to the others. Default
+	// (0) ingest.DefaultKafkaSessionTimeout, 30s.
+	SessionTimeout time.Duration
 	// OutputTopic receives one JSON score per record, keyed by id. This or
 	// OutputDir is required.
 	OutputTopic string
@@ -75,6 +79,26 @@ type KafkaServeConfig struct {
 	Refit         RefitPolicy
 	Contributions bool
 	ShutdownGrace time.Duration
+	// LabelsTopic, when set, is a topic of labels that arrive apart from
+	// their records ({"id": …, "label": …}, keyed by id), read by the same
+	// group: it must be co-partitioned with Topic (as many partitions,
+	// both keyed by id with the same partitioner; a generation that finds
+	// otherwise stops the service). Its labels are joined with the records
+	// scored, as Labels says; a newly owned partition is restored from the
+	// input topic first. Default ("") none.
+	LabelsTopic string
+	// StatsTopic, when set, receives the statistics of the labels joined
+	// and of in-record labels, as deltas for the refitter (see
+	// KafkaStatsConfig); their label offsets are committed only after. It
+	// needs Models (the refitter's checkpoints are there) and excludes
+	// refits here (Refit, ModelDir). Default ("") none: labels feed the
+	// service's own refits.
+	StatsTopic string
+	// Labels tunes the join of late labels and the publication of the
+	// statistics (Window, CacheBytes, QualityWindow, StatsInterval,
+	// StatsRows, Replica); the runner sets its Source, Topic, Restore and
+	// Stats.
+	Labels LateLabels
 	// HTTPAddr is where /healthz, /readyz and /metrics are served while the
 	// service runs. Default ("") none.
 	HTTPAddr string
@@ -96,6 +120,11 @@ type KafkaRunner struct {
 	dead sink.DeadLetters
 	// dir is ModelDir's store, nil without one.
 	dir *registry.Dir
+	// stats is StatsTopic's publisher, nil without one.
+	stats *KafkaStats
+	// assigned is closed once svc is set: the source's generation hooks,
+	// which may run as soon as it opens, wait for it.
+	assigned chan struct{}
 }
 
 // NewKafkaRunner checks cfg, prepares the model store, and opens the
@@ -115,6 +144,10 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		return nil, fmt.Errorf("serve: reloading every %v needs a model file", cfg.ReloadInterval)
 	case cfg.ReloadInterval > 0 && cfg.Models != nil:
 		return nil, errors.New("serve: follow a model store or a model file, not both")
+	case cfg.StatsTopic != "" && cfg.Models == nil:
+		return nil, errors.New("serve: publishing statistics needs the model store the refitter publishes to and checkpoints in")
+	case cfg.StatsTopic != "" && (cfg.Refit.enabled() || cfg.ModelDir != ""):
+		return nil, errors.New("serve: with a stats topic the refitter refits: no refits here, and no model directory for them")
 	}
 	var dir *registry.Dir
 	if cfg.ModelDir != "" {
@@ -125,13 +158,30 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 	}
 	opts := cfg.Options.withDefaults()
 	m := cfg.Model
-	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{
-		Conn: cfg.Conn, Topic: cfg.Topic, GroupID: cfg.Group, MaxWait: cfg.MaxWait, StartOffset: cfg.StartOffset,
-	}, opts.ingestOptions(false))
-	if err != nil {
-		return nil, err
+	r := &KafkaRunner{cfg: cfg, dir: dir, assigned: make(chan struct{})}
+	late := cfg.LabelsTopic != "" || cfg.StatsTopic != ""
+	if cfg.StatsTopic != "" {
+		// The stats topic is checked before the group is joined.
+		ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout+statsRequestTimeout)
+		var err error
+		r.stats, err = OpenKafkaStats(ctx, KafkaStatsConfig{Conn: cfg.Conn, Topic: cfg.StatsTopic, Models: cfg.Models, Logger: opts.Logger})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
-	r := &KafkaRunner{cfg: cfg, src: src, dir: dir}
+	kcfg := ingest.KafkaConfig{
+		Conn: cfg.Conn, Topic: cfg.Topic, LabelsTopic: cfg.LabelsTopic, GroupID: cfg.Group, MaxWait: cfg.MaxWait, StartOffset: cfg.StartOffset,
+		SessionTimeout: cfg.SessionTimeout,
+	}
+	if late {
+		kcfg.OnAssign, kcfg.OnRevoke = r.onAssign, r.onRevoke
+	}
+	src, err := ingest.NewKafka(m.Spec, kcfg, opts.ingestOptions(false))
+	if err != nil {
+		return nil, errors.Join(err, r.close(context.Background(), err))
+	}
+	r.src = src
 	if cfg.OutputDir != "" {
 		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), cfg.Contributions)
 		r.out, err = sink.NewRollingParquet(cfg.OutputDir, "scores", schema, sink.ParquetOptions{}, cfg.Roll)
@@ -142,16 +192,67 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		r.dead, err = sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.DeadLetterTopic, Logger: opts.Logger})
 	}
 	if err == nil {
-		r.svc, err = NewService(ServeConfig{
+		sc := ServeConfig{
 			Model: m, Source: src, Output: r.out, DeadLetters: r.dead, Contributions: cfg.Contributions,
 			Refit: cfg.Refit, OnRefit: r.publish, ShutdownGrace: cfg.ShutdownGrace, Allocator: opts.Allocator, Logger: opts.Logger,
-		})
+		}
+		if late {
+			labels := cfg.Labels
+			labels.Restore = r.restore
+			if cfg.LabelsTopic != "" {
+				labels.Source, labels.Topic = src, cfg.LabelsTopic
+			}
+			if r.stats != nil {
+				labels.Stats = r.stats
+			}
+			sc.Labels = &labels
+		}
+		r.svc, err = NewService(sc)
 	}
+	// The source's generation hooks may go on now, with or without a
+	// service.
+	close(r.assigned)
 	if err != nil {
 		// Nothing was written: nothing to wait for.
 		return nil, errors.Join(err, r.close(context.Background(), err))
 	}
 	return r, nil
+}
+
+// onAssign starts a generation of the group for the join of late labels
+// (ingest.KafkaConfig.OnAssign).
+func (r *KafkaRunner) onAssign(ctx context.Context, a ingest.Assignment) error {
+	select {
+	case <-r.assigned:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.svc == nil {
+		return errors.New("serve: the service could not be made")
+	}
+	return r.svc.join.assign(ctx, a)
+}
+
+// onRevoke ends a generation of the group for the join of late labels
+// (ingest.KafkaConfig.OnRevoke).
+func (r *KafkaRunner) onRevoke(ctx context.Context, a ingest.Assignment) {
+	select {
+	case <-r.assigned:
+	case <-ctx.Done():
+		return
+	}
+	if r.svc != nil {
+		r.svc.join.revoke(ctx, a)
+	}
+}
+
+// restore opens the records of partition p of the input topic from time
+// from up to offset end (LateLabels.Restore).
+func (r *KafkaRunner) restore(ctx context.Context, p int, from time.Time, end int64) (ingest.Source, error) {
+	opts := r.cfg.Options.withDefaults()
+	return ingest.NewKafkaRange(ctx, r.cfg.Model.Spec, ingest.KafkaRangeConfig{
+		Conn: r.cfg.Conn, Topic: r.cfg.Topic, From: from, Ends: map[int]int64{p: end}, MaxWait: r.cfg.MaxWait,
+	}, opts.ingestOptions(false))
 }
 
 // Service is the service the runner runs, for its counters and Swap.
@@ -247,7 +348,13 @@ func (r *KafkaRunner) run(ctx context.Context) (err error) {
 // close closes what the runner opened, within ctx; after a failure
 // (runErr) an output that can be aborted is, rather than committed.
 func (r *KafkaRunner) close(ctx context.Context, runErr error) error {
-	err := r.src.Close()
+	var err error
+	if r.src != nil {
+		err = r.src.Close()
+	}
+	if r.stats != nil {
+		err = errors.Join(err, r.stats.Close(ctx))
+	}
 	if r.out != nil {
 		if aborter, ok := r.out.(sink.Aborter); ok && runErr != nil {
 			err = errors.Join(err, aborter.Abort())

@@ -65,10 +65,50 @@ type ServeStats struct {
 	// Partitions are the statistics of the source's partitions, when it
 	// has them (ingest.KafkaSource); Writers those of the output and
 	// dead-letter writers that have them (the Kafka sinks).
-	Partitions   []ingest.PartitionStats `json:"partitions,omitempty"`
-	Writers      []sink.KafkaWriterStats `json:"writers,omitempty"`
-	ModelVersion string                  `json:"model_version"`
-	Running      bool                    `json:"running"`
+	Partitions []ingest.PartitionStats `json:"partitions,omitempty"`
+	Writers    []sink.KafkaWriterStats `json:"writers,omitempty"`
+
+	// The labels that arrive apart from their records (ServeConfig.Labels).
+	// LabelsIn counts the messages of the labels topic taken, those that
+	// did not decode (LabelsDeadLettered) included.
+	LabelsIn           int64 `json:"labels_in"`
+	LabelsDeadLettered int64 `json:"labels_dead_lettered"`
+	// LabelsJoined counts the labels joined with the record they label;
+	// the Unmatched* counters the labels used up without one, by reason
+	// (see the constants unmatched*): a label is one or the other, unless
+	// it says no label is known (LabelsNull) or a replica that owned its
+	// partition before published it already (LabelsSkipped).
+	LabelsJoined             int64 `json:"labels_joined"`
+	LabelsUnmatchedExpired   int64 `json:"labels_unmatched_expired"`
+	LabelsUnmatchedEvicted   int64 `json:"labels_unmatched_evicted"`
+	LabelsUnmatchedNeverSeen int64 `json:"labels_unmatched_never_seen"`
+	LabelsUnmatchedDuplicate int64 `json:"labels_unmatched_duplicate"`
+	LabelsNull               int64 `json:"labels_null"`
+	LabelsSkipped            int64 `json:"labels_skipped"`
+	// LabelsWaiting are the labels waiting for their record, JoinRecords
+	// the scored records waiting for their label, JoinBytes what the join
+	// store holds (within LateLabels.CacheBytes), JoinEvicted the records
+	// it pushed out unjoined.
+	LabelsWaiting int64 `json:"labels_waiting"`
+	JoinRecords   int64 `json:"join_records"`
+	JoinBytes     int64 `json:"join_bytes"`
+	JoinEvicted   int64 `json:"join_evicted"`
+	// Restoring is 1 while newly owned partitions are restored, 0
+	// otherwise; RecordsRestored counts the records scored again for it.
+	Restoring       int64 `json:"restoring"`
+	RecordsRestored int64 `json:"records_restored"`
+	// StatsDeltas and StatsRows count the statistics deltas published to
+	// the stats topic and their labelled rows; StatsUnpublished is the
+	// rows gathered for the next one.
+	StatsDeltas      int64 `json:"stats_deltas"`
+	StatsRows        int64 `json:"stats_rows"`
+	StatsUnpublished int64 `json:"stats_unpublished"`
+	// Quality is the prequential quality of the model versions served, by
+	// version, the one that last had a label joined first.
+	Quality []VersionQuality `json:"quality,omitempty"`
+
+	ModelVersion string `json:"model_version"`
+	Running      bool   `json:"running"`
 }
 
 // The outcomes of a refit, the label values of mvml_refit_outcomes_total.
@@ -170,8 +210,37 @@ const (
 	metricWriteErrors
 	metricWriteRetries
 	metricModelInfo
+	metricLabelsIn
+	metricLabelsDeadLettered
+	metricLabelsJoined
+	metricUnmatchedExpired
+	metricUnmatchedEvicted
+	metricUnmatchedNeverSeen
+	metricUnmatchedDuplicate
+	metricLabelsNull
+	metricLabelsSkipped
+	metricLabelsWaiting
+	metricJoinRecords
+	metricJoinBytes
+	metricJoinEvicted
+	metricRestoring
+	metricRecordsRestored
+	metricStatsDeltas
+	metricStatsRows
+	metricStatsUnpublished
+	metricQualityAccuracy
+	metricQualityNMSE
+	metricQualityLabels
 	numMetrics
 )
+
+// MetricSample is one value of a metric that has labels, as /metrics
+// shows it: name{label="value",…} value.
+type MetricSample struct {
+	// Labels are the label names and values, in pairs.
+	Labels []string
+	Value  float64
+}
 
 // serveMetricDefs defines every number of a Service once: its Prometheus
 // name, kind (type and labels) and help, and where ServeStats holds it.
@@ -237,6 +306,59 @@ var serveMetricDefs = [numMetrics]struct {
 		}},
 	metricModelInfo: {"mvml_model_info", gaugesBy("version"), "The model in service.",
 		func(s *ServeStats) any { return []sample{{labels: []string{s.ModelVersion}, value: 1}} }},
+
+	metricLabelsIn:           {"mvml_labels_in_total", counter, "Messages taken from the labels topic.", func(s *ServeStats) any { return &s.LabelsIn }},
+	metricLabelsDeadLettered: {"mvml_labels_dead_lettered_total", counter, "Messages of the labels topic that were not a label, sent to the dead-letter destination.", func(s *ServeStats) any { return &s.LabelsDeadLettered }},
+	metricLabelsJoined:       {"mvml_labels_joined_total", counter, "Labels joined with the record they label.", func(s *ServeStats) any { return &s.LabelsJoined }},
+	metricUnmatchedExpired: {"mvml_labels_unmatched_total", countersBy("reason"),
+		"Labels used up without their record, by reason: expired (the record was scored longer ago than the label window), evicted (pushed out of the join store), never_seen (no record of the id within the window), duplicate (the record was joined with an earlier label).",
+		func(s *ServeStats) any { return labelledInt{"expired", &s.LabelsUnmatchedExpired} }},
+	metricUnmatchedEvicted:   {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"evicted", &s.LabelsUnmatchedEvicted} }},
+	metricUnmatchedNeverSeen: {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"never_seen", &s.LabelsUnmatchedNeverSeen} }},
+	metricUnmatchedDuplicate: {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"duplicate", &s.LabelsUnmatchedDuplicate} }},
+	metricLabelsNull:         {"mvml_labels_null_total", counter, "Label messages saying that no label is known (null).", func(s *ServeStats) any { return &s.LabelsNull }},
+	metricLabelsSkipped:      {"mvml_labels_skipped_total", counter, "Labels skipped because a replica that owned their partition before published them in its statistics.", func(s *ServeStats) any { return &s.LabelsSkipped }},
+	metricLabelsWaiting:      {"mvml_labels_waiting", gauge, "Labels waiting in the join store for their record.", func(s *ServeStats) any { return &s.LabelsWaiting }},
+	metricJoinRecords:        {"mvml_join_records", gauge, "Scored records waiting in the join store for their label.", func(s *ServeStats) any { return &s.JoinRecords }},
+	metricJoinBytes:          {"mvml_join_bytes", gauge, "Bytes held by the join store (bounded by --label-cache-bytes).", func(s *ServeStats) any { return &s.JoinBytes }},
+	metricJoinEvicted:        {"mvml_join_evicted_total", counter, "Scored records pushed out of the join store before their label came.", func(s *ServeStats) any { return &s.JoinEvicted }},
+	metricRestoring:          {"mvml_restoring", gauge, "1 while the records of newly owned partitions are scored again for the join, 0 otherwise.", func(s *ServeStats) any { return &s.Restoring }},
+	metricRecordsRestored:    {"mvml_records_restored_total", counter, "Records of newly owned partitions scored again for the join.", func(s *ServeStats) any { return &s.RecordsRestored }},
+	metricStatsDeltas:        {"mvml_stats_deltas_total", counter, "Statistics deltas published to the stats topic.", func(s *ServeStats) any { return &s.StatsDeltas }},
+	metricStatsRows:          {"mvml_stats_rows_total", counter, "Labelled rows in the statistics deltas published.", func(s *ServeStats) any { return &s.StatsRows }},
+	metricStatsUnpublished:   {"mvml_stats_unpublished_rows", gauge, "Labelled rows gathered for the next statistics delta.", func(s *ServeStats) any { return &s.StatsUnpublished }},
+	metricQualityAccuracy: {"mvml_prequential_accuracy", gaugesBy("version"),
+		"Share of the predictions a model version served that its joined labels confirmed, over its last labels (classification).",
+		func(s *ServeStats) any {
+			return qualitySamples(s, func(q VersionQuality) *float64 { return q.Accuracy })
+		}},
+	metricQualityNMSE: {"mvml_prequential_nmse", gaugesBy("version"),
+		"Normalised squared error of the predictions a model version served against their joined labels, over its last labels (regression).",
+		func(s *ServeStats) any { return qualitySamples(s, func(q VersionQuality) *float64 { return q.NMSE }) }},
+	metricQualityLabels: {"mvml_prequential_labels", gaugesBy("version"), "Labels the prequential quality of a model version is measured on (its window).",
+		func(s *ServeStats) any {
+			return qualitySamples(s, func(q VersionQuality) *float64 { w := float64(q.Window); return &w })
+		}},
+}
+
+// labelledInt is the field of a row that holds the series of one value
+// of its one label (rows of one name follow each other; the first has the
+// help): Label is the value, Value the count.
+type labelledInt struct {
+	Label string
+	Value *int64
+}
+
+// qualitySamples are the samples of one measure of the prequential
+// quality, labelled by version, for the versions that have it.
+func qualitySamples(s *ServeStats, measure func(VersionQuality) *float64) []sample {
+	var out []sample
+	for _, q := range s.Quality {
+		if v := measure(q); v != nil {
+			out = append(out, sample{labels: []string{q.Version}, value: *v})
+		}
+	}
+	return out
 }
 
 // partitionSamples are the samples of a number of the source's
@@ -361,6 +483,7 @@ func (s *Service) Stats() ServeStats {
 			st.Writers = append(st.Writers, w.Stats())
 		}
 	}
+	st.Quality = s.quality()
 	for m, def := range serveMetricDefs {
 		switch field := def.field(&st).(type) {
 		case *int64:
@@ -374,6 +497,8 @@ func (s *Service) Stats() ServeStats {
 			*field = s.metrics.countsOf(metric(m))
 		case *Histogram:
 			*field = s.metrics.hists[m].snapshot()
+		case labelledInt:
+			*field.Value = s.metrics.values[m].Load()
 		}
 	}
 	return st
@@ -389,14 +514,21 @@ type serviceCollector struct {
 func newServiceCollector(s *Service) *serviceCollector {
 	c := &serviceCollector{s: s}
 	for m, def := range serveMetricDefs {
+		if m > 0 && serveMetricDefs[m-1].name == def.name {
+			// A row of a labelledInt: one series of the metric above.
+			c.descs[m] = c.descs[m-1]
+			continue
+		}
 		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.labels, nil)
 	}
 	return c
 }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
-		ch <- d
+	for m, d := range c.descs {
+		if m == 0 || d != c.descs[m-1] {
+			ch <- d
+		}
 	}
 }
 
@@ -425,6 +557,8 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 			for _, x := range field {
 				send(prometheus.NewConstMetric(desc, vt, x.value, x.labels...))
 			}
+		case labelledInt:
+			send(prometheus.NewConstMetric(desc, vt, float64(*field.Value), field.Label))
 		case *Histogram:
 			buckets := make(map[float64]uint64, len(field.Bounds))
 			for i, b := range field.Bounds {
@@ -448,6 +582,20 @@ func newMetricsHandler(logger *slog.Logger, cs ...prometheus.Collector) http.Han
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 }
 
+// formatMetricValue writes x as Prometheus' text format does: NaN and
+// ±Inf by those names.
+func formatMetricValue(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 1):
+		return "+Inf"
+	case math.IsInf(x, -1):
+		return "-Inf"
+	}
+	return fmt.Sprintf("%g", x)
+}
+
 // readiness is implemented by sources that know whether they are
 // consuming, such as ingest.KafkaSource: Ready returns nil when they are,
 // or why not.
@@ -456,7 +604,8 @@ type readiness interface {
 }
 
 // ServeHTTP answers /healthz (liveness: 200 while Run is serving, 503
-// otherwise), /readyz (200 while Run is serving and its source, when it
+// otherwise), /readyz (200 while Run is serving, no newly owned partition
+// is being restored for the join of late labels, and its source, when it
 // can tell, is consuming; 503 with the reason otherwise) and /metrics (the
 // numbers of serveMetricDefs, the Go runtime's and the process's, in
 // Prometheus' formats).
@@ -471,6 +620,10 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/readyz":
 		if !s.running() {
 			http.Error(w, "not serving", http.StatusServiceUnavailable)
+			return
+		}
+		if s.join != nil && s.join.restoring.Load() > 0 {
+			http.Error(w, "not consuming: restoring the records of newly owned partitions for the join of late labels", http.StatusServiceUnavailable)
 			return
 		}
 		if src, ok := s.cfg.Source.(readiness); ok {

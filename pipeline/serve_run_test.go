@@ -143,9 +143,11 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 		}
 	}
 	names := map[string]bool{}
-	for _, def := range serveMetricDefs {
+	for i, def := range serveMetricDefs {
 		var addr uintptr
 		kind := def.kind.typ
+		// Rows of one label's values follow the first, which has the help.
+		labelRow := false
 		switch field := def.field(&st).(type) {
 		case *int64, *float64:
 			addr = reflect.ValueOf(field).Pointer()
@@ -154,6 +156,12 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 			}
 		case *map[string]int64:
 			addr = reflect.ValueOf(field).Pointer()
+		case labelledInt:
+			addr = reflect.ValueOf(field.Value).Pointer()
+			labelRow = i > 0 && serveMetricDefs[i-1].name == def.name
+			if len(def.kind.labels) != 1 {
+				t.Errorf("%s: a row of one label's value, kind %+v", def.name, def.kind)
+			}
 			if len(def.kind.labels) != 1 {
 				t.Errorf("%s: counts by one label, kind %+v", def.name, def.kind)
 			}
@@ -176,7 +184,7 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 			}
 			delete(numeric, addr)
 		}
-		if names[def.name] || def.help == "" || kind != "counter" && kind != "gauge" && kind != "histogram" ||
+		if !labelRow && (names[def.name] || def.help == "") || kind != "counter" && kind != "gauge" && kind != "histogram" ||
 			kind == "counter" && !strings.HasSuffix(def.name, "_total") || kind == "histogram" && !strings.HasSuffix(def.name, "_seconds") {
 			t.Errorf("%s: duplicate name, no help, or a type that does not fit", def.name)
 		}
@@ -197,6 +205,10 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 	svc.metrics.addTo(metricRefitOutcomes, refitFailed, 2)
 	svc.metrics.observe(metricScoreSeconds, 0.003)
 	svc.metrics.observe(metricScoreSeconds, 7)
+	svc.metrics.add(metricUnmatchedEvicted, 7)
+	svc.join = newLabelJoin(svc, LateLabels{QualityWindow: 10}, m)
+	svc.join.quality.add("v1", 1, 1)
+	svc.join.quality.add("v1", 0, 1)
 	rec := httptest.NewRecorder()
 	svc.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	families := parseMetrics(t, rec.Body)

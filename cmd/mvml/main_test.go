@@ -325,6 +325,16 @@ func TestUsageErrors(t *testing.T) {
 		{"serve without dead letters", []string{"serve", "--brokers", "localhost:9092", "--topic", "in", "--output-topic", "out", "--model", "m"}, exitUsage, "--dead-letter-topic is required"},
 		{"serve two outputs", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--output-dir", "d", "--dead-letter-topic", "dlq", "--model", "m"}, exitUsage, "one of --output-topic and --output-dir"},
 		{"serve bad decay", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq", "--model", "m", "--decay", "0"}, exitUsage, "--decay 0"},
+		{"serve stats without model topic", serveArgs("--stats-topic", "s"), exitUsage, "--stats-topic needs --model-topic"},
+		{"serve stats with refits", serveArgs("--model-topic", "M", "--stats-topic", "s", "--refit-rows", "100"), exitUsage, "--refit-rows cannot be used with --stats-topic"},
+		{"serve stats with decay", serveArgs("--model-topic", "M", "--stats-topic", "s", "--decay", "0.5"), exitUsage, "--decay cannot be used with --stats-topic"},
+		{"serve stats with model dir", serveArgs("--model-topic", "M", "--stats-topic", "s", "--model-dir", "d"), exitUsage, "--model-dir cannot be used with --stats-topic"},
+		{"serve label window without labels", serveArgs("--label-window", "1h"), exitUsage, "--label-window tunes the join of late labels: it needs --labels-topic"},
+		{"serve stats rows without stats", serveArgs("--labels-topic", "l", "--stats-rows", "10"), exitUsage, "--stats-rows tunes the publication of statistics: it needs --stats-topic"},
+		{"serve zero label window", serveArgs("--labels-topic", "l", "--label-window", "0s"), exitUsage, "--label-window 0s must be positive"},
+		{"serve zero cache", serveArgs("--labels-topic", "l", "--label-cache-bytes", "0"), exitUsage, "--label-cache-bytes 0 must be positive"},
+		{"serve short session timeout", serveArgs("--session-timeout", "2s"), exitUsage, "--session-timeout 2s must be longer than the heartbeat interval, 3s"},
+		{"serve zero stats interval", serveArgs("--model-topic", "M", "--stats-topic", "s", "--stats-interval", "0s"), exitUsage, "--stats-interval 0s must be positive"},
 		{"serve missing model", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq", "--model", filepath.Join(dir, "none.mvml")}, exitError, "none.mvml"},
 		{"missing spec file", []string{"cv", "--input", data, "--views", filepath.Join(dir, "none.json")}, exitError, "none.json"},
 		{"missing model file", []string{"inspect", "--model", filepath.Join(dir, "none.mvml")}, exitError, "none.mvml"},
@@ -771,4 +781,10 @@ func TestScoreSummaryBalancesOnFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveArgs are the arguments of a serve command that lacks nothing, then
+// more.
+func serveArgs(more ...string) []string {
+	return append([]string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq", "--model", "m"}, more...)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 
 	"github.com/mvml/mvml/ingest"
@@ -32,8 +33,17 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
 	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
+	sessionTimeout := fs.Duration("session-timeout", ingest.DefaultKafkaSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; brokers accept 6s to 5m by default")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
+	labelsTopic := fs.String("labels-topic", "", "`TOPIC` of labels arriving apart from their records, {\"id\": …, \"label\": …} keyed by id, co-partitioned with --topic; each is joined with the record it labels")
+	labelWindow := fs.Duration("label-window", pipeline.DefaultLabelWindow, "how long a scored record waits for its label, and a label for its record")
+	labelCache := fs.Int64("label-cache-bytes", pipeline.DefaultLabelCacheBytes, "most bytes the records and labels waiting for each other may hold; the oldest leave first")
+	qualityWindow := fs.Int("quality-window", pipeline.DefaultQualityWindow, "the last joined labels of a model version its prequential accuracy or nMSE (in /metrics) is measured on")
+	statsTopic := fs.String("stats-topic", "", "`TOPIC` (one partition) receiving the statistics of the labels, for `mvml refit`; needs --model-topic, and no refit flags")
+	statsInterval := fs.Duration("stats-interval", pipeline.DefaultStatsInterval, "with --stats-topic, publish the statistics at least this often")
+	statsRows := fs.Int("stats-rows", pipeline.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
+	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
 	read := registerRead(fs)
 	config := registerConfig(fs)
 	if err := parseConfigured(a, fs, config, args); err != nil {
@@ -53,6 +63,16 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	if *decay <= 0 || *decay > 1 {
 		return usagef("--decay %g must be in (0, 1]", *decay)
+	}
+	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
+		return usagef("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
+	}
+	labels, err := lateLabelFlags(fs, *labelsTopic, *statsTopic, *modelTopic, pipeline.LateLabels{
+		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
+		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica,
+	})
+	if err != nil {
+		return err
 	}
 	opts, err := read.options(a)
 	if err != nil {
@@ -81,11 +101,12 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		start = ingest.KafkaNewest
 	}
 	cfg := pipeline.KafkaServeConfig{
-		Conn: conn, Topic: *topic, Group: *group, StartOffset: start, MaxWait: *maxWait,
+		Conn: conn, Topic: *topic, Group: *group, StartOffset: start, MaxWait: *maxWait, SessionTimeout: *sessionTimeout,
 		OutputTopic: *outTopic, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
 		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
 		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
 		Contributions: *contributions, HTTPAddr: *httpAddr, Options: pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
+		LabelsTopic: *labelsTopic, StatsTopic: *statsTopic, Labels: labels,
 	}
 	if models != nil {
 		cfg.Models = models
@@ -100,7 +121,67 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	st := runner.Service().Stats()
 	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d + not committed %d; %d labelled (%d labels rejected), %d refits (%d failed), %d reloads (%d failed), model %s\n",
 		st.In, st.Scored, st.DeadLettered, st.NotCommitted, st.Labelled, st.LabelsRejected, st.Refits, st.RefitFailures, st.Reloads, st.ReloadFailures, st.ModelVersion)
+	if *labelsTopic != "" {
+		fmt.Fprintf(a.stderr, "labels %d: joined %d, unmatched %d (expired %d, evicted %d, never seen %d, duplicate %d), null %d, skipped %d, dead-lettered %d; %d waiting\n",
+			st.LabelsIn, st.LabelsJoined, st.LabelsUnmatchedExpired+st.LabelsUnmatchedEvicted+st.LabelsUnmatchedNeverSeen+st.LabelsUnmatchedDuplicate,
+			st.LabelsUnmatchedExpired, st.LabelsUnmatchedEvicted, st.LabelsUnmatchedNeverSeen, st.LabelsUnmatchedDuplicate,
+			st.LabelsNull, st.LabelsSkipped, st.LabelsDeadLettered, st.LabelsWaiting)
+	}
+	if *statsTopic != "" {
+		fmt.Fprintf(a.stderr, "statistics published: %d rows in %d deltas\n", st.StatsRows, st.StatsDeltas)
+	}
 	return err
+}
+
+// joinFlags tune the join of late labels; statsFlags the publication of
+// statistics; refitFlags the refits that --stats-topic leaves to the
+// refitter.
+var (
+	joinFlags  = []string{"label-window", "label-cache-bytes", "quality-window"}
+	statsFlags = []string{"stats-interval", "stats-rows", "replica"}
+	refitFlags = []string{"refit-rows", "refit-interval", "refit-min-rows", "decay", "model-dir"}
+)
+
+// lateLabelFlags checks the flags of the join of late labels and of the
+// publication of statistics, given explicitly, against the topics given,
+// and returns the join's settings: a flag given is used exactly or
+// refused.
+func lateLabelFlags(fs *flag.FlagSet, labelsTopic, statsTopic, modelTopic string, labels pipeline.LateLabels) (pipeline.LateLabels, error) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range joinFlags {
+		if given[name] && labelsTopic == "" {
+			return labels, usagef("--%s tunes the join of late labels: it needs --labels-topic", name)
+		}
+	}
+	for _, name := range statsFlags {
+		if given[name] && statsTopic == "" {
+			return labels, usagef("--%s tunes the publication of statistics: it needs --stats-topic", name)
+		}
+	}
+	if statsTopic != "" {
+		if modelTopic == "" {
+			return labels, usagef("--stats-topic needs --model-topic: the refitter publishes its models there, and its checkpoints say which statistics it merged")
+		}
+		for _, name := range refitFlags {
+			if given[name] {
+				return labels, usagef("--%s cannot be used with --stats-topic: the statistics are refitted by `mvml refit`, which publishes to --model-topic", name)
+			}
+		}
+	}
+	switch {
+	case labels.Window <= 0:
+		return labels, usagef("--label-window %v must be positive", labels.Window)
+	case labels.CacheBytes <= 0:
+		return labels, usagef("--label-cache-bytes %d must be positive", labels.CacheBytes)
+	case labels.QualityWindow <= 0:
+		return labels, usagef("--quality-window %d must be positive", labels.QualityWindow)
+	case labels.StatsInterval <= 0:
+		return labels, usagef("--stats-interval %v must be positive", labels.StatsInterval)
+	case labels.StatsRows <= 0:
+		return labels, usagef("--stats-rows %d must be positive", labels.StatsRows)
+	}
+	return labels, nil
 }
 
 // startModel is the model served at the start: the --model file, or the

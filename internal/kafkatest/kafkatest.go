@@ -222,7 +222,8 @@ func (c *Cluster) consumePartition(topic string, partition int) ([]kafka.Message
 }
 
 // CommittedOffsets returns the offsets committed by group for each
-// partition of topic (-1 where none is).
+// partition of topic (-1 where none is, and everywhere for a group the
+// broker does not know yet).
 func (c *Cluster) CommittedOffsets(tb testing.TB, group, topic string) []int64 {
 	tb.Helper()
 	n := c.Partitions(tb, topic)
@@ -241,10 +242,14 @@ func (c *Cluster) CommittedOffsets(tb testing.TB, group, topic string) []int64 {
 	if err != nil {
 		tb.Fatalf("kafkatest: offsets of group %s: %v", group, err)
 	}
+	out := slices.Repeat([]int64{-1}, n)
+	if errors.Is(resp.Error, kafka.GroupIdNotFound) {
+		// A group that has not formed yet has committed nothing.
+		return out
+	}
 	if resp.Error != nil {
 		tb.Fatalf("kafkatest: offsets of group %s: %v", group, resp.Error)
 	}
-	out := slices.Repeat([]int64{-1}, n)
 	for _, p := range resp.Topics[topic] {
 		if p.Error != nil {
 			tb.Fatalf("kafkatest: offset of %s/%d: %v", topic, p.Partition, p.Error)
@@ -260,4 +265,31 @@ func closeIdle(c *kafka.Client) {
 	if t, ok := c.Transport.(*kafka.Transport); ok {
 		t.CloseIdleConnections()
 	}
+}
+
+// EndOffsets returns the end offset (the next to be written) of every
+// partition of topic, without reading its messages.
+func (c *Cluster) EndOffsets(tb testing.TB, topic string) []int64 {
+	tb.Helper()
+	n := c.Partitions(tb, topic)
+	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: opTimeout, Transport: &kafka.Transport{}}
+	defer closeIdle(client)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	reqs := make([]kafka.OffsetRequest, n)
+	for p := range reqs {
+		reqs[p] = kafka.LastOffsetOf(p)
+	}
+	resp, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		tb.Fatalf("kafkatest: end offsets of %s: %v", topic, err)
+	}
+	ends := make([]int64, n)
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			tb.Fatalf("kafkatest: end offset of %s/%d: %v", topic, p.Partition, p.Error)
+		}
+		ends[p.Partition] = p.LastOffset
+	}
+	return ends
 }

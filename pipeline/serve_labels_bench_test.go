@@ -1,0 +1,140 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/registry"
+)
+
+// BenchmarkServeLateLabels measures what the join of late labels and the
+// publication of their statistics cost the Kafka deployment, end to end
+// over TCP as BenchmarkServeKafka does: 20k JSON records (3 views × 64,
+// p = 128, so D = 384) scored into an output topic, and, but for
+// labels=none, a label for every record on a labels topic (keyed by id,
+// as the records), joined with its record; with stats=on the statistics
+// of the joined rows are published to a stats topic (deltas of about 600
+// KB, in chunks, every 5000 rows or 200 ms) and the labels committed after
+// them. A run ends when every record is committed and every label joined
+// (and published). The labels are in their topic before the run, so that
+// many wait for their record; every record is labelled late. "cpu-µs/row"
+// is the CPU time of the process (service and broker) per record: on a
+// busy machine the ratio of two runs is better read from it than from
+// rows/s. Run with -benchtime=1x.
+func BenchmarkServeLateLabels(b *testing.B) {
+	const rows, dim = 20_000, 64
+	spec := benchSpec(b, dim)
+	d := makeData(spec, rows, 23)
+	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
+	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	records, labels := make([]kafka.Message, rows), make([]kafka.Message, rows)
+	for i := range rows {
+		rec := map[string]any{"id": d.ids[i]}
+		for l, v := range spec.Views {
+			xs := make([]float32, dim)
+			for j, x := range d.row(l, i) {
+				xs[j] = float32(x)
+			}
+			rec[v.Name] = xs
+		}
+		value, err := json.Marshal(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		key := []byte(strconv.FormatInt(d.ids[i], 10))
+		records[i] = kafka.Message{Key: key, Value: value}
+		labels[i] = kafka.Message{Key: key, Value: []byte(`{"id": ` + string(key) + `, "label": ` + strconv.FormatFloat(d.labels[i], 'g', -1, 64) + `}`)}
+	}
+	for _, c := range []struct {
+		name          string
+		labels, stats bool
+	}{{"labels=none", false, false}, {"labels=late", true, false}, {"labels=late/stats=on", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			var cpu float64
+			for range b.N {
+				b.StopTimer()
+				cluster := kafkatest.Start(b, 3, "in", "labels", "out", "dead")
+				for _, topic := range []string{"stats", "models"} {
+					if err := cluster.Fake().CreateTopic(topic, 1, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				conn := kafkaconn.Config{Brokers: cluster.Brokers}
+				produceKeyed(b, conn, "in", records)
+				cfg := KafkaServeConfig{Conn: conn, Topic: "in", Group: "bench", OutputTopic: "out", DeadLetterTopic: "dead", Model: m,
+					Options: Options{BatchSize: 1024}, Labels: LateLabels{StatsInterval: 200 * time.Millisecond, StatsRows: 5000}}
+				if c.labels {
+					produceKeyed(b, conn, "labels", labels)
+					cfg.LabelsTopic = "labels"
+				}
+				var models *registry.Kafka
+				if c.stats {
+					if models, err = registry.OpenKafka(context.Background(), registry.KafkaConfig{Conn: conn, Topic: "models"}); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := models.Publish(context.Background(), m, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
+						b.Fatal(err)
+					}
+					cfg.Models, cfg.StatsTopic = models, "stats"
+				}
+				r, err := NewKafkaRunner(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				cpu0 := cpuSeconds(b)
+				b.StartTimer()
+				go func() { done <- r.Run(ctx) }()
+				for {
+					st := r.Service().Stats()
+					if st.Scored == rows && (!c.labels || st.LabelsJoined == rows) && (!c.stats || st.StatsRows == rows) {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				b.StopTimer()
+				cpu += cpuSeconds(b) - cpu0
+				cancel()
+				if err := <-done; err != nil {
+					b.Fatal(err)
+				}
+				if models != nil {
+					if err := models.Close(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(cpu/b.Elapsed().Seconds(), "cpus")
+			b.ReportMetric(cpu*1e6/float64(rows*b.N), "cpu-µs/row")
+		})
+	}
+}
+
+// produceKeyed writes msgs to topic with the partitioner of producers
+// keyed by id (kafka.Hash), so that a record and its label share a
+// partition number.
+func produceKeyed(b *testing.B, conn kafkaconn.Config, topic string, msgs []kafka.Message) {
+	b.Helper()
+	transport := conn.Transport()
+	w := &kafka.Writer{Addr: conn.Addr(), Topic: topic, Transport: transport, Balancer: &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000}
+	err := errors.Join(w.WriteMessages(context.Background(), msgs...), w.Close())
+	transport.CloseIdleConnections()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
