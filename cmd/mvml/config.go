@@ -523,7 +523,8 @@ func (f *configFile) problemOf(err error) (configProblem, bool) {
 // flagMention finds a flag named in an error, --name.
 var flagMention = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
 
-// printConfig writes every key of fs with its effective value as YAML; a
+// printConfig writes every key of fs with its effective value as YAML
+// (but the defaults of parts not switched on, see inapplicableFlags); a
 // value the file took from the environment is written as it was written,
 // ${NAME}, so that no secret is shown.
 func printConfig(w io.Writer, fs *flag.FlagSet, file *configFile) error {
@@ -536,8 +537,13 @@ func printConfig(w io.Writer, fs *flag.FlagSet, file *configFile) error {
 		}
 	}
 	doc := &yaml.Node{Kind: yaml.MappingNode}
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	inapplicable := inapplicableFlags(fs)
 	fs.VisitAll(func(fl *flag.Flag) {
-		if slices.Contains(configOnlyFlags, fl.Name) {
+		if slices.Contains(configOnlyFlags, fl.Name) || !given[fl.Name] && inapplicable[fl.Name] {
+			// A default that tunes a part not switched on would be
+			// refused were it given: the file would not lint.
 			return
 		}
 		value := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: fl.Value.String()}

@@ -142,6 +142,29 @@ var (
 	refitFlags = []string{"refit-rows", "refit-interval", "refit-min-rows", "decay", "model-dir"}
 )
 
+// inapplicableFlags are the flags of fs that tune a part of serve the
+// other flags leave off (the join without --labels-topic, the statistics'
+// publication without --stats-topic, refits with it): given, they are
+// refused.
+func inapplicableFlags(fs *flag.FlagSet) map[string]bool {
+	value := func(name string) string {
+		if f := fs.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	off := map[string]bool{}
+	mark := func(names []string, when bool) {
+		for _, n := range names {
+			off[n] = off[n] || when
+		}
+	}
+	mark(joinFlags, value("labels-topic") == "")
+	mark(statsFlags, value("stats-topic") == "")
+	mark(refitFlags, value("stats-topic") != "")
+	return off
+}
+
 // lateLabelFlags checks the flags of the join of late labels and of the
 // publication of statistics, given explicitly, against the topics given,
 // and returns the join's settings: a flag given is used exactly or
