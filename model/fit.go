@@ -86,7 +86,11 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 	if err != nil {
 		return nil, err
 	}
-	return fitPrepared(ctx, in, cols, cfg, warm)
+	start, err := newStart(in, cfg, warm)
+	if err != nil {
+		return nil, err
+	}
+	return fitPrepared(ctx, in, start, cols)
 }
 
 // labelUnits maps an encoded regression target back to the labels,
@@ -181,15 +185,18 @@ func newFitInput(st *Stats, cfg Config, units labelUnits) (*fitInput, error) {
 	return in, nil
 }
 
-// fitPrepared is Fit with a checked configuration and its input already
-// derived, so that the heads of one model share it.
-func fitPrepared(ctx context.Context, in *fitInput, cols []int, cfg Config, warm *Solution) (*Solution, error) {
-	st := in.labels
-	s := newSolver(in.solver, cols, cfg)
+// newStart does what every head of a fit does before its first g̃-step,
+// whatever its target columns: the initial metric (warm's when given) and
+// its Cholesky factor L, the weights (uniform, or warm's), B(w), P = LᵀBL
+// and the factorisation of P + λI. It costs O(D³); the heads of a cold
+// one-vs-all fit share one start, each continuing from a copy
+// (solver.head), instead of computing it once per class.
+func newStart(in *fitInput, cfg Config, warm *Solution) (*solver, error) {
+	s := newSolver(in.solver, nil, cfg)
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
 	}
-	w := make([]float64, len(st.Ranks))
+	w := make([]float64, len(s.st.Ranks))
 	for l := range w {
 		w[l] = 1 / float64(len(w))
 	}
@@ -197,6 +204,18 @@ func fitPrepared(ctx context.Context, in *fitInput, cols []int, cfg Config, warm
 		copy(w, warm.W)
 	}
 	s.setWeights(w)
+	s.refactor()
+	if err := s.factorize(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// fitPrepared is Fit with a checked configuration, its input derived and
+// its start made, so that the heads of one model share them.
+func fitPrepared(ctx context.Context, in *fitInput, start *solver, cols []int) (*Solution, error) {
+	st, cfg := in.labels, start.cfg
+	s := start.head(cols)
 	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
@@ -245,6 +264,10 @@ type solver struct {
 	tinv  *mat.Dense       // T⁻¹, kept by the closed form of each factor's inverse
 	p     *mat.Dense       // P = FᵀBF (symmetric, both triangles)
 	m     blas64.Symmetric // P + λI, factorised in place (upper Cholesky factor)
+	// factored says that m holds the factor of the current P + λI: P
+	// changes with Ã and w, and the first g̃-step of a head uses its
+	// start's factor.
+	factored bool
 
 	cond0 float64 // condition number estimate of the initial metric
 	// sparseMu is where the next sparse step search starts: Config.Mu, or
@@ -257,15 +280,39 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 	d, k := st.Dim(), len(cols)
 	s := &solver{
 		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
-		bw: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
-		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
-		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
+		bw: mat.NewDense(d, d, nil),
+		t:  mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
 		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.StepMu(),
+	}
+	// A start (newStart) has no target columns.
+	if k > 0 {
+		s.cw, s.g, s.abar = mat.NewDense(d, k, nil), mat.NewDense(d, k, nil), mat.NewDense(d, k, nil)
 	}
 	for _, c := range cols {
 		s.yty += st.YtY[c]
 	}
 	return s
+}
+
+// head returns a solver for the target columns cols that continues from
+// where s stands (newStart): a copy of its metric, weights, factors and
+// state, and b(w) for its own columns.
+func (s *solver) head(cols []int) *solver {
+	h := newSolver(s.st, cols, s.cfg)
+	h.a = mat.NewSymDense(s.d, nil)
+	h.a.CopySym(s.a)
+	h.chol.Clone(&s.chol)
+	h.cond0, h.sparseMu, h.trace = s.cond0, s.sparseMu, Trace{Cond: s.trace.Cond, Jitter: s.trace.Jitter}
+	h.w = slices.Clone(s.w)
+	h.bw.Copy(s.bw)
+	h.weighTargets()
+	h.chol.LTo(&h.lower)
+	h.t.Copy(s.t)
+	h.tinv.Copy(s.tinv)
+	h.p.Copy(s.p)
+	copy(h.m.Data, s.m.Data)
+	h.factored = s.factored
+	return h
 }
 
 // viewOf returns the view of feature i.
@@ -341,14 +388,23 @@ func (s *solver) setWeights(w []float64) {
 			s.bw.Set(i, j, v)
 			s.bw.Set(j, i, v)
 		}
+	}
+	s.weighTargets()
+}
+
+// weighTargets sets b(w) = [w_l c_l] for the target columns.
+func (s *solver) weighTargets() {
+	for i := 0; i < s.d && s.k > 0; i++ {
+		wi := s.w[s.viewOf(i)]
 		for c, col := range s.cols {
 			s.cw.Set(i, c, wi*s.st.C.At(i, col))
 		}
 	}
 }
 
+// run iterates from the start (newStart, or refactor after a metric and
+// weights were set).
 func (s *solver) run(ctx context.Context) error {
-	s.refactor()
 	if err := s.gStep(); err != nil {
 		return err
 	}
@@ -416,6 +472,7 @@ func relChange(x, y mat.Matrix) float64 {
 // Ã and computes P = LᵀBL by two triangular products: O(D³), needed at the
 // start, after a sparse step and after a change of w.
 func (s *solver) refactor() {
+	s.factored = false
 	s.chol.LTo(&s.lower)
 	identity(s.t)
 	identity(s.tinv)
@@ -449,27 +506,38 @@ func symmetrize(d *mat.Dense) {
 // g̃ = F (FᵀBF + λI)⁻¹ Fᵀb, one SPD solve of P + λI. It also sets
 // Ã⁻¹g̃ = F⁻ᵀ(P + λI)⁻¹Fᵀb.
 func (s *solver) gStep() error {
-	// P + λI is factorised with LAPACK directly: gonum's Cholesky would
-	// also estimate its condition number, which costs as much again.
-	raw := s.p.RawMatrix()
-	for i := 0; i < s.d; i++ {
-		copy(s.m.Data[i*s.d+i:(i+1)*s.d], raw.Data[i*raw.Stride+i:i*raw.Stride+s.d])
-		s.m.Data[i*s.d+i] += s.cfg.Lambda
-	}
-	factor, ok := lapack64.Potrf(s.m)
-	if !ok {
-		return fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
+	if err := s.factorize(); err != nil {
+		return err
 	}
 	lower := s.lower.RawTriangular()
 	lb := mat.DenseCopyOf(s.cw)
 	blas64.Trmm(blas.Left, blas.Trans, 1, lower, lb.RawMatrix())
 	z := mat.NewDense(s.d, s.k, nil)
 	z.Mul(s.t.T(), lb) // Fᵀb = TᵀLᵀb
-	lapack64.Potrs(factor, z.RawMatrix())
+	lapack64.Potrs(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: s.d, Stride: s.d, Data: s.m.Data}, z.RawMatrix())
 	s.g.Mul(s.t, z) // g̃ = L(Tz)
 	blas64.Trmm(blas.Left, blas.NoTrans, 1, lower, s.g.RawMatrix())
 	s.abar.Mul(s.tinv.T(), z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
 	blas64.Trsm(blas.Left, blas.Trans, 1, lower, s.abar.RawMatrix())
+	return nil
+}
+
+// factorize factorises P + λI into m, unless it holds that factor already.
+// LAPACK's Potrf is called directly: gonum's Cholesky would also estimate
+// the condition number, which costs as much again.
+func (s *solver) factorize() error {
+	if s.factored {
+		return nil
+	}
+	raw := s.p.RawMatrix()
+	for i := 0; i < s.d; i++ {
+		copy(s.m.Data[i*s.d+i:(i+1)*s.d], raw.Data[i*raw.Stride+i:i*raw.Stride+s.d])
+		s.m.Data[i*s.d+i] += s.cfg.Lambda
+	}
+	if _, ok := lapack64.Potrf(s.m); !ok {
+		return fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
+	}
+	s.factored = true
 	return nil
 }
 
@@ -495,6 +563,7 @@ func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
 // T_j = √α(I + YDYᵀ) with D = √(1+Λ) − 1, and T_j⁻¹ = (I + YD'Yᵀ)/√α with
 // D' = −D/(1+D).
 func (s *solver) followStep(alpha float64, w *mat.Dense) {
+	s.factored = false
 	_, m := w.Dims()
 	u := mat.DenseCopyOf(w)
 	blas64.Trsm(blas.Left, blas.NoTrans, 1, s.lower.RawTriangular(), u.RawMatrix())
