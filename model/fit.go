@@ -511,14 +511,14 @@ func (s *solver) gStep() error {
 	}
 	lower := s.lower.RawTriangular()
 	lb := mat.DenseCopyOf(s.cw)
-	blas64.Trmm(blas.Left, blas.Trans, 1, lower, lb.RawMatrix())
-	z := mat.NewDense(s.d, s.k, nil)
-	z.Mul(s.t.T(), lb) // Fᵀb = TᵀLᵀb
-	lapack64.Potrs(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: s.d, Stride: s.d, Data: s.m.Data}, z.RawMatrix())
-	s.g.Mul(s.t, z) // g̃ = L(Tz)
-	blas64.Trmm(blas.Left, blas.NoTrans, 1, lower, s.g.RawMatrix())
-	s.abar.Mul(s.tinv.T(), z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
-	blas64.Trsm(blas.Left, blas.Trans, 1, lower, s.abar.RawMatrix())
+	triCols(lower, blas.Trans, false, lb)
+	var z mat.Dense
+	mulCols(&z, s.t, true, lb) // Fᵀb = TᵀLᵀb
+	cholSolveCols(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: s.d, Stride: s.d, Data: s.m.Data}, &z)
+	mulCols(s.g, s.t, false, &z) // g̃ = L(Tz)
+	triCols(lower, blas.NoTrans, false, s.g)
+	mulCols(s.abar, s.tinv, true, &z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
+	triCols(lower, blas.Trans, true, s.abar)
 	return nil
 }
 
@@ -541,22 +541,6 @@ func (s *solver) factorize() error {
 	return nil
 }
 
-// addOuter adds alpha·xyᵀ to dst: one rank-one update per column of x and
-// y when they are few, for which gonum's Gemm is slow, else one Gemm.
-func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
-	xr, yr := x.RawMatrix(), y.RawMatrix()
-	if xr.Cols > 4 {
-		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, xr, yr, 1, dst.RawMatrix())
-		return
-	}
-	for c := 0; c < xr.Cols; c++ {
-		blas64.Ger(alpha,
-			blas64.Vector{N: xr.Rows, Inc: xr.Stride, Data: xr.Data[c:]},
-			blas64.Vector{N: yr.Rows, Inc: yr.Stride, Data: yr.Data[c:]},
-			dst.RawMatrix())
-	}
-}
-
 // followStep moves F, T⁻¹ and P along accepted Frobenius steps
 // Ã⁺ = αÃ + WWᵀ (W is D×m). With Ũ = F⁻¹W and the eigendecomposition
 // ŨŨᵀ/α = YΛYᵀ (Y orthonormal, from the m×m Gram matrix),
@@ -566,11 +550,11 @@ func (s *solver) followStep(alpha float64, w *mat.Dense) {
 	s.factored = false
 	_, m := w.Dims()
 	u := mat.DenseCopyOf(w)
-	blas64.Trsm(blas.Left, blas.NoTrans, 1, s.lower.RawTriangular(), u.RawMatrix())
-	var ut mat.Dense
-	ut.Mul(s.tinv, u) // Ũ = T⁻¹L⁻¹W
-	gram := mat.NewSymDense(m, nil)
-	gram.SymOuterK(1, ut.T())
+	triCols(s.lower.RawTriangular(), blas.NoTrans, true, u)
+	var ut, utu mat.Dense
+	mulCols(&ut, s.tinv, false, u) // Ũ = T⁻¹L⁻¹W
+	innerCols(&utu, &ut, &ut)
+	gram := mat.NewSymDense(m, utu.RawMatrix().Data)
 	var eig mat.EigenSym
 	if !eig.Factorize(gram, true) {
 		s.refactor()
@@ -616,24 +600,23 @@ func (s *solver) followStep(alpha float64, w *mat.Dense) {
 		return out
 	}
 	sa := math.Sqrt(alpha)
-	// In-place rank-r updates, each O(D²r); gonum's Gemm is slow for an
-	// inner dimension this small, so they go column by column.
+	// In-place rank-r updates, each O(D²r).
 	// T ← √α(T + (TY)DYᵀ).
 	var ty mat.Dense
-	ty.Mul(s.t, y)
+	mulCols(&ty, s.t, false, y)
 	s.t.Scale(sa, s.t)
 	addOuter(s.t, sa, scaleCols(&ty, dPlus), y)
 	// T⁻¹ ← (T⁻¹ + YD'(YᵀT⁻¹))/√α.
 	var tity mat.Dense
-	tity.Mul(s.tinv.T(), y)
+	mulCols(&tity, s.tinv, true, y)
 	s.tinv.Scale(1/sa, s.tinv)
 	addOuter(s.tinv, 1/sa, scaleCols(y, dInv), &tity)
 	// P ← α[P + VDYᵀ + YDVᵀ + YD(YᵀV)DYᵀ] with V = PY.
 	var v, ytv, inner mat.Dense
-	v.Mul(s.p, y)
-	ytv.Mul(y.T(), &v)
+	mulCols(&v, s.p, false, y)
+	innerCols(&ytv, y, &v)
 	yd := scaleCols(y, dPlus)
-	inner.Mul(yd, &ytv)
+	mulCols(&inner, yd, false, &ytv)
 	s.p.Scale(alpha, s.p)
 	addOuter(s.p, alpha, scaleCols(&v, dPlus), y)
 	addOuter(s.p, alpha, yd, &v)
@@ -650,7 +633,7 @@ func isCondition(err error) bool {
 // statistics: ‖y‖² − 2bᵀg̃ + g̃ᵀBg̃ for the loss.
 func (s *solver) objective() float64 {
 	var bg mat.Dense
-	bg.Mul(s.bw, s.g)
+	mulCols(&bg, s.bw, false, s.g)
 	loss := s.yty
 	quad := 0.0
 	for i := 0; i < s.d; i++ {
@@ -741,7 +724,10 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 		if len(taken) > 0 {
 			abar = solveUpper(&work, s.g)
 		}
-		step, frobNew, decrease, ok := s.armijo(abar, solveUpper(&work, abar), frob)
+		// ĀᵀÃ⁻¹Ā = zᵀz with z = U⁻ᵀĀ: one triangular solve per column.
+		z := mat.DenseCopyOf(abar)
+		triCols(work.RawTriangular(), blas.Trans, true, z)
+		step, frobNew, decrease, ok := s.armijo(abar, z, frob)
 		if !ok {
 			break
 		}
@@ -785,10 +771,13 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 		c *= st.alpha
 	}
 	s.a.ScaleSym(c, s.a)
-	s.a.SymRankK(s.a, 1, w)
+	addSymOuter(s.a, 1, w)
 	s.chol.Clone(&trial)
-	// Following a rank-r update costs about 10D²r + r³, refactoring 2D³.
-	if _, r := w.Dims(); 5*r < s.d {
+	// Following a rank-r update costs about 20D²r flops in matrix-vector
+	// products and rank-one updates, refactoring 2D³ in triangular matrix
+	// products, which run several times faster per flop: following was
+	// the faster below r ≈ D/24 at D = 432 (and r = 1 as fast as a g̃-step).
+	if _, r := w.Dims(); 24*r < s.d {
 		s.followStep(c, w)
 	} else {
 		s.refactor()
@@ -796,17 +785,17 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	return first, len(taken)
 }
 
-// armijo searches the step along the gradient at Ā (q = Ã⁻¹Ā, frob =
-// ‖Ã‖²_F), halving μ from Config.Mu until h falls by the Armijo condition.
+// armijo searches the step along the gradient at Ā (z = U⁻ᵀĀ for the
+// factor Ã = UᵀU, frob = ‖Ã‖²_F), halving μ from Config.Mu until h falls by the Armijo condition.
 // It returns the step, ‖Ã⁺‖²_F, the decrease of h, and whether a step
 // was found. tr(G̃ᵀ(αÃ+βĀĀᵀ)⁻¹G̃) = tr(T0)/α − (β/α) tr(Sg (αI+βR)⁻¹ Sg)
 // with T0 = G̃ᵀĀ, Sg = ĀᵀĀ and R = ĀᵀÃ⁻¹Ā, so a trial costs O(k³).
-func (s *solver) armijo(abar, q *mat.Dense, frob float64) (metricStep, float64, float64, bool) {
+func (s *solver) armijo(abar, z *mat.Dense, frob float64) (metricStep, float64, float64, bool) {
 	lam, eta, k := s.cfg.Lambda, s.cfg.Eta, s.k
 	var sg, t0, r mat.Dense
-	sg.Mul(abar.T(), abar) // ĀᵀĀ = G̃ᵀÃ⁻²G̃
-	t0.Mul(s.g.T(), abar)  // G̃ᵀÃ⁻¹G̃
-	r.Mul(abar.T(), q)     // ĀᵀÃ⁻¹Ā
+	innerCols(&sg, abar, abar) // ĀᵀĀ = G̃ᵀÃ⁻²G̃
+	innerCols(&t0, s.g, abar)  // G̃ᵀÃ⁻¹G̃
+	innerCols(&r, z, z)        // ĀᵀÃ⁻¹Ā
 	trT0 := mat.Trace(&t0)
 	sgF := mat.Norm(&sg, 2)
 	h0 := lam*trT0 + eta*frob
@@ -849,20 +838,10 @@ func (s *solver) armijo(abar, q *mat.Dense, frob float64) (metricStep, float64, 
 	return metricStep{}, 0, 0, false
 }
 
-// solveUpper returns (UᵀU)⁻¹B for an upper triangular factor U, column by
-// column: gonum's Trsm is several times slower than Trsv for the few
-// columns of B.
+// solveUpper returns (UᵀU)⁻¹B for an upper triangular factor U.
 func solveUpper(u *mat.TriDense, b *mat.Dense) *mat.Dense {
-	n, k := b.Dims()
-	x := mat.NewDense(n, k, nil)
-	col := make([]float64, n)
-	v := blas64.Vector{N: n, Inc: 1, Data: col}
-	for c := 0; c < k; c++ {
-		mat.Col(col, c, b)
-		blas64.Trsv(blas.Trans, u.RawTriangular(), v)
-		blas64.Trsv(blas.NoTrans, u.RawTriangular(), v)
-		x.SetCol(c, col)
-	}
+	x := mat.DenseCopyOf(b)
+	cholSolveCols(u.RawTriangular(), x)
 	return x
 }
 
@@ -915,10 +894,10 @@ func (s *solver) tooIllConditioned(trial *mat.Cholesky) bool {
 // that a growing admissible step is followed at once.
 func (s *solver) sparseStep() (float64, error) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
-	var aat mat.Dense
-	aat.Mul(s.abar, s.abar.T()) // ĀĀᵀ, so ∇ = −λĀĀᵀ
+	aat := mat.NewDense(s.d, s.d, nil)
+	addOuter(aat, 1, s.abar, s.abar) // ĀĀᵀ, so ∇ = −λĀĀᵀ
 	var t0 mat.Dense
-	t0.Mul(s.g.T(), s.abar)
+	innerCols(&t0, s.g, s.abar)
 	h0 := lam * mat.Trace(&t0)
 	next := mat.NewSymDense(s.d, nil)
 	var trial mat.Cholesky
@@ -953,9 +932,8 @@ func (s *solver) sparseStep() (float64, error) {
 		if s.tooIllConditioned(&trial) {
 			continue
 		}
-		if err := trial.SolveTo(&sol, s.g); err != nil && !isCondition(err) {
-			continue
-		}
+		sol.CloneFrom(s.g)
+		cholSolveCols(trial.RawU().(mat.RawTriangular).RawTriangular(), &sol)
 		var quad float64
 		for i := 0; i < s.d; i++ {
 			for c := 0; c < s.k; c++ {
@@ -965,7 +943,7 @@ func (s *solver) sparseStep() (float64, error) {
 		h := lam * quad
 		// h(Ã⁺) ≤ h(Ã) + ⟨∇h, Δ⟩ + ‖Δ‖²/(2μ), with ⟨∇h, Δ⟩ = −λ tr(ĀᵀΔĀ).
 		delta.Sub(next, s.a)
-		dg.Mul(&delta, s.abar)
+		mulCols(&dg, &delta, false, s.abar)
 		var inner float64
 		for i := 0; i < s.d; i++ {
 			for c := 0; c < s.k; c++ {
@@ -1000,7 +978,7 @@ func (s *solver) weightStep() bool {
 	for m := 0; m < v; m++ {
 		// sm = S[:, block m] · g̃[block m, :], so block l of sm is S_lm g̃_m.
 		sm.Reset()
-		sm.Mul(full.Slice(0, s.d, s.off[m], s.off[m+1]), s.g.Slice(s.off[m], s.off[m+1], 0, s.k))
+		mulCols(&sm, full.Slice(0, s.d, s.off[m], s.off[m+1]).(*mat.Dense), false, s.g.Slice(s.off[m], s.off[m+1], 0, s.k).(*mat.Dense))
 		for l := 0; l <= m; l++ {
 			var acc float64
 			for i := s.off[l]; i < s.off[l+1]; i++ {
