@@ -246,7 +246,8 @@ type solver struct {
 	yty  float64 // Σ yᵀy over the target columns
 
 	a    *mat.SymDense // Ã
-	chol mat.Cholesky  // Ã = LLᵀ, followed through the Ã steps
+	u    *mat.TriDense // Ã = UᵀU, followed through the Ã steps
+	cond float64       // condition number estimate of Ã (see condition)
 	w    []float64
 	bw   *mat.Dense // B(w) = [w_l w_m S_lm], both triangles
 	cw   *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
@@ -259,7 +260,7 @@ type solver struct {
 	// so F⁺ = F·T_j with T_j = √α(I + YDYᵀ) the symmetric square root of
 	// that middle factor, and P, T and T⁻¹ follow in O(D²k): no O(D³)
 	// product is formed inside the iterations.
-	lower mat.TriDense
+	lower *mat.TriDense
 	t     *mat.Dense       // T (D×D)
 	tinv  *mat.Dense       // T⁻¹, kept by the closed form of each factor's inverse
 	p     *mat.Dense       // P = FᵀBF (symmetric, both triangles)
@@ -281,7 +282,7 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 	s := &solver{
 		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
 		bw: mat.NewDense(d, d, nil),
-		t:  mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
+		u: mat.NewTriDense(d, mat.Upper, nil), lower: mat.NewTriDense(d, mat.Lower, nil), t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
 		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.StepMu(),
 	}
 	// A start (newStart) has no target columns.
@@ -301,12 +302,13 @@ func (s *solver) head(cols []int) *solver {
 	h := newSolver(s.st, cols, s.cfg)
 	h.a = mat.NewSymDense(s.d, nil)
 	h.a.CopySym(s.a)
-	h.chol.Clone(&s.chol)
+	h.u.Copy(s.u)
+	h.cond = s.cond
 	h.cond0, h.sparseMu, h.trace = s.cond0, s.sparseMu, Trace{Cond: s.trace.Cond, Jitter: s.trace.Jitter}
 	h.w = slices.Clone(s.w)
 	h.bw.Copy(s.bw)
 	h.weighTargets()
-	h.chol.LTo(&h.lower)
+	h.lower.Copy(s.lower)
 	h.t.Copy(s.t)
 	h.tinv.Copy(s.tinv)
 	h.p.Copy(s.p)
@@ -351,9 +353,7 @@ func (s *solver) initMetric(warm *Solution) error {
 			}
 		}
 	}
-	if s.chol.Factorize(s.a) {
-		s.trace.Cond = s.chol.Cond()
-		s.cond0 = s.trace.Cond
+	if s.factorMetric() {
 		return nil
 	}
 	scale := 0.0
@@ -369,13 +369,21 @@ func (s *solver) initMetric(warm *Solution) error {
 			s.a.SetSym(i, i, s.a.At(i, i)+jitter-s.trace.Jitter)
 		}
 		s.trace.Jitter = jitter
-		if s.chol.Factorize(s.a) {
-			s.trace.Cond = s.chol.Cond()
-			s.cond0 = s.trace.Cond
+		if s.factorMetric() {
 			return nil
 		}
 	}
 	return fmt.Errorf("fit: initial metric (mode %s) even with jitter %g: %w", s.cfg.Mode, s.trace.Jitter, ErrNotPositiveDefinite)
+}
+
+// factorMetric factorises the initial metric Ã = UᵀU, or reports that it
+// is not positive definite.
+func (s *solver) factorMetric() bool {
+	cond, ok := factorUpper(s.u, s.a)
+	if ok {
+		s.cond, s.cond0, s.trace.Cond = cond, cond, cond
+	}
+	return ok
 }
 
 // setWeights sets w and the weighted statistics B(w) and b(w).
@@ -453,7 +461,7 @@ func (s *solver) run(ctx context.Context) error {
 			break
 		}
 	}
-	s.trace.Cond = s.chol.Cond()
+	s.trace.Cond = s.cond
 	return nil
 }
 
@@ -473,7 +481,12 @@ func relChange(x, y mat.Matrix) float64 {
 // start, after a sparse step and after a change of w.
 func (s *solver) refactor() {
 	s.factored = false
-	s.chol.LTo(&s.lower)
+	lr, ur := s.lower.RawTriangular(), s.u.RawTriangular()
+	for i := 0; i < s.d; i++ {
+		for j := i; j < s.d; j++ {
+			lr.Data[j*lr.Stride+i] = ur.Data[i*ur.Stride+j]
+		}
+	}
 	identity(s.t)
 	identity(s.tinv)
 	s.p.Copy(s.bw)
@@ -714,15 +727,15 @@ func (m metricStep) applyTo(u *mat.TriDense) {
 // number of steps.
 func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64, steps int) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
-	var work mat.TriDense
-	s.chol.UTo(&work)
+	work := mat.NewTriDense(s.d, mat.Upper, nil)
+	work.Copy(s.u)
 	normA := mat.Norm(s.a, 2)
 	frob := normA * normA
 	var taken []metricStep
 	abar := mat.DenseCopyOf(s.abar)
 	for len(taken) < maxSteps {
 		if len(taken) > 0 {
-			abar = solveUpper(&work, s.g)
+			abar = solveUpper(work, s.g)
 		}
 		// ĀᵀÃ⁻¹Ā = zᵀz with z = U⁻ᵀĀ: one triangular solve per column.
 		z := mat.DenseCopyOf(abar)
@@ -732,7 +745,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 			break
 		}
 		taken = append(taken, step)
-		step.applyTo(&work)
+		step.applyTo(work)
 		frob = frobNew
 		if decrease <= s.cfg.Tol*math.Abs(objective) {
 			break
@@ -742,9 +755,8 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 		return 0, 0
 	}
 	first = taken[0].mu
-	var trial mat.Cholesky
-	trial.SetFromU(&work)
-	for try := 0; s.tooIllConditioned(&trial); try++ {
+	cond := condition(work, 0)
+	for try := 0; s.tooIllConditioned(cond); try++ {
 		if try == 60 {
 			return 0, 0
 		}
@@ -755,11 +767,11 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 			first /= 2
 			taken[0] = metricStep{mu: first, alpha: 1 - 2*first*eta, beta: first * lam, abar: taken[0].abar}
 		}
-		s.chol.UTo(&work)
+		work.Copy(s.u)
 		for _, st := range taken {
-			st.applyTo(&work)
+			st.applyTo(work)
 		}
-		trial.SetFromU(&work)
+		cond = condition(work, 0)
 	}
 	// Ã⁺ = cÃ + WWᵀ, the columns of W being the steps' Ā scaled by
 	// √(β_j Π_{i>j} α_i).
@@ -772,7 +784,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	}
 	s.a.ScaleSym(c, s.a)
 	addSymOuter(s.a, 1, w)
-	s.chol.Clone(&trial)
+	s.u, s.cond = work, cond
 	// Following a rank-r update costs about 20D²r flops in matrix-vector
 	// products and rank-one updates, refactoring 2D³ in triangular matrix
 	// products, which run several times faster per flop: following was
@@ -871,9 +883,8 @@ func cholUpdate(u blas64.Triangular, a float64, x []float64) {
 // number passes MaxCondGrowth times the initial metric's and is worse than
 // the current one: a step may not push Ã towards the rank-one minimiser of
 // the Ã-subproblem past the limit, but it may always improve it.
-func (s *solver) tooIllConditioned(trial *mat.Cholesky) bool {
-	c := trial.Cond()
-	if c > s.cfg.MaxCondGrowth*s.cond0 && c > s.chol.Cond() {
+func (s *solver) tooIllConditioned(c float64) bool {
+	if c > s.cfg.MaxCondGrowth*s.cond0 && c > s.cond {
 		s.trace.CondLimited++
 		return true
 	}
@@ -900,7 +911,7 @@ func (s *solver) sparseStep() (float64, error) {
 	innerCols(&t0, s.g, s.abar)
 	h0 := lam * mat.Trace(&t0)
 	next := mat.NewSymDense(s.d, nil)
-	var trial mat.Cholesky
+	trial := mat.NewTriDense(s.d, mat.Upper, nil)
 	var sol, delta, dg mat.Dense
 	for mu, try := s.sparseMu, 0; try < 40; mu, try = mu/2, try+1 {
 		for i := 0; i < s.d; i++ {
@@ -925,15 +936,16 @@ func (s *solver) sparseStep() (float64, error) {
 				}
 			}
 		}
-		if !trial.Factorize(next) {
+		cond, ok := factorUpper(trial, next)
+		if !ok {
 			s.trace.NotPD++
 			continue
 		}
-		if s.tooIllConditioned(&trial) {
+		if s.tooIllConditioned(cond) {
 			continue
 		}
 		sol.CloneFrom(s.g)
-		cholSolveCols(trial.RawU().(mat.RawTriangular).RawTriangular(), &sol)
+		cholSolveCols(trial.RawTriangular(), &sol)
 		var quad float64
 		for i := 0; i < s.d; i++ {
 			for c := 0; c < s.k; c++ {
@@ -955,7 +967,7 @@ func (s *solver) sparseStep() (float64, error) {
 			continue
 		}
 		s.a.CopySym(next)
-		s.chol.Clone(&trial)
+		s.u, s.cond = trial, cond
 		s.sparseMu = s.cfg.StepMu()
 		if try > 0 {
 			s.sparseMu = min(s.cfg.StepMu(), 2*mu)
