@@ -282,7 +282,7 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 	s := &solver{
 		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
 		bw: mat.NewDense(d, d, nil),
-		u: mat.NewTriDense(d, mat.Upper, nil), lower: mat.NewTriDense(d, mat.Lower, nil), t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
+		u:  mat.NewTriDense(d, mat.Upper, nil), lower: mat.NewTriDense(d, mat.Lower, nil), t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
 		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.StepMu(),
 	}
 	// A start (newStart) has no target columns.
