@@ -48,7 +48,6 @@ func condition(u *mat.TriDense, anorm float64) float64 {
 	}
 	x, v := work[:n], work[n:2*n]
 	isgn := make([]int, n)
-	vx := blas64.Vector{N: n, Inc: 1, Data: x}
 	var (
 		impl   gonum.Implementation
 		ainvnm float64
@@ -64,8 +63,8 @@ func condition(u *mat.TriDense, anorm float64) float64 {
 			return 1 / ((1 / ainvnm) / anorm)
 		}
 		// A is symmetric: both kinds of step solve with A.
-		blas64.Trsv(blas.Trans, ur, vx)
-		blas64.Trsv(blas.NoTrans, ur, vx)
+		solveTri(ur, blas.Trans, x)
+		solveTri(ur, blas.NoTrans, x)
 		for _, xi := range x {
 			if math.IsNaN(xi) || math.IsInf(xi, 0) {
 				return 1 / lapack64.Pocon(blas64.Symmetric{N: n, Stride: ur.Stride, Uplo: blas.Upper, Data: ur.Data}, anorm, work, isgn)

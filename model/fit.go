@@ -871,9 +871,11 @@ func cholUpdate(u blas64.Triangular, a float64, x []float64) {
 		row[0] = r
 		ac, snc := a/c, sn/c
 		xs := x[i+1 : n]
+		rest := row[1:]
+		rest = rest[:len(xs)] // one bounds check for the loop
 		for j, xj := range xs {
-			v := ac*row[j+1] + snc*xj
-			row[j+1] = v
+			v := ac*rest[j] + snc*xj
+			rest[j] = v
 			xs[j] = c*xj - sn*v
 		}
 	}
