@@ -249,7 +249,7 @@ type solver struct {
 	u    *mat.TriDense // Ã = UᵀU, followed through the Ã steps
 	cond float64       // condition number estimate of Ã (see condition)
 	w    []float64
-	bw   *mat.Dense // B(w) = [w_l w_m S_lm], both triangles
+	bw   *mat.Dense // B(w) = [w_l w_m S_lm], both triangles; read-only, shared by heads
 	cw   *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
 	g    *mat.Dense // g̃ (D×k)
 	abar *mat.Dense // Ã⁻¹g̃ (D×k)
@@ -281,8 +281,8 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 	d, k := st.Dim(), len(cols)
 	s := &solver{
 		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
-		bw: mat.NewDense(d, d, nil),
-		u:  mat.NewTriDense(d, mat.Upper, nil), lower: mat.NewTriDense(d, mat.Lower, nil), t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
+		u: mat.NewTriDense(d, mat.Upper, nil), lower: mat.NewTriDense(d, mat.Lower, nil),
+		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
 		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.StepMu(),
 	}
 	// A start (newStart) has no target columns.
@@ -296,8 +296,8 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 }
 
 // head returns a solver for the target columns cols that continues from
-// where s stands (newStart): a copy of its metric, weights, factors and
-// state, and b(w) for its own columns.
+// the start s (newStart, which ends refactored: T = T⁻¹ = I): a copy of
+// its metric, factors and state, its B(w), and b(w) for its own columns.
 func (s *solver) head(cols []int) *solver {
 	h := newSolver(s.st, cols, s.cfg)
 	h.a = mat.NewSymDense(s.d, nil)
@@ -306,11 +306,11 @@ func (s *solver) head(cols []int) *solver {
 	h.cond = s.cond
 	h.cond0, h.sparseMu, h.trace = s.cond0, s.sparseMu, Trace{Cond: s.trace.Cond, Jitter: s.trace.Jitter}
 	h.w = slices.Clone(s.w)
-	h.bw.Copy(s.bw)
+	h.bw = s.bw
 	h.weighTargets()
 	h.lower.Copy(s.lower)
-	h.t.Copy(s.t)
-	h.tinv.Copy(s.tinv)
+	identity(h.t) // a start has just refactored
+	identity(h.tinv)
 	h.p.Copy(s.p)
 	copy(h.m.Data, s.m.Data)
 	h.factored = s.factored
@@ -389,6 +389,7 @@ func (s *solver) factorMetric() bool {
 // setWeights sets w and the weighted statistics B(w) and b(w).
 func (s *solver) setWeights(w []float64) {
 	s.w = w
+	s.bw = mat.NewDense(s.d, s.d, nil) // a new one: heads share their start's
 	for i := 0; i < s.d; i++ {
 		wi := w[s.viewOf(i)]
 		for j := i; j < s.d; j++ {
