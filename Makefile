@@ -4,7 +4,7 @@ PKGS      := ./...
 BENCHTIME ?= 3x
 FUZZTIME  ?= 10s
 
-.PHONY: help build test vet fmt-check bench bench-score demo fuzz reproduce clean
+.PHONY: help build test vet fmt-check bench bench-score bench-stream demo fuzz reproduce clean
 
 help:
 	@echo "make demo       run the main job on the embedded default (no files, no network)"
@@ -12,6 +12,7 @@ help:
 	@echo "make build      build bin/mvml"
 	@echo "make bench      run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
 	@echo "make bench-score  end-to-end Parquet scoring of 1M and 4M rows: rows/s and peak RSS"
+	@echo "make bench-stream mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
 	@echo "make fuzz       short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce  the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 
@@ -40,6 +41,9 @@ bench:
 
 bench-score:
 	./scripts/bench-score.sh
+
+bench-stream:
+	./scripts/bench-stream.sh
 
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \
