@@ -19,7 +19,9 @@ func BenchmarkTrainStreamedWide(b *testing.B) {
 	in := filepath.Join(b.TempDir(), "train.parquet")
 	spec := benchSpec(b, dim)
 	writeParquet(b, in, spec, makeData(spec, rows, 29), true)
-	cfg := trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed, c.Fit.Mode, c.Fit.Lambda = 128, 1, model.ModeIdentity, 0.01 })
+	cfg := trainWith(func(c *model.TrainConfig) {
+		c.Landmarks, c.Seed, c.Fit.Mode, c.Fit.Lambda = 128, 1, model.ModeIdentity, 0.01
+	})
 	b.ResetTimer()
 	for range b.N {
 		m, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg, Stream: true})
