@@ -718,9 +718,10 @@ func (m metricStep) applyTo(u *mat.TriDense) {
 // so one step per outer iteration left Ã near its initial value: on SARCOS
 // ten of them left the objective at twice its optimum (REPRODUCTION.md).
 //
-// A step costs O(D²k): two solves with a working Cholesky factor give Ā
-// and Ã⁻¹Ā, h at a trial μ costs O(k³) by the Woodbury identity, and the
-// factor follows the step by a scaling and k rank-one updates. The metric
+// A step costs O(D²k): with a working Cholesky factor Ã = UᵀU, two
+// triangular solves per column give Ā and a third U⁻ᵀĀ (ĀᵀÃ⁻¹Ā is its
+// Gram matrix), h at a trial μ costs O(k³) by the Woodbury identity, and
+// the factor follows the step by a scaling and k rank-one updates. The metric
 // the steps end at must respect MaxCondGrowth (see tooIllConditioned), or
 // the later half of the steps is undone (and a lone step's μ halved) until
 // it does. Ã, its Cholesky factor and F, T⁻¹, P then follow all the steps
