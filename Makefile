@@ -7,19 +7,20 @@ FUZZTIME  ?= 10s
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval
 
-.PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score bench-stream demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
 	@echo "make test            gofmt check, go vet, go test -race (the CI command)"
 	@echo "make test-openblas   go vet and the numeric packages' tests on OpenBLAS, and a CLI smoke test (CI runs it too)"
 	@echo "make build           build bin/mvml"
-	@echo "make static           build bin/mvml-static as deploy/Dockerfile does (CGO_ENABLED=0) and check it is static"
+	@echo "make static          build bin/mvml-static as deploy/Dockerfile does (CGO_ENABLED=0) and check it is static"
 	@echo "make build-openblas  build bin/mvml on the machine's OpenBLAS (cgo; Debian: libopenblas-dev)"
 	@echo "make bench           run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
 	@echo "make bench-blas      pure-Go BLAS against OpenBLAS in one run: Dgemm, kernel products, scoring, fits"
 	@echo "make bench-score     end-to-end Parquet scoring of 1M and 4M rows: rows/s, CPU time and peak RSS;"
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn"
+	@echo "make bench-stream    mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 	@echo "make docs            rewrite README's reference of the configuration keys and table of the metrics from the code"
@@ -79,6 +80,9 @@ bench-blas:
 
 bench-score:
 	./scripts/bench-score.sh
+
+bench-stream:
+	./scripts/bench-stream.sh
 
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \

@@ -86,7 +86,11 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 	if err != nil {
 		return nil, err
 	}
-	return fitPrepared(ctx, in, cols, cfg, warm)
+	start, err := newStart(in, cfg, warm)
+	if err != nil {
+		return nil, err
+	}
+	return fitPrepared(ctx, in, start, cols)
 }
 
 // labelUnits maps an encoded regression target back to the labels,
@@ -181,15 +185,18 @@ func newFitInput(st *Stats, cfg Config, units labelUnits) (*fitInput, error) {
 	return in, nil
 }
 
-// fitPrepared is Fit with a checked configuration and its input already
-// derived, so that the heads of one model share it.
-func fitPrepared(ctx context.Context, in *fitInput, cols []int, cfg Config, warm *Solution) (*Solution, error) {
-	st := in.labels
-	s := newSolver(in.solver, cols, cfg)
+// newStart does what every head of a fit does before its first g̃-step,
+// whatever its target columns: the initial metric (warm's when given) and
+// its Cholesky factor L, the weights (uniform, or warm's), B(w), P = LᵀBL
+// and the factorisation of P + λI. It costs O(D³); the heads of a cold
+// one-vs-all fit share one start, each continuing from a copy
+// (solver.head), instead of computing it once per class.
+func newStart(in *fitInput, cfg Config, warm *Solution) (*solver, error) {
+	s := newSolver(in.solver, nil, cfg)
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
 	}
-	w := make([]float64, len(st.Ranks))
+	w := make([]float64, len(s.st.Ranks))
 	for l := range w {
 		w[l] = 1 / float64(len(w))
 	}
@@ -197,6 +204,18 @@ func fitPrepared(ctx context.Context, in *fitInput, cols []int, cfg Config, warm
 		copy(w, warm.W)
 	}
 	s.setWeights(w)
+	s.refactor()
+	if err := s.factorize(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// fitPrepared is Fit with a checked configuration, its input derived and
+// its start made, so that the heads of one model share them.
+func fitPrepared(ctx context.Context, in *fitInput, start *solver, cols []int) (*Solution, error) {
+	st, cfg := in.labels, start.cfg
+	s := start.head(cols)
 	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
@@ -227,9 +246,10 @@ type solver struct {
 	yty  float64 // Σ yᵀy over the target columns
 
 	a    *mat.SymDense // Ã
-	chol mat.Cholesky  // Ã = LLᵀ, followed through the Ã steps
+	u    *mat.TriDense // Ã = UᵀU, followed through the Ã steps
+	cond float64       // condition number estimate of Ã (see condition)
 	w    []float64
-	bw   *mat.Dense // B(w) = [w_l w_m S_lm], both triangles
+	bw   *mat.Dense // B(w) = [w_l w_m S_lm], both triangles; read-only, shared by heads
 	cw   *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
 	g    *mat.Dense // g̃ (D×k)
 	abar *mat.Dense // Ã⁻¹g̃ (D×k)
@@ -240,11 +260,15 @@ type solver struct {
 	// so F⁺ = F·T_j with T_j = √α(I + YDYᵀ) the symmetric square root of
 	// that middle factor, and P, T and T⁻¹ follow in O(D²k): no O(D³)
 	// product is formed inside the iterations.
-	lower mat.TriDense
+	lower *mat.TriDense
 	t     *mat.Dense       // T (D×D)
 	tinv  *mat.Dense       // T⁻¹, kept by the closed form of each factor's inverse
 	p     *mat.Dense       // P = FᵀBF (symmetric, both triangles)
 	m     blas64.Symmetric // P + λI, factorised in place (upper Cholesky factor)
+	// factored says that m holds the factor of the current P + λI: P
+	// changes with Ã and w, and the first g̃-step of a head uses its
+	// start's factor.
+	factored bool
 
 	cond0 float64 // condition number estimate of the initial metric
 	// sparseMu is where the next sparse step search starts: Config.Mu, or
@@ -257,15 +281,40 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 	d, k := st.Dim(), len(cols)
 	s := &solver{
 		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
-		bw: mat.NewDense(d, d, nil), cw: mat.NewDense(d, k, nil),
-		g: mat.NewDense(d, k, nil), abar: mat.NewDense(d, k, nil),
+		u: mat.NewTriDense(d, mat.Upper, nil), lower: mat.NewTriDense(d, mat.Lower, nil),
 		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
 		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.StepMu(),
+	}
+	// A start (newStart) has no target columns.
+	if k > 0 {
+		s.cw, s.g, s.abar = mat.NewDense(d, k, nil), mat.NewDense(d, k, nil), mat.NewDense(d, k, nil)
 	}
 	for _, c := range cols {
 		s.yty += st.YtY[c]
 	}
 	return s
+}
+
+// head returns a solver for the target columns cols that continues from
+// the start s (newStart, which ends refactored: T = T⁻¹ = I): a copy of
+// its metric, factors and state, its B(w), and b(w) for its own columns.
+func (s *solver) head(cols []int) *solver {
+	h := newSolver(s.st, cols, s.cfg)
+	h.a = mat.NewSymDense(s.d, nil)
+	h.a.CopySym(s.a)
+	h.u.Copy(s.u)
+	h.cond = s.cond
+	h.cond0, h.sparseMu, h.trace = s.cond0, s.sparseMu, Trace{Cond: s.trace.Cond, Jitter: s.trace.Jitter}
+	h.w = slices.Clone(s.w)
+	h.bw = s.bw
+	h.weighTargets()
+	h.lower.Copy(s.lower)
+	identity(h.t) // a start has just refactored
+	identity(h.tinv)
+	h.p.Copy(s.p)
+	copy(h.m.Data, s.m.Data)
+	h.factored = s.factored
+	return h
 }
 
 // viewOf returns the view of feature i.
@@ -304,9 +353,7 @@ func (s *solver) initMetric(warm *Solution) error {
 			}
 		}
 	}
-	if s.chol.Factorize(s.a) {
-		s.trace.Cond = s.chol.Cond()
-		s.cond0 = s.trace.Cond
+	if s.factorMetric() {
 		return nil
 	}
 	scale := 0.0
@@ -322,18 +369,27 @@ func (s *solver) initMetric(warm *Solution) error {
 			s.a.SetSym(i, i, s.a.At(i, i)+jitter-s.trace.Jitter)
 		}
 		s.trace.Jitter = jitter
-		if s.chol.Factorize(s.a) {
-			s.trace.Cond = s.chol.Cond()
-			s.cond0 = s.trace.Cond
+		if s.factorMetric() {
 			return nil
 		}
 	}
 	return fmt.Errorf("fit: initial metric (mode %s) even with jitter %g: %w", s.cfg.Mode, s.trace.Jitter, ErrNotPositiveDefinite)
 }
 
+// factorMetric factorises the initial metric Ã = UᵀU, or reports that it
+// is not positive definite.
+func (s *solver) factorMetric() bool {
+	cond, ok := factorUpper(s.u, s.a)
+	if ok {
+		s.cond, s.cond0, s.trace.Cond = cond, cond, cond
+	}
+	return ok
+}
+
 // setWeights sets w and the weighted statistics B(w) and b(w).
 func (s *solver) setWeights(w []float64) {
 	s.w = w
+	s.bw = mat.NewDense(s.d, s.d, nil) // a new one: heads share their start's
 	for i := 0; i < s.d; i++ {
 		wi := w[s.viewOf(i)]
 		for j := i; j < s.d; j++ {
@@ -341,14 +397,23 @@ func (s *solver) setWeights(w []float64) {
 			s.bw.Set(i, j, v)
 			s.bw.Set(j, i, v)
 		}
+	}
+	s.weighTargets()
+}
+
+// weighTargets sets b(w) = [w_l c_l] for the target columns.
+func (s *solver) weighTargets() {
+	for i := 0; i < s.d && s.k > 0; i++ {
+		wi := s.w[s.viewOf(i)]
 		for c, col := range s.cols {
 			s.cw.Set(i, c, wi*s.st.C.At(i, col))
 		}
 	}
 }
 
+// run iterates from the start (newStart, or refactor after a metric and
+// weights were set).
 func (s *solver) run(ctx context.Context) error {
-	s.refactor()
 	if err := s.gStep(); err != nil {
 		return err
 	}
@@ -397,7 +462,7 @@ func (s *solver) run(ctx context.Context) error {
 			break
 		}
 	}
-	s.trace.Cond = s.chol.Cond()
+	s.trace.Cond = s.cond
 	return nil
 }
 
@@ -416,7 +481,13 @@ func relChange(x, y mat.Matrix) float64 {
 // Ã and computes P = LᵀBL by two triangular products: O(D³), needed at the
 // start, after a sparse step and after a change of w.
 func (s *solver) refactor() {
-	s.chol.LTo(&s.lower)
+	s.factored = false
+	lr, ur := s.lower.RawTriangular(), s.u.RawTriangular()
+	for i := 0; i < s.d; i++ {
+		for j := i; j < s.d; j++ {
+			lr.Data[j*lr.Stride+i] = ur.Data[i*ur.Stride+j]
+		}
+	}
 	identity(s.t)
 	identity(s.tinv)
 	s.p.Copy(s.bw)
@@ -449,44 +520,39 @@ func symmetrize(d *mat.Dense) {
 // g̃ = F (FᵀBF + λI)⁻¹ Fᵀb, one SPD solve of P + λI. It also sets
 // Ã⁻¹g̃ = F⁻ᵀ(P + λI)⁻¹Fᵀb.
 func (s *solver) gStep() error {
-	// P + λI is factorised with LAPACK directly: gonum's Cholesky would
-	// also estimate its condition number, which costs as much again.
+	if err := s.factorize(); err != nil {
+		return err
+	}
+	lower := s.lower.RawTriangular()
+	lb := mat.DenseCopyOf(s.cw)
+	triCols(lower, blas.Trans, false, lb)
+	var z mat.Dense
+	mulCols(&z, s.t, true, lb) // Fᵀb = TᵀLᵀb
+	cholSolveCols(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: s.d, Stride: s.d, Data: s.m.Data}, &z)
+	mulCols(s.g, s.t, false, &z) // g̃ = L(Tz)
+	triCols(lower, blas.NoTrans, false, s.g)
+	mulCols(s.abar, s.tinv, true, &z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
+	triCols(lower, blas.Trans, true, s.abar)
+	return nil
+}
+
+// factorize factorises P + λI into m, unless it holds that factor already.
+// LAPACK's Potrf is called directly: gonum's Cholesky would also estimate
+// the condition number, which costs as much again.
+func (s *solver) factorize() error {
+	if s.factored {
+		return nil
+	}
 	raw := s.p.RawMatrix()
 	for i := 0; i < s.d; i++ {
 		copy(s.m.Data[i*s.d+i:(i+1)*s.d], raw.Data[i*raw.Stride+i:i*raw.Stride+s.d])
 		s.m.Data[i*s.d+i] += s.cfg.Lambda
 	}
-	factor, ok := lapack64.Potrf(s.m)
-	if !ok {
+	if _, ok := lapack64.Potrf(s.m); !ok {
 		return fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
-	lower := s.lower.RawTriangular()
-	lb := mat.DenseCopyOf(s.cw)
-	blas64.Trmm(blas.Left, blas.Trans, 1, lower, lb.RawMatrix())
-	z := mat.NewDense(s.d, s.k, nil)
-	z.Mul(s.t.T(), lb) // Fᵀb = TᵀLᵀb
-	lapack64.Potrs(factor, z.RawMatrix())
-	s.g.Mul(s.t, z) // g̃ = L(Tz)
-	blas64.Trmm(blas.Left, blas.NoTrans, 1, lower, s.g.RawMatrix())
-	s.abar.Mul(s.tinv.T(), z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
-	blas64.Trsm(blas.Left, blas.Trans, 1, lower, s.abar.RawMatrix())
+	s.factored = true
 	return nil
-}
-
-// addOuter adds alpha·xyᵀ to dst: one rank-one update per column of x and
-// y when they are few, for which gonum's Gemm is slow, else one Gemm.
-func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
-	xr, yr := x.RawMatrix(), y.RawMatrix()
-	if xr.Cols > 4 {
-		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, xr, yr, 1, dst.RawMatrix())
-		return
-	}
-	for c := 0; c < xr.Cols; c++ {
-		blas64.Ger(alpha,
-			blas64.Vector{N: xr.Rows, Inc: xr.Stride, Data: xr.Data[c:]},
-			blas64.Vector{N: yr.Rows, Inc: yr.Stride, Data: yr.Data[c:]},
-			dst.RawMatrix())
-	}
 }
 
 // followStep moves F, T⁻¹ and P along accepted Frobenius steps
@@ -495,13 +561,14 @@ func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
 // T_j = √α(I + YDYᵀ) with D = √(1+Λ) − 1, and T_j⁻¹ = (I + YD'Yᵀ)/√α with
 // D' = −D/(1+D).
 func (s *solver) followStep(alpha float64, w *mat.Dense) {
+	s.factored = false
 	_, m := w.Dims()
 	u := mat.DenseCopyOf(w)
-	blas64.Trsm(blas.Left, blas.NoTrans, 1, s.lower.RawTriangular(), u.RawMatrix())
-	var ut mat.Dense
-	ut.Mul(s.tinv, u) // Ũ = T⁻¹L⁻¹W
-	gram := mat.NewSymDense(m, nil)
-	gram.SymOuterK(1, ut.T())
+	triCols(s.lower.RawTriangular(), blas.NoTrans, true, u)
+	var ut, utu mat.Dense
+	mulCols(&ut, s.tinv, false, u) // Ũ = T⁻¹L⁻¹W
+	innerCols(&utu, &ut, &ut)
+	gram := mat.NewSymDense(m, utu.RawMatrix().Data)
 	var eig mat.EigenSym
 	if !eig.Factorize(gram, true) {
 		s.refactor()
@@ -547,24 +614,23 @@ func (s *solver) followStep(alpha float64, w *mat.Dense) {
 		return out
 	}
 	sa := math.Sqrt(alpha)
-	// In-place rank-r updates, each O(D²r); gonum's Gemm is slow for an
-	// inner dimension this small, so they go column by column.
+	// In-place rank-r updates, each O(D²r).
 	// T ← √α(T + (TY)DYᵀ).
 	var ty mat.Dense
-	ty.Mul(s.t, y)
+	mulCols(&ty, s.t, false, y)
 	s.t.Scale(sa, s.t)
 	addOuter(s.t, sa, scaleCols(&ty, dPlus), y)
 	// T⁻¹ ← (T⁻¹ + YD'(YᵀT⁻¹))/√α.
 	var tity mat.Dense
-	tity.Mul(s.tinv.T(), y)
+	mulCols(&tity, s.tinv, true, y)
 	s.tinv.Scale(1/sa, s.tinv)
 	addOuter(s.tinv, 1/sa, scaleCols(y, dInv), &tity)
 	// P ← α[P + VDYᵀ + YDVᵀ + YD(YᵀV)DYᵀ] with V = PY.
 	var v, ytv, inner mat.Dense
-	v.Mul(s.p, y)
-	ytv.Mul(y.T(), &v)
+	mulCols(&v, s.p, false, y)
+	innerCols(&ytv, y, &v)
 	yd := scaleCols(y, dPlus)
-	inner.Mul(yd, &ytv)
+	mulCols(&inner, yd, false, &ytv)
 	s.p.Scale(alpha, s.p)
 	addOuter(s.p, alpha, scaleCols(&v, dPlus), y)
 	addOuter(s.p, alpha, yd, &v)
@@ -581,7 +647,7 @@ func isCondition(err error) bool {
 // statistics: ‖y‖² − 2bᵀg̃ + g̃ᵀBg̃ for the loss.
 func (s *solver) objective() float64 {
 	var bg mat.Dense
-	bg.Mul(s.bw, s.g)
+	mulCols(&bg, s.bw, false, s.g)
 	loss := s.yty
 	quad := 0.0
 	for i := 0; i < s.d; i++ {
@@ -652,9 +718,10 @@ func (m metricStep) applyTo(u *mat.TriDense) {
 // so one step per outer iteration left Ã near its initial value: on SARCOS
 // ten of them left the objective at twice its optimum (REPRODUCTION.md).
 //
-// A step costs O(D²k): two solves with a working Cholesky factor give Ā
-// and Ã⁻¹Ā, h at a trial μ costs O(k³) by the Woodbury identity, and the
-// factor follows the step by a scaling and k rank-one updates. The metric
+// A step costs O(D²k): with a working Cholesky factor Ã = UᵀU, two
+// triangular solves per column give Ā and a third U⁻ᵀĀ (ĀᵀÃ⁻¹Ā is its
+// Gram matrix), h at a trial μ costs O(k³) by the Woodbury identity, and
+// the factor follows the step by a scaling and k rank-one updates. The metric
 // the steps end at must respect MaxCondGrowth (see tooIllConditioned), or
 // the later half of the steps is undone (and a lone step's μ halved) until
 // it does. Ã, its Cholesky factor and F, T⁻¹, P then follow all the steps
@@ -662,22 +729,25 @@ func (m metricStep) applyTo(u *mat.TriDense) {
 // number of steps.
 func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64, steps int) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
-	var work mat.TriDense
-	s.chol.UTo(&work)
+	work := mat.NewTriDense(s.d, mat.Upper, nil)
+	work.Copy(s.u)
 	normA := mat.Norm(s.a, 2)
 	frob := normA * normA
 	var taken []metricStep
 	abar := mat.DenseCopyOf(s.abar)
 	for len(taken) < maxSteps {
 		if len(taken) > 0 {
-			abar = solveUpper(&work, s.g)
+			abar = solveUpper(work, s.g)
 		}
-		step, frobNew, decrease, ok := s.armijo(abar, solveUpper(&work, abar), frob)
+		// ĀᵀÃ⁻¹Ā = zᵀz with z = U⁻ᵀĀ: one triangular solve per column.
+		z := mat.DenseCopyOf(abar)
+		triCols(work.RawTriangular(), blas.Trans, true, z)
+		step, frobNew, decrease, ok := s.armijo(abar, z, frob)
 		if !ok {
 			break
 		}
 		taken = append(taken, step)
-		step.applyTo(&work)
+		step.applyTo(work)
 		frob = frobNew
 		if decrease <= s.cfg.Tol*math.Abs(objective) {
 			break
@@ -687,9 +757,8 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 		return 0, 0
 	}
 	first = taken[0].mu
-	var trial mat.Cholesky
-	trial.SetFromU(&work)
-	for try := 0; s.tooIllConditioned(&trial); try++ {
+	cond := condition(work, 0)
+	for try := 0; s.tooIllConditioned(cond); try++ {
 		if try == 60 {
 			return 0, 0
 		}
@@ -700,11 +769,11 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 			first /= 2
 			taken[0] = metricStep{mu: first, alpha: 1 - 2*first*eta, beta: first * lam, abar: taken[0].abar}
 		}
-		s.chol.UTo(&work)
+		work.Copy(s.u)
 		for _, st := range taken {
-			st.applyTo(&work)
+			st.applyTo(work)
 		}
-		trial.SetFromU(&work)
+		cond = condition(work, 0)
 	}
 	// Ã⁺ = cÃ + WWᵀ, the columns of W being the steps' Ā scaled by
 	// √(β_j Π_{i>j} α_i).
@@ -716,10 +785,13 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 		c *= st.alpha
 	}
 	s.a.ScaleSym(c, s.a)
-	s.a.SymRankK(s.a, 1, w)
-	s.chol.Clone(&trial)
-	// Following a rank-r update costs about 10D²r + r³, refactoring 2D³.
-	if _, r := w.Dims(); 5*r < s.d {
+	addSymOuter(s.a, 1, w)
+	s.u, s.cond = work, cond
+	// Following a rank-r update costs about 20D²r flops in matrix-vector
+	// products and rank-one updates, refactoring 2D³ in triangular matrix
+	// products, which run several times faster per flop: following was
+	// the faster below r ≈ D/24 at D = 432 (and r = 1 as fast as a g̃-step).
+	if _, r := w.Dims(); 24*r < s.d {
 		s.followStep(c, w)
 	} else {
 		s.refactor()
@@ -727,17 +799,17 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	return first, len(taken)
 }
 
-// armijo searches the step along the gradient at Ā (q = Ã⁻¹Ā, frob =
-// ‖Ã‖²_F), halving μ from Config.Mu until h falls by the Armijo condition.
+// armijo searches the step along the gradient at Ā (z = U⁻ᵀĀ for the
+// factor Ã = UᵀU, frob = ‖Ã‖²_F), halving μ from Config.Mu until h falls by the Armijo condition.
 // It returns the step, ‖Ã⁺‖²_F, the decrease of h, and whether a step
 // was found. tr(G̃ᵀ(αÃ+βĀĀᵀ)⁻¹G̃) = tr(T0)/α − (β/α) tr(Sg (αI+βR)⁻¹ Sg)
 // with T0 = G̃ᵀĀ, Sg = ĀᵀĀ and R = ĀᵀÃ⁻¹Ā, so a trial costs O(k³).
-func (s *solver) armijo(abar, q *mat.Dense, frob float64) (metricStep, float64, float64, bool) {
+func (s *solver) armijo(abar, z *mat.Dense, frob float64) (metricStep, float64, float64, bool) {
 	lam, eta, k := s.cfg.Lambda, s.cfg.Eta, s.k
 	var sg, t0, r mat.Dense
-	sg.Mul(abar.T(), abar) // ĀᵀĀ = G̃ᵀÃ⁻²G̃
-	t0.Mul(s.g.T(), abar)  // G̃ᵀÃ⁻¹G̃
-	r.Mul(abar.T(), q)     // ĀᵀÃ⁻¹Ā
+	innerCols(&sg, abar, abar) // ĀᵀĀ = G̃ᵀÃ⁻²G̃
+	innerCols(&t0, s.g, abar)  // G̃ᵀÃ⁻¹G̃
+	innerCols(&r, z, z)        // ĀᵀÃ⁻¹Ā
 	trT0 := mat.Trace(&t0)
 	sgF := mat.Norm(&sg, 2)
 	h0 := lam*trT0 + eta*frob
@@ -780,20 +852,10 @@ func (s *solver) armijo(abar, q *mat.Dense, frob float64) (metricStep, float64, 
 	return metricStep{}, 0, 0, false
 }
 
-// solveUpper returns (UᵀU)⁻¹B for an upper triangular factor U, column by
-// column: gonum's Trsm is several times slower than Trsv for the few
-// columns of B.
+// solveUpper returns (UᵀU)⁻¹B for an upper triangular factor U.
 func solveUpper(u *mat.TriDense, b *mat.Dense) *mat.Dense {
-	n, k := b.Dims()
-	x := mat.NewDense(n, k, nil)
-	col := make([]float64, n)
-	v := blas64.Vector{N: n, Inc: 1, Data: col}
-	for c := 0; c < k; c++ {
-		mat.Col(col, c, b)
-		blas64.Trsv(blas.Trans, u.RawTriangular(), v)
-		blas64.Trsv(blas.NoTrans, u.RawTriangular(), v)
-		x.SetCol(c, col)
-	}
+	x := mat.DenseCopyOf(b)
+	cholSolveCols(u.RawTriangular(), x)
 	return x
 }
 
@@ -811,9 +873,11 @@ func cholUpdate(u blas64.Triangular, a float64, x []float64) {
 		row[0] = r
 		ac, snc := a/c, sn/c
 		xs := x[i+1 : n]
+		rest := row[1:]
+		rest = rest[:len(xs)] // one bounds check for the loop
 		for j, xj := range xs {
-			v := ac*row[j+1] + snc*xj
-			row[j+1] = v
+			v := ac*rest[j] + snc*xj
+			rest[j] = v
 			xs[j] = c*xj - sn*v
 		}
 	}
@@ -823,9 +887,8 @@ func cholUpdate(u blas64.Triangular, a float64, x []float64) {
 // number passes MaxCondGrowth times the initial metric's and is worse than
 // the current one: a step may not push Ã towards the rank-one minimiser of
 // the Ã-subproblem past the limit, but it may always improve it.
-func (s *solver) tooIllConditioned(trial *mat.Cholesky) bool {
-	c := trial.Cond()
-	if c > s.cfg.MaxCondGrowth*s.cond0 && c > s.chol.Cond() {
+func (s *solver) tooIllConditioned(c float64) bool {
+	if c > s.cfg.MaxCondGrowth*s.cond0 && c > s.cond {
 		s.trace.CondLimited++
 		return true
 	}
@@ -846,13 +909,13 @@ func (s *solver) tooIllConditioned(trial *mat.Cholesky) bool {
 // that a growing admissible step is followed at once.
 func (s *solver) sparseStep() (float64, error) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
-	var aat mat.Dense
-	aat.Mul(s.abar, s.abar.T()) // ĀĀᵀ, so ∇ = −λĀĀᵀ
+	aat := mat.NewDense(s.d, s.d, nil)
+	addOuter(aat, 1, s.abar, s.abar) // ĀĀᵀ, so ∇ = −λĀĀᵀ
 	var t0 mat.Dense
-	t0.Mul(s.g.T(), s.abar)
+	innerCols(&t0, s.g, s.abar)
 	h0 := lam * mat.Trace(&t0)
 	next := mat.NewSymDense(s.d, nil)
-	var trial mat.Cholesky
+	trial := mat.NewTriDense(s.d, mat.Upper, nil)
 	var sol, delta, dg mat.Dense
 	for mu, try := s.sparseMu, 0; try < 40; mu, try = mu/2, try+1 {
 		for i := 0; i < s.d; i++ {
@@ -877,16 +940,16 @@ func (s *solver) sparseStep() (float64, error) {
 				}
 			}
 		}
-		if !trial.Factorize(next) {
+		cond, ok := factorUpper(trial, next)
+		if !ok {
 			s.trace.NotPD++
 			continue
 		}
-		if s.tooIllConditioned(&trial) {
+		if s.tooIllConditioned(cond) {
 			continue
 		}
-		if err := trial.SolveTo(&sol, s.g); err != nil && !isCondition(err) {
-			continue
-		}
+		sol.CloneFrom(s.g)
+		cholSolveCols(trial.RawTriangular(), &sol)
 		var quad float64
 		for i := 0; i < s.d; i++ {
 			for c := 0; c < s.k; c++ {
@@ -896,7 +959,7 @@ func (s *solver) sparseStep() (float64, error) {
 		h := lam * quad
 		// h(Ã⁺) ≤ h(Ã) + ⟨∇h, Δ⟩ + ‖Δ‖²/(2μ), with ⟨∇h, Δ⟩ = −λ tr(ĀᵀΔĀ).
 		delta.Sub(next, s.a)
-		dg.Mul(&delta, s.abar)
+		mulCols(&dg, &delta, false, s.abar)
 		var inner float64
 		for i := 0; i < s.d; i++ {
 			for c := 0; c < s.k; c++ {
@@ -908,7 +971,7 @@ func (s *solver) sparseStep() (float64, error) {
 			continue
 		}
 		s.a.CopySym(next)
-		s.chol.Clone(&trial)
+		s.u, s.cond = trial, cond
 		s.sparseMu = s.cfg.StepMu()
 		if try > 0 {
 			s.sparseMu = min(s.cfg.StepMu(), 2*mu)
@@ -931,7 +994,7 @@ func (s *solver) weightStep() bool {
 	for m := 0; m < v; m++ {
 		// sm = S[:, block m] · g̃[block m, :], so block l of sm is S_lm g̃_m.
 		sm.Reset()
-		sm.Mul(full.Slice(0, s.d, s.off[m], s.off[m+1]), s.g.Slice(s.off[m], s.off[m+1], 0, s.k))
+		mulCols(&sm, full.Slice(0, s.d, s.off[m], s.off[m+1]).(*mat.Dense), false, s.g.Slice(s.off[m], s.off[m+1], 0, s.k).(*mat.Dense))
 		for l := 0; l <= m; l++ {
 			var acc float64
 			for i := s.off[l]; i < s.off[l+1]; i++ {

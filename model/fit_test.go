@@ -150,7 +150,7 @@ func TestGStepMatchesClosedForm(t *testing.T) {
 			cfg := fitWith(func(c *Config) { c.Lambda = tc.lambda })
 			s := newSolver(st, []int{0}, cfg)
 			s.a = randomSPD(rng, st.Dim())
-			if !s.chol.Factorize(s.a) {
+			if !s.factorMetric() {
 				t.Fatal("random SPD did not factorise")
 			}
 			w := make([]float64, len(tc.ranks))
@@ -213,8 +213,7 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 	cfg := fitWith(func(c *Config) { c.Lambda, c.Eta = 0.7, 0.3 })
 	s := newSolver(st, []int{0}, cfg)
 	s.a = randomSPD(rng, st.Dim())
-	s.chol.Factorize(s.a)
-	s.cond0 = s.chol.Cond()
+	s.factorMetric()
 	s.setWeights([]float64{0.5, 0.5})
 	s.refactor()
 	if err := s.gStep(); err != nil {
@@ -265,7 +264,7 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 	}
 	// The followed Cholesky factor still factorises the updated Ã.
 	var back mat.SymDense
-	s.chol.ToSym(&back)
+	back.SymOuterK(1, s.u.T())
 	if dd := relDiff(&back, s.a); dd > 1e-10 {
 		t.Errorf("followed Cholesky factor is off by %g", dd)
 	}
@@ -277,7 +276,7 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 func checkFollowedFactor(t *testing.T, s *solver) {
 	t.Helper()
 	var f, fft, tti, ptrue, bf mat.Dense
-	f.Mul(&s.lower, s.t)
+	f.Mul(s.lower, s.t)
 	fft.Mul(&f, f.T())
 	if dd := relDiff(&fft, s.a); dd > 1e-9 {
 		t.Errorf("FFᵀ differs from Ã by %g", dd)
@@ -777,6 +776,7 @@ func TestMetricStepsRespectConditionLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.setWeights([]float64{0.5, 0.5})
+		s.refactor()
 		if err := s.run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -804,4 +804,71 @@ func fitConfig(set func(*Config)) Config {
 	c := DefaultConfig()
 	set(&c)
 	return c
+}
+
+// The heads of a one-vs-all fit begin from one shared start (newStart):
+// each must end where a fit of its class alone ends, in every mode that
+// fits one head per class.
+func TestSharedStartMatchesPerHeadFits(t *testing.T) {
+	const classes = 12
+	views, labels := mvmlgenShaped(240, classes, 3, 6, 3)
+	spec := testSpec(schemas.Classification, 6, 6, 6)
+	for _, tc := range []struct {
+		name    string
+		set     func(*Config)
+		learnsA bool
+	}{
+		{"learned", func(c *Config) {}, true},
+		{"learned, learn-w", func(c *Config) { c.LearnW = true }, true},
+		{"learned, no intercept", func(c *Config) { c.NoIntercept = true }, true},
+		{"sparse", func(c *Config) { c.Mode, c.Eta = ModeSparse, 0.1 }, true},
+		{"identity, learn-w", func(c *Config) { c.Mode, c.LearnW = ModeIdentity, true }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := trainWith(func(c *TrainConfig) { c.Landmarks = 0.1; tc.set(&c.Fit) })
+			p, err := Prepare(spec, views, labels, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := p.Fit(context.Background(), cfg.Fit, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Heads) != classes {
+				t.Fatalf("%d heads, want one per class (%d)", len(m.Heads), classes)
+			}
+			steps := 0
+			for c, h := range m.Heads {
+				alone, err := Fit(context.Background(), p.Stats, []int{c}, cfg.Fit, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range []struct {
+					what      string
+					got, want mat.Matrix
+				}{
+					{"Ã", h.A, alone.A},
+					{"g̃", h.G, alone.G},
+					{"w", mat.NewVecDense(len(h.W), h.W), mat.NewVecDense(len(alone.W), alone.W)},
+					{"intercept", mat.NewVecDense(1, h.Intercept), mat.NewVecDense(1, alone.Intercept)},
+				} {
+					if diff := relDiff(d.got, d.want); diff > 1e-10 {
+						t.Errorf("head %d: %s differs from the fit of its class alone by %g", c, d.what, diff)
+					}
+				}
+				got, want := h.Trace.Objective, alone.Trace.Objective
+				if len(got) != len(want) || relDiff(mat.NewVecDense(len(got), got), mat.NewVecDense(len(want), want)) > 1e-10 {
+					t.Errorf("head %d: objectives %v, alone %v", c, got, want)
+				}
+				for _, mu := range h.Trace.Steps {
+					if mu > 0 {
+						steps++
+					}
+				}
+			}
+			if tc.learnsA && steps == 0 {
+				t.Error("no head took a metric step: the case does not exercise the iterations")
+			}
+		})
+	}
 }

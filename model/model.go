@@ -352,6 +352,15 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	if err != nil {
 		return err
 	}
+	// Cold heads start alike: the initial metric, B(w) and the factors
+	// before the first g̃-step are computed once for all of them.
+	warmHeads := warm != nil && len(warm.Heads) == len(groups)
+	var shared *solver
+	if !warmHeads {
+		if shared, err = newStart(in, cfg, nil); err != nil {
+			return err
+		}
+	}
 	// Heads are independent fits: run them on every CPU. Each is
 	// deterministic, so the model does not depend on the scheduling.
 	heads := make([]*Head, len(groups))
@@ -361,11 +370,14 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	for range min(runtime.GOMAXPROCS(0), len(groups)) {
 		wg.Go(func() {
 			for h := range next {
-				var init *Solution
-				if warm != nil && len(warm.Heads) == len(groups) {
-					init = &warm.Heads[h].Solution
+				start, err := shared, error(nil)
+				if warmHeads {
+					start, err = newStart(in, cfg, &warm.Heads[h].Solution)
 				}
-				sol, err := fitPrepared(ctx, in, groups[h], cfg, init)
+				var sol *Solution
+				if err == nil {
+					sol, err = fitPrepared(ctx, in, start, groups[h])
+				}
 				if err == nil {
 					err = finiteSolution(sol)
 				}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
@@ -93,10 +92,8 @@ func (s *Stats) Add(u []*mat.Dense, y *mat.Dense) error {
 // addRows adds the rows of cat (n×D) with their targets y (n×k).
 func (s *Stats) addRows(cat blas64.General, y *mat.Dense) {
 	n, d, k := cat.Rows, cat.Cols, s.Outputs()
-	// S += catᵀcat (symmetric rank-k update: half the work of a product).
-	blas64.Syrk(blas.Trans, 1, cat, 1, s.S.RawSymmetric())
-	// C += catᵀY.
-	blas64.Gemm(blas.Trans, blas.NoTrans, 1, cat, y.RawMatrix(), 1, s.C.RawMatrix())
+	// S += catᵀcat (its upper triangle) and C += catᵀY.
+	addCross(s.S.RawSymmetric(), s.C.RawMatrix(), cat, y.RawMatrix())
 	yr := y.RawMatrix()
 	for i := 0; i < n; i++ {
 		row := yr.Data[i*yr.Stride : i*yr.Stride+k]

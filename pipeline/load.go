@@ -150,38 +150,78 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 // eachLabelled hands fn every batch of inputs in order, after making sure
 // that all its rows decoded and are finite and labelled; the first bad row
 // ends the read with an error that locates it. fn must not keep the batch's
-// record.
+// record. The next batch is decoded and checked while fn works on this one
+// (readChecked, one batch ahead), so that a streamed training decodes while
+// it computes its kernels and sums.
 func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, fn func(b ingest.Batch) error) (err error) {
 	src, err := open(ctx, opts.ingestOptions(true))
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	ahead := make(chan checked, 1)
+	go readChecked(ctx, spec, src, ahead)
 	defer func() {
+		// The reader must be done with the source before it is closed.
+		cancel()
+		for c := range ahead {
+			if c.err == nil {
+				c.b.Record.Release()
+			}
+		}
 		if cerr := src.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close inputs: %w", cerr))
 		}
 	}()
 	var done int64
+	for c := range ahead {
+		if c.err != nil {
+			return c.err
+		}
+		err := fn(c.b)
+		c.b.Record.Release()
+		if err != nil {
+			return err
+		}
+		done += int64(len(c.b.Rows))
+		opts.Progress(done)
+	}
+	return nil
+}
+
+// checked is a batch whose rows all decoded and passed badRows, or the
+// error that ends the read.
+type checked struct {
+	b   ingest.Batch
+	err error
+}
+
+// readChecked sends out the batches of src, checked, until the end of the
+// inputs, an error (sent last) or the end of ctx, and closes out.
+func readChecked(ctx context.Context, spec *schemas.ViewSpec, src ingest.Source, out chan<- checked) {
+	defer close(out)
 	for {
 		b, err := src.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			return nil
+			return
+		}
+		if err == nil {
+			if bad, _ := badRows(spec, b, true); len(bad) > 0 {
+				b.Record.Release()
+				err = &bad[0]
+			}
+		}
+		select {
+		case out <- checked{b, err}:
+		case <-ctx.Done():
+			if err == nil {
+				b.Record.Release()
+			}
+			return
 		}
 		if err != nil {
-			return err
+			return
 		}
-		bad, _ := badRows(spec, b, true)
-		if len(bad) > 0 {
-			err = &bad[0]
-		} else {
-			err = fn(b)
-		}
-		b.Record.Release()
-		if err != nil {
-			return err
-		}
-		done += int64(len(b.Rows))
-		opts.Progress(done)
 	}
 }
 

@@ -2,12 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 )
@@ -97,5 +100,65 @@ func TestTrainStreamedRegression(t *testing.T) {
 	}
 	if r := (got.TargetScale - want.TargetScale) / want.TargetScale; r > 1e-12 || r < -1e-12 {
 		t.Errorf("target scale %v, in memory %v", got.TargetScale, want.TargetScale)
+	}
+}
+
+// eachLabelled decodes one batch ahead of fn: fn still sees every batch
+// once, in order, and nothing after the first bad row or the first error
+// of fn, and no batch read ahead is left unreleased however the read ends.
+func TestEachLabelledReadsAhead(t *testing.T) {
+	spec := testSpec(t)
+	d := makeData(spec, 45, 3) // batches of 10: rows 0-9, …, 40-44
+	in := filepath.Join(t.TempDir(), "rows.csv")
+	writeCSV(t, in, spec, d, map[int]map[string]string{25: {"label": ""}})
+	clean := filepath.Join(t.TempDir(), "clean.csv")
+	writeCSV(t, clean, spec, d, nil)
+	stop := errors.New("stop")
+	for _, tc := range []struct {
+		name    string
+		input   string
+		failAt  int // fn fails on this batch (0: never)
+		cancel  bool
+		batches int // batches fn sees
+		wantErr func(error) bool
+	}{
+		{"every batch", clean, 0, false, 5, func(err error) bool { return err == nil }},
+		{"fn fails", clean, 2, false, 2, func(err error) bool { return errors.Is(err, stop) }},
+		{"bad row in the third batch", in, 0, false, 2, func(err error) bool {
+			var re *schemas.RowError
+			return errors.As(err, &re) && re.Row == 25
+		}},
+		{"cancelled", clean, 1, true, 1, func(err error) bool { return errors.Is(err, context.Canceled) || errors.Is(err, stop) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var seen []int64
+			batches := 0
+			err := eachLabelled(ctx, spec, FileSource(spec, []string{tc.input}), Options{BatchSize: 10, Allocator: mem}.withDefaults(),
+				func(b ingest.Batch) error {
+					batches++
+					seen = append(seen, schemas.IDs(b.Record).Int64Values()...)
+					if batches == tc.failAt {
+						if tc.cancel {
+							cancel()
+							return ctx.Err()
+						}
+						return stop
+					}
+					return nil
+				})
+			if !tc.wantErr(err) {
+				t.Fatalf("error %v", err)
+			}
+			if batches != tc.batches {
+				t.Errorf("fn saw %d batches, want %d", batches, tc.batches)
+			}
+			if want := d.ids[:len(seen)]; !slices.Equal(seen, want) || len(seen) != min(10*tc.batches, len(d.ids)) {
+				t.Errorf("fn saw ids %v, want the first %d rows in order", seen, min(10*tc.batches, len(d.ids)))
+			}
+		})
 	}
 }

@@ -1,0 +1,138 @@
+package model
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Products of D×D matrices with a few columns (g̃, Ā, the columns of a
+// metric step), which are most of a fit's work. gonum's Gemm, Trmm and
+// Trsm update their result row by row with axpys as long as a row of the
+// right-hand side: with one column (a one-vs-all head) that is one call
+// per element, about 100 times slower at D = 432 than the matrix-vector
+// product doing the same work as dot products over rows. So these go
+// column by column.
+
+// column returns column c of m as a vector sharing m's data.
+func column(m blas64.General, c int) blas64.Vector {
+	return blas64.Vector{N: m.Rows, Inc: m.Stride, Data: m.Data[c:]}
+}
+
+// mulCols sets dst to a·b, or aᵀ·b when trans, one matrix-vector product
+// per column of b. dst is sized as resize does and must not share b's
+// data.
+func mulCols(dst *mat.Dense, a mat.RawMatrixer, trans bool, b *mat.Dense) {
+	ar := a.RawMatrix()
+	op, rows := blas.NoTrans, ar.Rows
+	if trans {
+		op, rows = blas.Trans, ar.Cols
+	}
+	_, k := b.Dims()
+	resize(dst, rows, k)
+	br, dr := b.RawMatrix(), dst.RawMatrix()
+	for c := 0; c < k; c++ {
+		blas64.Gemv(op, 1, ar, column(br, c), 0, column(dr, c))
+	}
+}
+
+// triCols sets every column x of b to op(t)·x, or to op(t)⁻¹·x when
+// solve.
+func triCols(t blas64.Triangular, op blas.Transpose, solve bool, b *mat.Dense) {
+	br := b.RawMatrix()
+	var buf []float64
+	for c := 0; c < br.Cols; c++ {
+		x := column(br, c)
+		switch {
+		case !solve:
+			blas64.Trmv(op, t, x)
+		case x.Inc == 1:
+			solveTri(t, op, x.Data[:x.N])
+		default:
+			if buf == nil {
+				buf = make([]float64, x.N)
+			}
+			contiguous := blas64.Vector{N: x.N, Inc: 1, Data: buf}
+			blas64.Copy(x, contiguous)
+			solveTri(t, op, buf)
+			blas64.Copy(contiguous, x)
+		}
+	}
+}
+
+// solveTri solves op(t)·x = b in place (x holds b) by the dot products or
+// axpys over t's rows that gonum's assembly kernels run: its Dtrsv runs
+// them as scalar Go loops, two to three times slower, and the solves are a
+// quarter of a many-class fit.
+func solveTri(t blas64.Triangular, op blas.Transpose, x []float64) {
+	n, lda := t.N, t.Stride
+	x = x[:n]
+	vec := func(v []float64) blas64.Vector { return blas64.Vector{N: len(v), Inc: 1, Data: v} }
+	upper, trans := t.Uplo == blas.Upper, op != blas.NoTrans
+	switch {
+	case upper && !trans: // backward: x_i = (b_i − t_i,>i·x_>i) / t_ii
+		for i := n - 1; i >= 0; i-- {
+			row := t.Data[i*lda+i+1 : i*lda+n]
+			x[i] = (x[i] - blas64.Dot(vec(row), vec(x[i+1:]))) / t.Data[i*lda+i]
+		}
+	case upper: // forward: x_i = b_i / t_ii, then x_>i −= x_i·t_i,>i
+		for i := 0; i < n; i++ {
+			x[i] /= t.Data[i*lda+i]
+			row := t.Data[i*lda+i+1 : i*lda+n]
+			blas64.Axpy(-x[i], vec(row), vec(x[i+1:]))
+		}
+	case !trans: // forward: x_i = (b_i − t_i,<i·x_<i) / t_ii
+		for i := 0; i < n; i++ {
+			row := t.Data[i*lda : i*lda+i]
+			x[i] = (x[i] - blas64.Dot(vec(row), vec(x[:i]))) / t.Data[i*lda+i]
+		}
+	default: // backward: x_i = b_i / t_ii, then x_<i −= x_i·t_i,<i
+		for i := n - 1; i >= 0; i-- {
+			x[i] /= t.Data[i*lda+i]
+			row := t.Data[i*lda : i*lda+i]
+			blas64.Axpy(-x[i], vec(row), vec(x[:i]))
+		}
+	}
+}
+
+// cholSolveCols sets every column x of b to (UᵀU)⁻¹x for an upper
+// triangular factor U.
+func cholSolveCols(u blas64.Triangular, b *mat.Dense) {
+	triCols(u, blas.Trans, true, b)
+	triCols(u, blas.NoTrans, true, b)
+}
+
+// innerCols sets dst (k1×k2) to xᵀy for x (n×k1) and y (n×k2), one dot
+// product per element.
+func innerCols(dst *mat.Dense, x, y *mat.Dense) {
+	xr, yr := x.RawMatrix(), y.RawMatrix()
+	resize(dst, xr.Cols, yr.Cols)
+	for i := 0; i < xr.Cols; i++ {
+		for j := 0; j < yr.Cols; j++ {
+			dst.Set(i, j, blas64.Dot(column(xr, i), column(yr, j)))
+		}
+	}
+}
+
+// addOuter adds alpha·xyᵀ to dst: one rank-one update per column of x and
+// y when they are few, else one Gemm, whose dot products over the columns
+// then pay for their calls.
+func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
+	xr, yr := x.RawMatrix(), y.RawMatrix()
+	if xr.Cols > 16 {
+		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, xr, yr, 1, dst.RawMatrix())
+		return
+	}
+	for c := 0; c < xr.Cols; c++ {
+		blas64.Ger(alpha, column(xr, c), column(yr, c), dst.RawMatrix())
+	}
+}
+
+// addSymOuter adds alpha·wwᵀ to a, one symmetric rank-one update per
+// column of w.
+func addSymOuter(a *mat.SymDense, alpha float64, w *mat.Dense) {
+	wr, ar := w.RawMatrix(), a.RawSymmetric()
+	for c := 0; c < wr.Cols; c++ {
+		blas64.Syr(alpha, column(wr, c), ar)
+	}
+}
