@@ -207,7 +207,7 @@ type KafkaSource struct {
 	cfg      KafkaConfig
 	opts     Options
 	dec      *recordDecoder // of records, used by Next only
-	labelDec *kafkaDecoder // of labels, used by NextLabels only
+	labelDec *kafkaDecoder  // of labels, used by NextLabels only
 	rb       *schemas.RecordBuilder
 	health   *kafkaHealth
 	closed   bool
