@@ -169,10 +169,12 @@ type arrowMessage struct {
 	rows   int           // in all record batches, refused rows included
 }
 
-// rowReject is a row of a record batch refused: why, and in which column.
+// rowReject is a row of a record batch refused: why, in which column,
+// and the row alone, a one-row IPC stream of the message's schema.
 type rowReject struct {
 	row            int
 	column, reason string
+	payload        []byte
 }
 
 func (m *arrowMessage) release() {
@@ -234,7 +236,7 @@ func (d *arrowDecoder) add(b *Batch, rb *schemas.RecordBuilder, topic string, m 
 		next := 0
 		for i := range int(rec.NumRows()) {
 			if next < len(msg.bad[k]) && msg.bad[k][next].row == i {
-				b.Rejects = append(b.Rejects, d.rowReject(topic, m, rec, first+i, msg.bad[k][next]))
+				b.Rejects = append(b.Rejects, d.rowReject(topic, m, first+i, msg.bad[k][next]))
 				next++
 				continue
 			}
@@ -270,23 +272,18 @@ func (d *arrowDecoder) setRowPayload(b *Batch) {
 	}
 }
 
-// rowReject is the reject of row i of message m (row k of record batch
-// rec): the message's partition and offset locate it, the reason names
-// the row within the message, and the payload is the row alone, a
-// one-row IPC stream of the message's schema.
-func (d *arrowDecoder) rowReject(topic string, m *kafka.Message, rec arrow.Record, i int, bad rowReject) schemas.RowError {
-	e := schemas.RowError{
-		Source: partitionSource(topic, m.Partition),
-		Row:    m.Offset,
-		Column: bad.column,
-		Reason: fmt.Sprintf("message row %d: %s", i, bad.reason),
+// rowReject is the reject of row i of message m: the message's partition
+// and offset locate it, the reason names the row within the message, and
+// the payload is the row alone.
+func (d *arrowDecoder) rowReject(topic string, m *kafka.Message, i int, bad rowReject) schemas.RowError {
+	return schemas.RowError{
+		Source:      partitionSource(topic, m.Partition),
+		Row:         m.Offset,
+		Column:      bad.column,
+		Reason:      fmt.Sprintf("message row %d: %s", i, bad.reason),
+		Payload:     bad.payload,
+		ContentType: schemas.ArrowStreamType,
 	}
-	row := rec.NewSlice(int64(bad.row), int64(bad.row+1))
-	defer row.Release()
-	if payload, err := schemas.EncodeIPC(row, memory.DefaultAllocator); err == nil {
-		e.Payload, e.ContentType = payload, schemas.ArrowStreamType
-	}
-	return e
 }
 
 // read reads message value as an IPC stream: its record batches and their
@@ -325,6 +322,14 @@ func (d *arrowDecoder) read(value []byte) (msg arrowMessage, bad *rowError) {
 		rec.Retain()
 		msg.recs = append(msg.recs, rec)
 		rows, err := d.checkRows(rec, &msg.layout)
+		for k := 0; err == nil && k < len(rows); k++ {
+			// A row that cannot be cut out of its message has
+			// inconsistent buffers that the checks of the fields read do
+			// not see: the message is malformed.
+			row := rec.NewSlice(int64(rows[k].row), int64(rows[k].row+1))
+			rows[k].payload, err = schemas.EncodeIPC(row, memory.DefaultAllocator)
+			row.Release()
+		}
 		if err != nil {
 			return msg, &rowError{reason: fmt.Sprintf("Arrow IPC stream: record batch %d: %v", len(msg.recs)-1, err)}
 		}
@@ -452,11 +457,14 @@ func (d *arrowDecoder) checkRows(rec arrow.Record, lay *arrowLayout) ([]rowRejec
 // column and the reason.
 type columnCheck func(i int) (column, reason string)
 
-// checkBitmap checks that the validity bitmap of a, if it has one, covers
-// its rows.
+// checkBitmap checks that a has a validity bitmap if it says it has
+// nulls, and that the bitmap covers its rows.
 func checkBitmap(a arrow.Array, what string) error {
 	bitmap := a.NullBitmapBytes()
-	if len(bitmap) > 0 && len(bitmap) < int(bitutil.BytesForBits(int64(a.Data().Offset()+a.Len()))) {
+	switch {
+	case len(bitmap) == 0 && a.NullN() > 0:
+		return fmt.Errorf("%s: %d nulls without a validity bitmap", what, a.NullN())
+	case len(bitmap) > 0 && len(bitmap) < int(bitutil.BytesForBits(int64(a.Data().Offset()+a.Len()))):
 		return fmt.Errorf("%s: a validity bitmap of %d bytes for %d rows", what, len(bitmap), a.Data().Offset()+a.Len())
 	}
 	return nil
@@ -627,7 +635,13 @@ func (d *arrowDecoder) share(rec arrow.Record, lay *arrowLayout) arrow.Record {
 	cols := make([]arrow.Array, 0, d.canonical.NumFields())
 	retype := func(at int, t arrow.DataType) arrow.Array {
 		src := rec.Column(at).Data()
-		data := array.NewData(t, n, src.Buffers(), src.Children(), src.NullN(), src.Offset())
+		// The null count is counted from the bitmap rather than taken
+		// from the message, whose count the checks did not compare.
+		nulls := 0
+		if bitmap := src.Buffers()[0]; bitmap != nil && bitmap.Len() > 0 {
+			nulls = n - bitutil.CountSetBits(bitmap.Bytes(), src.Offset(), n)
+		}
+		data := array.NewData(t, n, src.Buffers(), src.Children(), nulls, src.Offset())
 		defer data.Release()
 		return array.MakeFromData(data)
 	}
@@ -695,6 +709,9 @@ func (r *ipcMessages) Message() (*ipc.Message, error) {
 		return nil, fmt.Errorf("at byte %d: metadata of %d bytes, but %d bytes follow", r.pos, size, len(rest)-head)
 	}
 	meta := rest[head : head+int(size)]
+	if err := checkMetadata(meta); err != nil {
+		return nil, fmt.Errorf("at byte %d: %w", r.pos, err)
+	}
 	bodyLen, err := bodyLength(meta)
 	if err != nil {
 		return nil, fmt.Errorf("at byte %d: %w", r.pos, err)
@@ -713,12 +730,9 @@ func (r *ipcMessages) Message() (*ipc.Message, error) {
 func bodyLength(meta []byte) (n int64, err error) {
 	defer func() {
 		if recover() != nil {
-			err = errors.New("message metadata is not an Arrow flatbuffer")
+			err = errNotFlatbuffer
 		}
 	}()
-	if len(meta) < 8 {
-		return 0, errors.New("message metadata is not an Arrow flatbuffer")
-	}
 	m := ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(nil))
 	defer m.Release()
 	return m.BodyLen(), nil

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/schemas"
@@ -552,5 +553,89 @@ func TestArrowRowPayload(t *testing.T) {
 	defer json.Record.Release()
 	if json.RowPayload != nil {
 		t.Error("a batch of JSON messages has a RowPayload")
+	}
+}
+
+// schemaMessage is an IPC stream of one schema message whose metadata
+// holds the fields fields makes with b (a vector of field tables).
+func schemaMessage(fields func(b *flatbuffers.Builder) flatbuffers.UOffsetT) []byte {
+	b := flatbuffers.NewBuilder(0)
+	vec := fields(b)
+	b.StartObject(4) // Schema
+	b.PrependUOffsetTSlot(1, vec, 0)
+	schema := b.EndObject()
+	b.StartObject(5) // Message
+	b.PrependInt16Slot(0, 4, 0)
+	b.PrependByteSlot(1, messageHeaderSchema, 0)
+	b.PrependUOffsetTSlot(2, schema, 0)
+	b.Finish(b.EndObject())
+	meta := b.FinishedBytes()
+	out := binary.LittleEndian.AppendUint32(nil, ipcContinuation)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(meta)))
+	return append(append(out, meta...), 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0)
+}
+
+// fieldTable adds a field named x whose children are the vector children
+// (0: none).
+func fieldTable(b *flatbuffers.Builder, children flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+	name := b.CreateString("x")
+	b.StartObject(7)
+	b.PrependUOffsetTSlot(0, name, 0)
+	if children != 0 {
+		b.PrependUOffsetTSlot(5, children, 0)
+	}
+	return b.EndObject()
+}
+
+// vectorOf adds a vector of n offsets to table.
+func vectorOf(b *flatbuffers.Builder, table flatbuffers.UOffsetT, n int) flatbuffers.UOffsetT {
+	b.StartVector(4, n, 4)
+	for range n {
+		b.PrependUOffsetT(table)
+	}
+	return b.EndVector(n)
+}
+
+// A schema whose flatbuffer claims what it does not hold is refused before
+// arrow's reader makes slices of the sizes it claims or follows its fields
+// for ever: a vector longer than the message, fields shared so that the
+// reader would build 300³ of them, fields nested a hundred deep.
+func TestArrowDecodeRefusesHostileSchemas(t *testing.T) {
+	var vec flatbuffers.UOffsetT
+	long := schemaMessage(func(b *flatbuffers.Builder) flatbuffers.UOffsetT {
+		vec = vectorOf(b, fieldTable(b, 0), 1)
+		return vec
+	})
+	// Offsets count from the end of the flatbuffer, which the
+	// end-of-stream marker follows.
+	binary.LittleEndian.PutUint32(long[len(long)-8-int(vec):], 1<<31-1)
+	for _, tt := range []struct {
+		name   string
+		value  []byte
+		reason string
+	}{
+		{"a vector longer than the message", long, "past its end"},
+		{"shared fields", schemaMessage(func(b *flatbuffers.Builder) flatbuffers.UOffsetT {
+			f := fieldTable(b, 0)
+			for range 2 {
+				f = fieldTable(b, vectorOf(b, f, 300))
+			}
+			return vectorOf(b, f, 300)
+		}), "refers to more than it holds"},
+		{"deep fields", schemaMessage(func(b *flatbuffers.Builder) flatbuffers.UOffsetT {
+			f := fieldTable(b, 0)
+			for range 100 {
+				f = fieldTable(b, vectorOf(b, f, 1))
+			}
+			return vectorOf(b, f, 1)
+		}), "nested deeper than 64"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := decodeArrowMsgs(t, checkedAllocator(t), FormatArrow, kafka.Message{Topic: "t", Value: tt.value})
+			defer b.Record.Release()
+			if len(b.Rejects) != 1 || !strings.Contains(b.Rejects[0].Reason, tt.reason) {
+				t.Fatalf("rejects %v, want one saying %q", b.Rejects, tt.reason)
+			}
+		})
 	}
 }
