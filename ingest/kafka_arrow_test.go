@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -15,6 +16,7 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -637,5 +639,49 @@ func TestArrowDecodeRefusesHostileSchemas(t *testing.T) {
 				t.Fatalf("rejects %v, want one saying %q", b.Rejects, tt.reason)
 			}
 		})
+	}
+}
+
+// A consumer group reads Arrow IPC messages over TCP, told apart from
+// JSON ones by their header: each row of an Arrow message is a row of the
+// batch located by the message's partition and offset, a bad row is a
+// reject alone, and a batch's Ack commits the messages, whatever their
+// rows.
+func TestKafkaSourceReadsArrow(t *testing.T) {
+	mem := checkedAllocator(t)
+	c := kafkatest.Start(t, 2, "mixed")
+	bad := producerRows(6, 7, 8)
+	bad[1].views[1][0] = math.NaN()
+	header := []kafka.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}
+	c.Produce(t, "mixed",
+		kafkatest.Message{Partition: 0, Value: arrowStream(t, producerRows(0, 1, 2), streamOpts{}), Headers: header},
+		kafkatest.Message{Partition: 0, Value: kafkaMessage(3)},
+		kafkatest.Message{Partition: 1, Value: arrowStream(t, producerRows(4, 5), streamOpts{list: true}), Headers: header},
+		kafkatest.Message{Partition: 1, Value: arrowStream(t, bad, streamOpts{}), Headers: header},
+		kafkatest.Message{Partition: 1, Value: []byte("not arrow"), Headers: header},
+	)
+	src := newTestKafka(t, c, "mixed", "g", mem, 100, 100*time.Millisecond)
+	res, _ := kafkaReadN(t, src, 10, true)
+	type placed struct {
+		id        int64
+		partition int32
+		offset    int64
+	}
+	var got []placed
+	for i, id := range res.ids {
+		got = append(got, placed{id, res.partitions[i], res.rows[i]})
+	}
+	slices.SortFunc(got, func(a, b placed) int { return int(a.id - b.id) })
+	want := []placed{{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 1}, {4, 1, 0}, {5, 1, 0}, {6, 1, 1}, {8, 1, 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	slices.SortFunc(res.rejects, func(a, b schemas.RowError) int { return int(a.Row - b.Row) })
+	if len(res.rejects) != 2 || res.rejects[0].Source != "mixed/1" || res.rejects[0].Row != 1 || res.rejects[0].Column != "b[0]" ||
+		res.rejects[1].Row != 2 || !strings.HasPrefix(res.rejects[1].Reason, "not an Arrow IPC stream") {
+		t.Errorf("rejects %v, want row 1 of mixed/1 at offset 1 and the message at offset 2", res.rejects)
+	}
+	if got := c.CommittedOffsets(t, "g", "mixed"); !slices.Equal(got, []int64{2, 3}) {
+		t.Errorf("committed offsets %v, want [2 3]", got)
 	}
 }
