@@ -539,6 +539,7 @@ func (s *KafkaSource) Close() error {
 	s.labelMu.Unlock()
 	s.transport.CloseIdleConnections()
 	s.rb.Release()
+	s.dec.close()
 	if err != nil {
 		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)
 	}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -133,6 +133,17 @@ type arrowDecoder struct {
 	lastSchema *arrow.Schema
 	lastLayout arrowLayout
 	lastBad    *rowError
+
+	// stream is arrow's reader of the last schema met, kept to read the
+	// record batches of the messages that send that schema again (its
+	// metadata, byte for byte): arrow's reader parses the schema of every
+	// stream, at a cost of a hundred allocations, and every message is a
+	// stream. feed is what it reads from.
+	stream struct {
+		schema []byte
+		reader *ipc.Reader
+	}
+	feed ipcMessages
 
 	// arrowRows marks the record rows of the batch being built that came
 	// from Arrow messages (nil while none did), for Batch.RowPayload.
@@ -299,6 +310,7 @@ func (d *arrowDecoder) read(value []byte) (msg arrowMessage, bad *rowError) {
 		}
 		if bad != nil {
 			msg.release()
+			d.forget()
 			d.mem.abandon()
 			return
 		}
@@ -307,17 +319,32 @@ func (d *arrowDecoder) read(value []byte) (msg arrowMessage, bad *rowError) {
 	if len(value) == 0 {
 		return msg, &rowError{reason: "message is empty, want an Arrow IPC stream"}
 	}
-	r, err := ipc.NewReaderFromMessageReader(&ipcMessages{data: value}, ipc.WithAllocator(d.mem))
-	if err != nil {
-		return msg, &rowError{reason: "not an Arrow IPC stream: " + err.Error()}
+	r, bad := d.reader(value)
+	if bad != nil {
+		return msg, bad
 	}
-	defer r.Release()
+	done := false // the reader met the end of its stream
+	defer func() {
+		switch {
+		case r != d.stream.reader:
+			r.Release()
+		case bad != nil || done:
+			// A reader that failed, or that met the end of a stream, is
+			// done for good.
+			d.forget()
+		}
+	}()
 	layout, bad := d.layout(r.Schema())
 	if bad != nil {
 		return msg, bad
 	}
 	msg.layout = layout
-	for r.Next() {
+	// arrow's reader is asked for a record batch only while one may
+	// follow: at the end of a stream it would be done for good.
+	for d.feed.more() {
+		if done = !r.Next(); done {
+			break
+		}
 		rec := r.Record()
 		rec.Retain()
 		msg.recs = append(msg.recs, rec)
@@ -345,6 +372,58 @@ func (d *arrowDecoder) read(value []byte) (msg arrowMessage, bad *rowError) {
 		return msg, &rowError{reason: "the Arrow IPC stream holds no rows"}
 	}
 	return msg, nil
+}
+
+// reader returns arrow's reader of value's stream, at its first record
+// batch: the one kept, when value's schema is the one it read, otherwise
+// a new one, which is kept unless its schema has dictionaries (their
+// batches are a stream's state).
+func (d *arrowDecoder) reader(value []byte) (*ipc.Reader, *rowError) {
+	d.feed.reset(value)
+	meta, _, end, eos, err := d.feed.next()
+	switch {
+	case err != nil:
+		return nil, &rowError{reason: "not an Arrow IPC stream: " + err.Error()}
+	case eos:
+		return nil, &rowError{reason: "not an Arrow IPC stream: it ends before its schema"}
+	case d.stream.reader != nil && bytes.Equal(meta, d.stream.schema):
+		d.feed.pos = end
+		return d.stream.reader, nil
+	}
+	d.forget()
+	r, err := ipc.NewReaderFromMessageReader(&d.feed, ipc.WithAllocator(d.mem))
+	if err != nil {
+		return nil, &rowError{reason: "not an Arrow IPC stream: " + err.Error()}
+	}
+	if !hasDictionaries(r.Schema().Fields()) {
+		d.stream.schema, d.stream.reader = append(d.stream.schema[:0], meta...), r
+	}
+	return r, nil
+}
+
+func hasDictionaries(fields []arrow.Field) bool {
+	for _, f := range fields {
+		switch t := f.Type.(type) {
+		case *arrow.DictionaryType:
+			return true
+		case arrow.NestedType:
+			if hasDictionaries(t.Fields()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// close releases what the decoder holds between batches.
+func (d *recordDecoder) close() { d.arrow.forget() }
+
+// forget releases the reader kept.
+func (d *arrowDecoder) forget() {
+	if d.stream.reader != nil {
+		d.stream.reader.Release()
+		d.stream.reader = nil
+	}
 }
 
 // layout finds the spec's fields in schema and checks their types.
@@ -581,7 +660,10 @@ func checkOffsets[T int32 | int64](offsets []T, offset, n, values int, what stri
 func (d *arrowDecoder) copyRows(rb *schemas.RecordBuilder, rec arrow.Record, lay *arrowLayout, bad []rowReject) {
 	n := int(rec.NumRows())
 	start := rb.Len()
-	rb.Reserve(start + n - len(bad))
+	if need := start + n - len(bad); need > rb.Cap() {
+		// Doubling, so that a batch of many messages costs few copies.
+		rb.Reserve(max(need, 2*rb.Cap()))
+	}
 	ids := rec.Column(lay.id).(*array.Int64).Int64Values()
 	var labels *array.Float64
 	if lay.label >= 0 {
@@ -666,12 +748,17 @@ func (d *arrowDecoder) share(rec arrow.Record, lay *arrowLayout) arrow.Record {
 // metadata and body from the stream instead of copying them, once their
 // lengths were checked against what the stream holds: a length that
 // claims more is an error, not an allocation of that size. A stream may
-// end without its end-of-stream marker.
+// end without its end-of-stream marker. reset starts the next stream.
 type ipcMessages struct {
 	data []byte
 	pos  int
-	refs atomic.Int64 // references beyond the first
 	msg  *ipc.Message
+	// The message at peekPos, parsed by next.
+	peekPos            int
+	peekMeta, peekBody []byte
+	peekEnd            int
+	peekEOS            bool
+	peekErr            error
 }
 
 var _ ipc.MessageReader = (*ipcMessages)(nil)
@@ -679,49 +766,81 @@ var _ ipc.MessageReader = (*ipcMessages)(nil)
 // ipcContinuation starts every message of the current IPC format.
 const ipcContinuation = 0xFFFFFFFF
 
-func (r *ipcMessages) Message() (*ipc.Message, error) {
-	if r.msg != nil {
-		r.msg.Release()
-		r.msg = nil
+func (r *ipcMessages) reset(data []byte) {
+	r.data, r.pos, r.peekPos = data, 0, -1
+}
+
+// more reports whether a message other than the end of the stream
+// follows (or one that is not valid, which Message then returns).
+func (r *ipcMessages) more() bool {
+	_, _, _, eos, err := r.next()
+	return !eos || err != nil
+}
+
+// next parses the message at pos: its metadata and body, and where it
+// ends; or eos, the end of the stream.
+func (r *ipcMessages) next() (meta, body []byte, end int, eos bool, err error) {
+	if r.peekPos != r.pos {
+		r.peekPos = r.pos
+		r.peekMeta, r.peekBody, r.peekEnd, r.peekEOS, r.peekErr = r.parse()
 	}
+	return r.peekMeta, r.peekBody, r.peekEnd, r.peekEOS, r.peekErr
+}
+
+func (r *ipcMessages) parse() (meta, body []byte, end int, eos bool, err error) {
 	rest := r.data[r.pos:]
 	if len(rest) == 0 {
-		return nil, io.EOF
+		return nil, nil, r.pos, true, nil
 	}
 	head := 4
 	if len(rest) < head {
-		return nil, fmt.Errorf("at byte %d: a message header cut short", r.pos)
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: a message header cut short", r.pos)
 	}
 	size := binary.LittleEndian.Uint32(rest)
 	if size == ipcContinuation {
 		head = 8
 		if len(rest) < head {
-			return nil, fmt.Errorf("at byte %d: a message header cut short", r.pos)
+			return nil, nil, 0, false, fmt.Errorf("at byte %d: a message header cut short", r.pos)
 		}
 		size = binary.LittleEndian.Uint32(rest[4:])
 	}
 	// Without the continuation marker it is the format before Arrow 0.15,
 	// which the stock reader also takes.
 	if size == 0 {
-		return nil, io.EOF
+		return nil, nil, r.pos + head, true, nil
 	}
 	if int64(int32(size)) != int64(size) || int(size) > len(rest)-head {
-		return nil, fmt.Errorf("at byte %d: metadata of %d bytes, but %d bytes follow", r.pos, size, len(rest)-head)
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: metadata of %d bytes, but %d bytes follow", r.pos, size, len(rest)-head)
 	}
-	meta := rest[head : head+int(size)]
+	meta = rest[head : head+int(size)]
 	if err := checkMetadata(meta); err != nil {
-		return nil, fmt.Errorf("at byte %d: %w", r.pos, err)
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: %w", r.pos, err)
 	}
 	bodyLen, err := bodyLength(meta)
 	if err != nil {
-		return nil, fmt.Errorf("at byte %d: %w", r.pos, err)
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: %w", r.pos, err)
 	}
 	if bodyLen < 0 || bodyLen > int64(len(rest)-head-len(meta)) {
-		return nil, fmt.Errorf("at byte %d: a body of %d bytes, but %d bytes follow", r.pos, bodyLen, len(rest)-head-len(meta))
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: a body of %d bytes, but %d bytes follow", r.pos, bodyLen, len(rest)-head-len(meta))
 	}
-	end := head + len(meta) + int(bodyLen)
-	r.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(rest[head+len(meta):end]))
-	r.pos += end
+	end = head + len(meta) + int(bodyLen)
+	return meta, rest[head+len(meta) : end], r.pos + end, false, nil
+}
+
+func (r *ipcMessages) Message() (*ipc.Message, error) {
+	if r.msg != nil {
+		r.msg.Release()
+		r.msg = nil
+	}
+	meta, body, end, eos, err := r.next()
+	switch {
+	case err != nil:
+		return nil, err
+	case eos:
+		return nil, io.EOF
+	}
+	r.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
+	r.pos = end
 	return r.msg, nil
 }
 
@@ -738,10 +857,12 @@ func bodyLength(meta []byte) (n int64, err error) {
 	return m.BodyLen(), nil
 }
 
-func (r *ipcMessages) Retain() { r.refs.Add(1) }
+// Retain does nothing and Release lets go of the current message: the
+// stream's bytes are the caller's, and the decoder reuses its feed.
+func (r *ipcMessages) Retain() {}
 
 func (r *ipcMessages) Release() {
-	if r.refs.Add(-1) < 0 && r.msg != nil {
+	if r.msg != nil {
 		r.msg.Release()
 		r.msg = nil
 	}

@@ -49,6 +49,7 @@ func FuzzArrowDecode(f *testing.F) {
 		alone.Record.Release()
 		after.Record.Release()
 		rb.Release()
+		dec.close()
 		if n := mem.CurrentAlloc(); n != 0 {
 			t.Fatalf("%d bytes left allocated", n)
 		}

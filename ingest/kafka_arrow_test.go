@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -220,7 +221,9 @@ func decodeArrowMsgs(t *testing.T, mem memory.Allocator, format Format, msgs ...
 	spec := kafkaSpec(t)
 	rb := schemas.NewRecordBuilder(mem, spec)
 	t.Cleanup(rb.Release)
-	return decodeKafkaBatch(newRecordDecoder(spec, format, false, mem), rb, "t", msgs)
+	dec := newRecordDecoder(spec, format, false, mem)
+	t.Cleanup(dec.close)
+	return decodeKafkaBatch(dec, rb, "t", msgs)
 }
 
 // Rows of Arrow IPC messages, in every layout the decoder takes.
@@ -395,7 +398,7 @@ func TestArrowDecodeRejectsMessages(t *testing.T) {
 			"b", `view "b" is fixed_size_list<item: float64, nullable>[4], want fixed_size_list<double>[3], or a list of double`},
 		{"not a list", with("c", arrow.Field{Name: "c", Type: f64}), "c", `view "c" is float64, want`},
 		{"metadata longer than the message", append([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, good[8:]...), "",
-			"not an Arrow IPC stream: arrow/ipc: could not read message schema: at byte 0: metadata of 2147483647 bytes"},
+			"not an Arrow IPC stream: at byte 0: metadata of 2147483647 bytes, but 1048 bytes follow"},
 		{"a buffer of 1 TiB", claimBuffer(t, false), "", "claims more than 256 MiB of buffers"},
 		{"a compressed buffer of 1 TiB", claimBuffer(t, true), "",
 			"claims more than 256 MiB of buffers"},
@@ -414,7 +417,8 @@ func TestArrowDecodeRejectsMessages(t *testing.T) {
 				r := b.Rejects[0]
 				if r.Source != "t/0" || r.Row != 3 || r.Column != tt.column || !strings.Contains(r.Reason, tt.reason) ||
 					!bytes.Equal(r.Payload, tt.value) || r.Payload == nil || r.ContentType != schemas.ArrowStreamType {
-					t.Errorf("reject %+v, want row 3, column %q, a reason with %q and the message as payload", r, tt.column, tt.reason)
+					t.Errorf("reject of %s row %d column %q: %q (payload the message: %t), want row 3, column %q, a reason with %q and the message as payload",
+						r.Source, r.Row, r.Column, r.Reason, bytes.Equal(r.Payload, tt.value), tt.column, tt.reason)
 				}
 				b.Record.Release()
 			}
@@ -683,5 +687,120 @@ func TestKafkaSourceReadsArrow(t *testing.T) {
 	}
 	if got := c.CommittedOffsets(t, "g", "mixed"); !slices.Equal(got, []int64{2, 3}) {
 		t.Errorf("committed offsets %v, want [2 3]", got)
+	}
+}
+
+// BenchmarkArrowDecode decodes batches of Arrow IPC messages of the
+// canonical record (3 views × 64 doubles) into batches: one row per
+// message, as JSON records come, or 64; and one message of 1024 rows
+// alone in its batch, whose record is shared rather than copied.
+func BenchmarkArrowDecode(b *testing.B) {
+	spec := testSpec(b, true, 64, 64, 64)
+	for _, c := range []struct{ messages, perMessage int }{{1024, 1}, {16, 64}, {1, 1024}} {
+		b.Run(fmt.Sprintf("rows-per-message=%d/messages=%d", c.perMessage, c.messages), func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			msgs := make([]kafka.Message, c.messages)
+			size := 0
+			for i := range msgs {
+				rb := schemas.NewRecordBuilder(mem, spec)
+				rb.Reserve(c.perMessage)
+				for r := range c.perMessage {
+					rb.IDs()[r] = int64(i*c.perMessage + r)
+					rb.SetLabel(r, 1, true)
+					for l := range 3 {
+						for j := range 64 {
+							rb.View(l)[r*64+j] = value(r, l, j)
+						}
+					}
+				}
+				rb.SetLen(c.perMessage)
+				rec := rb.NewRecord()
+				value, err := schemas.EncodeIPC(rec, mem)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rec.Release()
+				msgs[i] = kafka.Message{Topic: "t", Offset: int64(i), Value: value}
+				size += len(value)
+			}
+			dec, rb := newRecordDecoder(spec, FormatArrow, false, mem), schemas.NewRecordBuilder(mem, spec)
+			defer rb.Release()
+			defer dec.close()
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				batch := decodeKafkaBatch(dec, rb, "t", msgs)
+				if len(batch.Rejects) > 0 {
+					b.Fatal(batch.Rejects[0].Reason)
+				}
+				batch.Record.Release()
+			}
+			b.ReportMetric(float64(b.N*c.messages*c.perMessage)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// dictionaryStream is rows as an IPC stream whose schema has an extra
+// dictionary-encoded field, whose dictionary batch precedes the record
+// batch.
+func dictionaryStream(t *testing.T, rows []producerRow, word string) []byte {
+	t.Helper()
+	base := producerRecord(producerSchema(streamOpts{}), rows)
+	defer base.Release()
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
+	db := array.NewDictionaryBuilder(memory.NewGoAllocator(), dt).(*array.BinaryDictionaryBuilder)
+	defer db.Release()
+	for range rows {
+		if err := db.AppendString(word); err != nil {
+			t.Fatal(err)
+		}
+	}
+	note := db.NewArray()
+	defer note.Release()
+	fields := append(base.Schema().Fields(), arrow.Field{Name: "note", Type: dt})
+	schema := arrow.NewSchema(fields, nil)
+	rec := array.NewRecord(schema, append(base.Columns(), note), base.NumRows())
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Messages of one batch may each send another schema, or the same one
+// again, which the decoder reads with the reader it kept; a message that
+// fails costs that reader, not the messages after it; a schema with
+// dictionaries is read afresh every time.
+func TestArrowDecodeSchemasChange(t *testing.T) {
+	mem := checkedAllocator(t)
+	var msgs []kafka.Message
+	var want []producerRow
+	add := func(value []byte, rows []producerRow) {
+		msgs = append(msgs, arrowMsg(int64(len(msgs)), value))
+		want = append(want, rows...)
+	}
+	for i, opts := range []streamOpts{{}, {}, {list: true}, {}, {extra: true}, {extra: true}, {}} {
+		rows := producerRows(10*i, 10*i+1)
+		add(arrowStream(t, rows, opts), rows)
+		if i == 3 {
+			add(arrowStream(t, rows, opts)[:300], nil) // cut short
+		}
+	}
+	for i, word := range []string{"first", "second"} {
+		rows := producerRows(100 + i)
+		add(dictionaryStream(t, rows, word), rows)
+	}
+	b := decodeArrowMsgs(t, mem, FormatByHeader, msgs...)
+	defer b.Record.Release()
+	if !rowsEqual(batchRows(b), wantRows(want)) {
+		t.Errorf("rows\n%v\nwant\n%v", batchRows(b), wantRows(want))
+	}
+	if len(b.Rejects) != 1 || b.Rejects[0].Row != 4 {
+		t.Errorf("rejects %v, want the message cut short", b.Rejects)
 	}
 }

@@ -442,6 +442,7 @@ func (s *KafkaRangeSource) Close() error {
 	}
 	s.closed = true
 	s.rb.Release()
+	s.dec.close()
 	s.msgs = nil
 	var err error
 	if s.reader != nil {
