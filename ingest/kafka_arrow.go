@@ -247,7 +247,7 @@ func (d *arrowDecoder) add(b *Batch, rb *schemas.RecordBuilder, topic string, m 
 		next := 0
 		for i := range int(rec.NumRows()) {
 			if next < len(msg.bad[k]) && msg.bad[k][next].row == i {
-				b.Rejects = append(b.Rejects, d.rowReject(topic, m, first+i, msg.bad[k][next]))
+				b.Rejects = append(b.Rejects, d.rejectOf(topic, m, first+i, msg.bad[k][next]))
 				next++
 				continue
 			}
@@ -283,10 +283,10 @@ func (d *arrowDecoder) setRowPayload(b *Batch) {
 	}
 }
 
-// rowReject is the reject of row i of message m: the message's partition
+// rejectOf is the reject of row i of message m: the message's partition
 // and offset locate it, the reason names the row within the message, and
 // the payload is the row alone.
-func (d *arrowDecoder) rowReject(topic string, m *kafka.Message, i int, bad rowReject) schemas.RowError {
+func (d *arrowDecoder) rejectOf(topic string, m *kafka.Message, i int, bad rowReject) schemas.RowError {
 	return schemas.RowError{
 		Source:      partitionSource(topic, m.Partition),
 		Row:         m.Offset,
