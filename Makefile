@@ -3,8 +3,10 @@ GO        ?= go
 PKGS      := ./...
 BENCHTIME ?= 3x
 FUZZTIME  ?= 10s
+COUNT     ?= 6
+BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@latest
 
-.PHONY: help build test vet fmt-check bench bench-score demo fuzz reproduce clean
+.PHONY: help build test vet fmt-check bench bench-score bench-arrow demo fuzz reproduce clean
 
 help:
 	@echo "make demo       run the main job on the embedded default (no files, no network)"
@@ -12,6 +14,7 @@ help:
 	@echo "make build      build bin/mvml"
 	@echo "make bench      run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
 	@echo "make bench-score  end-to-end Parquet scoring of 1M and 4M rows: rows/s and peak RSS"
+	@echo "make bench-arrow  serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
 	@echo "make fuzz       short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce  the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 
@@ -41,6 +44,14 @@ bench:
 bench-score:
 	./scripts/bench-score.sh
 
+# The service and the bare consumer alternate within every run, so that
+# their ratio is measured under the same load; benchstat summarises COUNT runs.
+bench-arrow:
+	@mkdir -p bin
+	$(GO) test -c -o bin/pipeline.test ./pipeline
+	bin/pipeline.test -test.run '^$$' -test.bench 'BenchmarkServeKafkaArrow' -test.benchtime 1x -test.count $(COUNT) | tee bench-arrow.out
+	$(BENCHSTAT) bench-arrow.out
+
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
@@ -53,4 +64,4 @@ reproduce:
 
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out bench-arrow.out
