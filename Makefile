@@ -3,11 +3,12 @@ GO        ?= go
 PKGS      := ./...
 BENCHTIME ?= 3x
 FUZZTIME  ?= 10s
+COUNT     ?= 6
 
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval
 
-.PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score bench-stream demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score bench-stream bench-arrow demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
@@ -21,6 +22,7 @@ help:
 	@echo "make bench-score     end-to-end Parquet scoring of 1M and 4M rows: rows/s, CPU time and peak RSS;"
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn"
 	@echo "make bench-stream    mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
+	@echo "make bench-arrow     serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 	@echo "make docs            rewrite README's reference of the configuration keys and table of the metrics from the code"
@@ -84,6 +86,14 @@ bench-score:
 bench-stream:
 	./scripts/bench-stream.sh
 
+# The service and the bare consumer alternate within every run, so that
+# their ratio is measured under the same load; benchstat summarises COUNT runs.
+bench-arrow:
+	@mkdir -p bin
+	$(GO) test -c -o bin/pipeline.test ./pipeline
+	bin/pipeline.test -test.run '^$$' -test.bench 'BenchmarkServeKafkaArrow' -test.benchtime 1x -test.count $(COUNT) | tee bench-arrow.out
+	$(BENCHSTAT) bench-arrow.out
+
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
@@ -101,4 +111,4 @@ docs:
 	$(GO) test -count=1 -run '^TestMetricsTableInREADME$$' ./pipeline -update-readme
 
 clean:
-	rm -rf bin bench.out bench-blas.out
+	rm -rf bin bench.out bench-blas.out bench-arrow.out

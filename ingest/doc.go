@@ -3,14 +3,16 @@
 // are CSV (plain or gzip-compressed, with a header row) and Parquet, in
 // either layout of a view — one scalar column per feature (float, double,
 // int32 or int64) or one list column per view (a LIST of numbers, or a
-// repeated numeric field); a topic holds one JSON object per message (see
-// NewKafka and NewKafkaRange below).
+// repeated numeric field); a topic holds one JSON object, or an Arrow IPC
+// stream of one or many rows, per message (see NewKafka and NewKafkaRange
+// below).
 //
-// A Source yields Batches of at most Options.BatchSize rows. Every data row
-// of a file, and every message of a topic, ends up either in a Batch's
-// Record or in its Rejects (rows that could not be decoded: a non-numeric
-// cell, a null feature, a list of the wrong length, a missing id), so no
-// row is lost silently. Where a row came from is Batch.Source and
+// A Source yields Batches of at most Options.BatchSize rows (from a topic,
+// messages). Every data row of a file, and every message of a topic (every
+// row of an Arrow message that reads), ends up either in a Batch's Record
+// or in its Rejects (rows that could not be decoded: a non-numeric cell, a
+// null feature, a list of the wrong length, a missing id), so no row is
+// lost silently. Where a row came from is Batch.Source and
 // Batch.Rows: for a file, its name and the row's index among its data rows;
 // for a topic, the topic and the message's offset in its partition, with
 // the partition in Batch.Partitions (Batch.RowSource names a row as a
@@ -71,6 +73,25 @@
 // KafkaConfig.MaxWait for more. Offsets are committed only when a batch's
 // Ack is called, so a message whose batch was not acked is read again by
 // the group after a restart or a rebalance: delivery is at least once.
+//
+// A record message may also be an Arrow IPC stream (KafkaConfig.Format:
+// by default a message whose content-type header says
+// schemas.ArrowStreamType) of the canonical record, one or many rows:
+// the id field (int64), the label field (float64, optional) and one
+// field per view named after it, a fixed-size list of float64 of the
+// view's dimension or a list of float64 whose rows have it; fields are
+// found by name and others are ignored. A message that does not read as
+// such a stream is a reject whole, as a JSON message is; a row with a
+// null id, a null view or item, a NaN or infinite value or label, or a
+// list of the wrong length is a reject alone, whose Payload is the row as
+// a one-row IPC stream of the message's schema (ContentType
+// schemas.ArrowStreamType), and the message's other rows are in the
+// batch, each located by the message's partition and offset.
+// Batch.RowPayload gives the same form of any row of an Arrow message
+// refused later. arrow's IPC reader trusts a message's metadata, so the
+// decoder checks it first (see MaxArrowMessageBuffers and
+// checkMetadata); a batch of one message whose rows are all good is that
+// message's record batch, its buffers shared.
 //
 // With KafkaConfig.LabelsTopic the same group also reads a topic of labels
 // that arrive apart from their records, each message a JSON object with

@@ -49,8 +49,14 @@ type KafkaConfig struct {
 	// Conn says how to reach the brokers (addresses, TLS, SASL). Required:
 	// its Brokers.
 	Conn kafkaconn.Config
-	// Topic is the input topic of JSON records. Required.
+	// Topic is the input topic of records. Required.
 	Topic string
+	// Format says how its messages are read: by their content-type header
+	// (FormatByHeader: an Arrow IPC stream when it says
+	// schemas.ArrowStreamType, a JSON object otherwise), or all as JSON
+	// objects (FormatJSON) or all as Arrow IPC streams (FormatArrow).
+	// Default (0) FormatByHeader.
+	Format Format
 	// LabelsTopic, when set, is a topic of labels read by the same group
 	// (see KafkaSource.NextLabels): each member owns partition p of both
 	// topics together, so it must have as many partitions as Topic (a
@@ -201,8 +207,8 @@ func resolveFetch(conn kafkaconn.Config, topic string, maxWait *time.Duration, m
 type KafkaSource struct {
 	cfg      KafkaConfig
 	opts     Options
-	dec      *kafkaDecoder // of records, used by Next only
-	labelDec *kafkaDecoder // of labels, used by NextLabels only
+	dec      *recordDecoder // of records, used by Next only
+	labelDec *kafkaDecoder  // of labels, used by NextLabels only
 	rb       *schemas.RecordBuilder
 	health   *kafkaHealth
 	totals   readerTotals
@@ -267,7 +273,7 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 	s := &KafkaSource{
 		cfg:       cfg,
 		opts:      opts,
-		dec:       newKafkaDecoder(spec, opts.RequireLabel),
+		dec:       newRecordDecoder(spec, cfg.Format, opts.RequireLabel, opts.Allocator),
 		labelDec:  newLabelDecoder(spec),
 		health:    health,
 		transport: cfg.Conn.Transport(),
@@ -402,22 +408,32 @@ func (h *kafkaHealth) ready(st kafka.ReaderStats, now time.Time) error {
 // one Arrow record built by rb, with their offsets, partitions and
 // timestamps, and
 // every message that does not decode as a reject located by partition and
-// offset, carrying its value.
-func decodeKafkaBatch(dec *kafkaDecoder, rb *schemas.RecordBuilder, topic string, msgs []kafka.Message) Batch {
+// offset, carrying its value. A message that is an Arrow IPC stream gives
+// its rows (see arrowDecoder).
+func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic string, msgs []kafka.Message) Batch {
 	b := Batch{Source: topic}
+	if len(msgs) == 1 && dec.isArrow(&msgs[0]) {
+		dec.arrow.decodeAlone(&b, rb, topic, &msgs[0])
+		return b
+	}
 	rb.Reserve(len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		if bad := dec.decode(m.Value); bad != nil {
+		if dec.isArrow(m) {
+			dec.arrow.decodeInto(&b, rb, topic, m)
+			continue
+		}
+		if bad := dec.json.decode(m.Value); bad != nil {
 			b.Rejects = append(b.Rejects, messageReject(topic, m, bad))
 			continue
 		}
-		rb.Append(dec.id, dec.label, dec.hasLabel, dec.vals)
+		rb.Append(dec.json.id, dec.json.label, dec.json.hasLabel, dec.json.vals)
 		b.Rows = append(b.Rows, m.Offset)
 		b.Partitions = append(b.Partitions, int32(m.Partition))
 		b.Times = append(b.Times, m.Time)
 	}
 	b.Record = rb.NewRecord()
+	dec.arrow.setRowPayload(&b)
 	return b
 }
 
@@ -515,6 +531,7 @@ func (s *KafkaSource) Close() error {
 	s.labelMu.Unlock()
 	s.transport.CloseIdleConnections()
 	s.rb.Release()
+	s.dec.close()
 	if err != nil {
 		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)
 	}

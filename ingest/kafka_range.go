@@ -99,7 +99,7 @@ type KafkaRangeSource struct {
 	parts  []kafkaPartitionRange
 	cur    int
 	reader *kafka.Reader
-	dec    *kafkaDecoder
+	dec    *recordDecoder
 	rb     *schemas.RecordBuilder
 	msgs   []kafka.Message // the messages of the batch being filled
 	// pending is a fetch error met after a batch had messages; the next
@@ -163,7 +163,7 @@ func newKafkaRangeSource(spec *schemas.ViewSpec, cfg KafkaRangeConfig, opts Opti
 		cfg:   cfg,
 		opts:  opts,
 		parts: parts,
-		dec:   newKafkaDecoder(spec, opts.RequireLabel),
+		dec:   newRecordDecoder(spec, FormatByHeader, opts.RequireLabel, opts.Allocator),
 		rb:    schemas.NewRecordBuilder(opts.Allocator, spec),
 	}
 }
@@ -174,7 +174,7 @@ func newKafkaRangeSource(spec *schemas.ViewSpec, cfg KafkaRangeConfig, opts Opti
 // future and messages were produced since. It does not contact the
 // brokers; s may be closed.
 func (s *KafkaRangeSource) Reopen() *KafkaRangeSource {
-	return newKafkaRangeSource(s.dec.spec, s.cfg, s.opts, s.parts)
+	return newKafkaRangeSource(s.dec.json.spec, s.cfg, s.opts, s.parts)
 }
 
 // KafkaRangeOpener returns a function that opens the records of cfg, for a
@@ -443,6 +443,7 @@ func (s *KafkaRangeSource) Close() error {
 	}
 	s.closed = true
 	s.rb.Release()
+	s.dec.close()
 	s.msgs = nil
 	var err error
 	if s.reader != nil {

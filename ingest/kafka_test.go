@@ -746,7 +746,7 @@ func BenchmarkKafkaDecode(b *testing.B) {
 				msgs[i] = kafka.Message{Topic: "t", Offset: int64(i), Value: v}
 				size += len(v)
 			}
-			dec, rb := newKafkaDecoder(spec, false), schemas.NewRecordBuilder(memory.NewGoAllocator(), spec)
+			dec, rb := newRecordDecoder(spec, FormatJSON, false, memory.NewGoAllocator()), schemas.NewRecordBuilder(memory.NewGoAllocator(), spec)
 			defer rb.Release()
 			b.SetBytes(int64(size))
 			b.ReportAllocs()

@@ -46,6 +46,14 @@ type Batch struct {
 	// Rejects are the rows of this stretch that could not be decoded, with
 	// Source/Row/Column/Reason; they are not in Record.
 	Rejects []schemas.RowError
+	// RowPayload, when not nil, gives the dead letter of record row i
+	// refused after decoding (a row whose score is not a finite number)
+	// in the form its message came in, where that form can hold one row:
+	// for a row of an Arrow IPC message, a one-row IPC stream of the row
+	// and its media type (schemas.ArrowStreamType); nil and "" for a row
+	// of a JSON message, whose dead letter is then a reason record. Call
+	// it while Record is held.
+	RowPayload func(i int) (payload []byte, contentType string)
 	// Ack, when not nil, marks every row of the batch (records and rejects) as
 	// done with: a Kafka source commits the batch's offsets. Call it only after the
 	// batch's outputs are durable; batches must be acked in the order Next returned them.

@@ -225,6 +225,14 @@ func readChecked(ctx context.Context, spec *schemas.ViewSpec, src ingest.Source,
 	}
 }
 
+// withPayload gives e, the bad row of b's record row i, the row as its
+// input format carries one, when it can (ingest.Batch.RowPayload).
+func withPayload(e *schemas.RowError, b ingest.Batch, i int) {
+	if b.RowPayload != nil {
+		e.Payload, e.ContentType = b.RowPayload(i)
+	}
+}
+
 // badRows lists the bad rows of a batch in input order: the rows ingest
 // could not decode and the rows of its record that CheckRecord refuses,
 // located by input row. skip marks the refused record rows (nil when there
@@ -241,7 +249,9 @@ func badRows(spec *schemas.ViewSpec, b ingest.Batch, needLabel bool) (bad []sche
 			skip[e.Row] = true
 			// CheckRecord counts record rows; rejected rows were taken
 			// out of the record, so map back to the input row.
-			e.Source, e.Row = b.RowSource(int(e.Row)), b.Rows[e.Row]
+			i := int(e.Row)
+			e.Source, e.Row = b.RowSource(i), b.Rows[i]
+			withPayload(&e, b, i)
 			bad = append(bad, e)
 		}
 		slices.SortStableFunc(bad, func(x, y schemas.RowError) int { return cmp.Compare(x.Row, y.Row) })

@@ -405,10 +405,11 @@ func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool, project bool) (arro
 }
 
 // unscorableRow is the bad row of b that Scorer.Predict reported as u,
-// located in the input.
+// located in the input, with the row as its input format carries one.
 func unscorableRow(b ingest.Batch, u model.Unscorable) schemas.RowError {
 	e := *u.RowError()
 	e.Source, e.Row = b.RowSource(u.Row), b.Rows[u.Row]
+	withPayload(&e, b, u.Row)
 	return e
 }
 

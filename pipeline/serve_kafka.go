@@ -21,7 +21,8 @@ import (
 const httpShutdownTimeout = 5 * time.Second
 
 // KafkaServeConfig describes the Kafka deployment of a Service, `mvml
-// serve`: a consumer group on an input topic of JSON records, scores to a
+// serve`: a consumer group on an input topic of records (JSON objects or
+// Arrow IPC streams), scores to a
 // topic or to a directory of Parquet files, dead letters to a topic, a
 // model store followed (a model topic) or a model file watched, refits
 // published, and the health and metrics over HTTP.
@@ -30,8 +31,12 @@ type KafkaServeConfig struct {
 	// offset commits retry a transient failure (Conn.Retry). Required: its
 	// Brokers.
 	Conn kafkaconn.Config
-	// Topic is the input topic of JSON records. Required.
+	// Topic is the input topic of records. Required.
 	Topic string
+	// Format says how its messages are read (ingest.KafkaConfig.Format):
+	// by their content-type header, JSON unless it names an Arrow IPC
+	// stream (the default), or all as JSON, or all as Arrow.
+	Format ingest.Format
 	// Group is the consumer group, whose committed offsets say where a
 	// restart resumes. Required.
 	Group string
@@ -45,9 +50,12 @@ type KafkaServeConfig struct {
 	// (one that crashed) before its partitions go to the others. Default
 	// (0) ingest.DefaultKafkaSessionTimeout, 30s.
 	SessionTimeout time.Duration
-	// OutputTopic receives one JSON score per record, keyed by id. This or
-	// OutputDir is required.
+	// OutputTopic receives one JSON score per record, keyed by id, or
+	// with ArrowOutput the scores of a batch as Arrow IPC streams, one
+	// message per partition (sink.KafkaArrowSink). This or OutputDir is
+	// required.
 	OutputTopic string
+	ArrowOutput bool
 	// OutputDir receives the scores as Parquet files instead, rolled as
 	// Roll says (default sink.RollingPolicy's); a record is committed once
 	// its file is. It must exist.
@@ -136,6 +144,8 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		return nil, errors.New("serve: no model")
 	case (cfg.OutputTopic == "") == (cfg.OutputDir == ""):
 		return nil, errors.New("serve: give one of an output topic and an output directory")
+	case cfg.ArrowOutput && cfg.OutputTopic == "":
+		return nil, errors.New("serve: Arrow output is for an output topic, not a directory of Parquet files")
 	case cfg.DeadLetterTopic == "":
 		return nil, errors.New("serve: no dead-letter topic")
 	case cfg.ReloadInterval < 0:
@@ -171,8 +181,8 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		}
 	}
 	kcfg := ingest.KafkaConfig{
-		Conn: cfg.Conn, Topic: cfg.Topic, LabelsTopic: cfg.LabelsTopic, GroupID: cfg.Group, MaxWait: cfg.MaxWait, StartOffset: cfg.StartOffset,
-		SessionTimeout: cfg.SessionTimeout,
+		Conn: cfg.Conn, Topic: cfg.Topic, Format: cfg.Format, LabelsTopic: cfg.LabelsTopic, GroupID: cfg.Group, MaxWait: cfg.MaxWait,
+		StartOffset: cfg.StartOffset, SessionTimeout: cfg.SessionTimeout,
 	}
 	if late {
 		kcfg.OnAssign, kcfg.OnRevoke = r.onAssign, r.onRevoke
@@ -185,6 +195,8 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 	if cfg.OutputDir != "" {
 		schema := schemas.OutputSchema(m.Outputs(), len(m.Spec.Views), cfg.Contributions)
 		r.out, err = sink.NewRollingParquet(cfg.OutputDir, "scores", schema, sink.ParquetOptions{}, cfg.Roll)
+	} else if cfg.ArrowOutput {
+		r.out, err = sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.OutputTopic, Logger: opts.Logger}, opts.Allocator)
 	} else {
 		r.out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.OutputTopic, Logger: opts.Logger})
 	}

@@ -232,6 +232,10 @@ type RowError struct {
 	// Payload is the undecodable input as received (a Kafka message value),
 	// for dead-letter destinations; nil for file rows.
 	Payload []byte `json:"-"`
+	// ContentType is the media type of Payload when it is not JSON:
+	// ArrowStreamType for an Arrow IPC stream (a message as received, or
+	// one row of one); "" otherwise.
+	ContentType string `json:"-"`
 }
 
 func (e *RowError) Error() string {

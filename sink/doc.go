@@ -14,8 +14,10 @@
 // whose value is the row's JSON object exactly as the JSON Lines sink
 // writes it and whose key is the row's id in decimal, so that with the
 // default balancer (a hash of the key) one id always lands on one
-// partition. NewKafkaDeadLetters sends rejected input rows to a topic, the
-// original message value as the value (or the RowError as JSON when there
+// partition; NewKafkaArrow writes each record's rows as Arrow IPC streams
+// instead, one message per partition, each row on the partition its JSON
+// score would be. NewKafkaDeadLetters sends rejected input rows to a
+// topic, the original message value as the value (or the RowError as JSON when there
 // is none) with the reason, source, row and column in mvml-* headers; the
 // rejects file (Rejects) serves the same role for file jobs, and both are
 // DeadLetters. A dead letter too large for its topic is still written, its

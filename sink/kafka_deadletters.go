@@ -40,8 +40,9 @@ const recordBatchFraming = 128
 // empty message too) or, when there is none, the RowError as JSON
 // ({"source":..,"row":..,"column":..,"reason":..}); the headers
 // mvml-reason, mvml-source, mvml-row (decimal) and mvml-column say why and
-// where; the key is the source, so the rejects of one input partition stay
-// in order. A dead letter that does not fit the topic is still written,
+// where, and content-type the payload's media type when the reject gives
+// one (RowError.ContentType: an Arrow IPC stream); the key is the source,
+// so the rejects of one input partition stay in order. A dead letter that does not fit the topic is still written,
 // its value cut: to the writer's BatchBytes, or to nothing when the broker
 // refuses even that; the header mvml-truncated then holds the value's
 // original size, and mvml-source and mvml-row still locate the whole
@@ -102,6 +103,9 @@ func (d *KafkaDeadLetters) WriteRejects(ctx context.Context, rejects []schemas.R
 			{Key: HeaderRow, Value: strconv.AppendInt(nil, r.Row, 10)},
 			{Key: HeaderColumn, Value: []byte(r.Column)},
 		}}
+		if r.ContentType != "" && r.Payload != nil {
+			msgs[i].Headers = append(msgs[i].Headers, kafka.Header{Key: schemas.HeaderContentType, Value: []byte(r.ContentType)})
+		}
 		cutToFit(&msgs[i], d.w.w.BatchBytes-recordBatchFraming)
 	}
 	refused, err := d.w.writeFitting(ctx, msgs)
@@ -149,10 +153,11 @@ func (d *KafkaDeadLetters) Close(ctx context.Context) error {
 
 // ReadKafkaDeadLetters reads the first n dead letters of one partition of
 // topic, waiting for them until ctx ends, and returns them as the
-// RowErrors KafkaDeadLetters wrote: Reason, Source, Row and Column from the
-// headers, and the message value as Payload (the rejected message, cut
-// when it had to be, or the RowError as JSON when there was none). It is
-// for tools that inspect or replay dead letters; it uses no consumer group.
+// RowErrors KafkaDeadLetters wrote: Reason, Source, Row, Column and
+// ContentType from the headers, and the message value as Payload (the
+// rejected message, cut when it had to be, or the RowError as JSON when
+// there was none). It is for tools that inspect or replay dead letters; it
+// uses no consumer group.
 func ReadKafkaDeadLetters(ctx context.Context, conn kafkaconn.Config, topic string, partition, n int) ([]schemas.RowError, error) {
 	if err := conn.Validate(); err != nil {
 		return nil, fmt.Errorf("reading dead letters of %s: %w", topic, err)
@@ -178,6 +183,8 @@ func ReadKafkaDeadLetters(ctx context.Context, conn kafkaconn.Config, topic stri
 				letter.Source = string(h.Value)
 			case HeaderColumn:
 				letter.Column = string(h.Value)
+			case schemas.HeaderContentType:
+				letter.ContentType = string(h.Value)
 			case HeaderRow:
 				if letter.Row, err = strconv.ParseInt(string(h.Value), 10, 64); err != nil {
 					err = fmt.Errorf("offset %d: header %s: %w", m.Offset, HeaderRow, err)

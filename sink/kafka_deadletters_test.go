@@ -29,6 +29,8 @@ func TestReadKafkaDeadLetters(t *testing.T) {
 		{Source: "in/0", Row: 12, Column: "a", Reason: `view "a" item 1 is null, want a number`, Payload: []byte(`{"id":1,"a":[1,null]}`)},
 		{Source: "in/0", Row: 13, Reason: "empty message", Payload: []byte{}},
 		{Source: "scores.csv", Row: 4, Column: "acc_1", Reason: `value "two" is not a number`},
+		{Source: "in/0", Row: 14, Column: "a[1]", Reason: `message row 0: view "a" item 1 is NaN`, Payload: []byte("arrow"),
+			ContentType: schemas.ArrowStreamType},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -50,7 +52,8 @@ func TestReadKafkaDeadLetters(t *testing.T) {
 			}
 			g.Payload = nil
 		}
-		if g.Source != r.Source || g.Row != r.Row || g.Column != r.Column || g.Reason != r.Reason || !bytes.Equal(g.Payload, r.Payload) {
+		if g.Source != r.Source || g.Row != r.Row || g.Column != r.Column || g.Reason != r.Reason || !bytes.Equal(g.Payload, r.Payload) ||
+			g.ContentType != r.ContentType {
 			t.Errorf("dead letter %d: %+v, want %+v", i, got[i], r)
 		}
 	}

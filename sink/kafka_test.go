@@ -279,6 +279,8 @@ func TestKafkaDeadLetters(t *testing.T) {
 		{Source: "in/0", Row: 12, Column: "a", Reason: `view "a" item 1 is null, want a number`, Payload: []byte(`{"id":1,"a":[1,null]}`)},
 		{Source: "in/0", Row: 13, Reason: "invalid JSON: unexpected end of input at offset 3", Payload: []byte{'{', 0xff, '"'}},
 		{Source: "scores.csv", Row: 4, Column: "acc_1", Reason: `value "two" is not a number <&>`},
+		{Source: "in/1", Row: 7, Column: "a[0]", Reason: `message row 3: view "a" item 0 is NaN`, Payload: []byte("\xff\xff\xff\xffarrow"),
+			ContentType: schemas.ArrowStreamType},
 	}
 	if err := d.WriteRejects(context.Background(), rejects); err != nil {
 		t.Fatal(err)
@@ -313,7 +315,8 @@ func TestKafkaDeadLetters(t *testing.T) {
 		if !bytes.Equal(m.Value, value) {
 			t.Errorf("%s: value %q, want %q", r.Error(), m.Value, value)
 		}
-		for k, v := range map[string]string{HeaderReason: r.Reason, HeaderSource: r.Source, HeaderColumn: r.Column} {
+		contentType := cmp.Or(r.ContentType, "<none>")
+		for k, v := range map[string]string{HeaderReason: r.Reason, HeaderSource: r.Source, HeaderColumn: r.Column, schemas.HeaderContentType: contentType} {
 			if got := header(*m, k); got != v {
 				t.Errorf("%s: header %s = %q, want %q", r.Error(), k, got, v)
 			}

@@ -10,15 +10,18 @@ import (
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/registry"
+	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
 
 func runServe(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("serve")
 	kf := registerKafka(fs, "Kafka bootstrap `HOST:PORT` list, comma-separated (required)")
-	topic := fs.String("topic", "", "input `TOPIC` of JSON records (required)")
+	topic := fs.String("topic", "", "input `TOPIC` of records, JSON objects or Arrow IPC streams (required)")
+	format := fs.String("format", "", "read every input message as `FORMAT`: json, or arrow (an Arrow IPC stream of the canonical record); by default each message as its content-type header says: arrow for "+schemas.ArrowStreamType+", json otherwise")
 	group := fs.String("group", "mvml", "consumer `GROUP`; its committed offsets say where a restart resumes")
-	outTopic := fs.String("output-topic", "", "`TOPIC` receiving one JSON score per record, keyed by id (this or --output-dir is required)")
+	outTopic := fs.String("output-topic", "", "`TOPIC` receiving the scores, as --output-format says (this or --output-dir is required)")
+	outFormat := fs.String("output-format", "", "with --output-topic, write the scores as `FORMAT`: json (one object per record, keyed by id; the default), or arrow (an Arrow IPC stream per partition of each batch)")
 	outDir := fs.String("output-dir", "", "`DIR` receiving the scores as Parquet files instead of a topic; records are committed once their file is")
 	rollRows := fs.Int64("roll-rows", sink.DefaultRollRows, "with --output-dir, the most rows of one file")
 	rollEvery := fs.Duration("roll-interval", sink.DefaultRollEvery, "with --output-dir, the longest a file stays open (how long a score waits to be committed)")
@@ -61,6 +64,26 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if (*outTopic == "") == (*outDir == "") {
 		return usagef("give one of --output-topic and --output-dir")
 	}
+	inFormat := ingest.FormatByHeader
+	if *format != "" {
+		f, err := ingest.ParseFormat(*format)
+		if err != nil {
+			return usagef("--format: %v", err)
+		}
+		inFormat = f
+	}
+	var arrowOutput bool
+	switch {
+	case *outFormat == "":
+	case *outDir != "":
+		return usagef("--output-format is for --output-topic: --output-dir writes Parquet files")
+	default:
+		f, err := ingest.ParseFormat(*outFormat)
+		if err != nil {
+			return usagef("--output-format: %v", err)
+		}
+		arrowOutput = f == ingest.FormatArrow
+	}
 	if *decay <= 0 || *decay > 1 {
 		return usagef("--decay %g must be in (0, 1]", *decay)
 	}
@@ -101,8 +124,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		start = ingest.KafkaNewest
 	}
 	cfg := pipeline.KafkaServeConfig{
-		Conn: conn, Topic: *topic, Group: *group, StartOffset: start, MaxWait: *maxWait, SessionTimeout: *sessionTimeout,
-		OutputTopic: *outTopic, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
+		Conn: conn, Topic: *topic, Format: inFormat, Group: *group, StartOffset: start, MaxWait: *maxWait, SessionTimeout: *sessionTimeout,
+		OutputTopic: *outTopic, ArrowOutput: arrowOutput, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
 		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
 		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
 		Contributions: *contributions, HTTPAddr: *httpAddr, Options: pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},

@@ -1,0 +1,284 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/mvml/mvml/schemas"
+)
+
+// KafkaArrowSink writes records of scores (schemas.OutputSchema) to a
+// Kafka topic as Arrow IPC streams. The rows of a record are grouped by
+// the partition KafkaSink would write each of them to (the configured
+// balancer's choice for the row's id in decimal as the key: by default
+// the FNV-1a hash of the key, so one id always lands on one partition),
+// and each group is one message: an IPC stream of one record batch of the
+// record's schema, with the header content-type:
+// application/vnd.apache.arrow.stream and no key. A group too large for
+// one message (the writer's BatchBytes, or what the broker takes) is cut
+// in halves until it fits. Write returns only when the broker has
+// acknowledged every message (at least once, as KafkaSink). The sink is
+// not safe for concurrent use.
+type KafkaArrowSink struct {
+	topic    string
+	w        *kafkaWriter
+	client   *kafka.Client
+	balancer kafka.Balancer // of rows, by their id
+	mem      memory.Allocator
+	schema   *arrow.Schema // the last schema checked to be an output schema
+	key      []byte
+	closed   bool
+}
+
+var _ Sink = (*KafkaArrowSink)(nil)
+
+// NewKafkaArrow returns a Sink writing to cfg.Topic; mem allocates the
+// records of groups of rows (nil: a Go allocator). It does not contact
+// the brokers: the first Write does.
+func NewKafkaArrow(cfg KafkaWriterConfig, mem memory.Allocator) (*KafkaArrowSink, error) {
+	balancer := cfg.Balancer
+	if balancer == nil {
+		balancer = &kafka.Hash{}
+	}
+	// The sink chooses each message's partition and says so in it.
+	cfg.Balancer = kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })
+	w, err := newKafkaWriter(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kafka arrow sink: %w", err)
+	}
+	if mem == nil {
+		mem = memory.NewGoAllocator()
+	}
+	return &KafkaArrowSink{
+		topic:    cfg.Topic,
+		w:        w,
+		client:   &kafka.Client{Addr: cfg.Conn.Addr(), Transport: w.transport},
+		balancer: balancer,
+		mem:      mem,
+	}, nil
+}
+
+// scoreGroup is rows of a record bound for one partition.
+type scoreGroup struct {
+	partition int
+	rows      []int
+	value     []byte // the rows as an IPC stream
+}
+
+// Write sends the rows of rec, one message per partition (or more, each
+// within the size limits), and waits for the broker's acknowledgement of
+// all of them.
+func (s *KafkaArrowSink) Write(ctx context.Context, rec arrow.Record) error {
+	if s.closed {
+		return fmt.Errorf("kafka arrow sink %s: write: %w", s.topic, errClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kafka arrow sink %s: write: %w", s.topic, err)
+	}
+	if err := s.checkSchema(rec.Schema()); err != nil {
+		return fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
+	}
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	partitions, err := s.partitions(ctx)
+	if err != nil {
+		return fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
+	}
+	var todo []scoreGroup
+	for _, g := range s.group(rec, partitions) {
+		if todo, err = s.encode(rec, g, todo); err != nil {
+			return fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
+		}
+	}
+	for len(todo) > 0 {
+		msgs := make([]kafka.Message, len(todo))
+		for i, g := range todo {
+			msgs[i] = kafka.Message{Partition: g.partition, Value: g.value,
+				Headers: []kafka.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}}
+		}
+		refused, err := s.w.writeFitting(ctx, msgs)
+		if err != nil {
+			return fmt.Errorf("kafka arrow sink %s: writing %d rows: %w", s.topic, n, err)
+		}
+		// The broker's limit is below the writer's: the groups it
+		// refuses go again in halves.
+		var again []scoreGroup
+		for _, i := range refused {
+			g := todo[i]
+			if len(g.rows) == 1 {
+				return fmt.Errorf("kafka arrow sink %s: the broker refuses the score of id %d alone, %d bytes: raise the topic's max.message.bytes",
+					s.topic, rec.Column(0).(*array.Int64).Value(g.rows[0]), messageBytes(&msgs[i]))
+			}
+			half := len(g.rows) / 2
+			for _, rows := range [][]int{g.rows[:half], g.rows[half:]} {
+				if again, err = s.encode(rec, scoreGroup{partition: g.partition, rows: rows}, again); err != nil {
+					return fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
+				}
+			}
+		}
+		todo = again
+	}
+	return nil
+}
+
+// checkSchema checks that schema is an output schema, which the groups of
+// rows are rebuilt in.
+func (s *KafkaArrowSink) checkSchema(schema *arrow.Schema) error {
+	if schema == s.schema {
+		return nil
+	}
+	width := func(name string) int {
+		if at := schema.FieldIndices(name); len(at) == 1 {
+			if t, ok := schema.Field(at[0]).Type.(*arrow.FixedSizeListType); ok {
+				return int(t.Len())
+			}
+		}
+		return 0
+	}
+	decision, views := width(schemas.FieldDecision), width(schemas.FieldContributions)
+	if decision == 0 || !schema.Equal(schemas.OutputSchema(decision, views, views > 0)) {
+		return fmt.Errorf("records of %v are not scores (schemas.OutputSchema)", schema)
+	}
+	s.schema = schema
+	return nil
+}
+
+// partitions lists the topic's partitions, from the metadata the writer's
+// transport keeps (and refreshes), retrying a transient failure.
+func (s *KafkaArrowSink) partitions(ctx context.Context) ([]int, error) {
+	var n int
+	err := s.w.retry.Do(ctx, func() error {
+		md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.topic}})
+		if err != nil {
+			return err
+		}
+		for _, t := range md.Topics {
+			if t.Name == s.topic {
+				n = len(t.Partitions)
+				return t.Error
+			}
+		}
+		return kafka.UnknownTopicOrPartition
+	}, func(err error, pause time.Duration) {
+		s.w.logger.Warn("kafka: reading the partitions failed, retrying", "topic", s.topic, "in", pause, "err", err)
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("partitions: %w", err)
+	case n == 0:
+		return nil, errors.New("partitions: the topic has none")
+	}
+	parts := make([]int, n)
+	for i := range parts {
+		parts[i] = i
+	}
+	return parts, nil
+}
+
+// group returns the rows of rec by partition, in partition order, each
+// group's rows in record order.
+func (s *KafkaArrowSink) group(rec arrow.Record, partitions []int) []scoreGroup {
+	ids := rec.Column(0).(*array.Int64)
+	byPartition := make(map[int][]int)
+	for i := range int(rec.NumRows()) {
+		var key []byte
+		if ids.IsValid(i) {
+			s.key = strconv.AppendInt(s.key[:0], ids.Value(i), 10)
+			key = s.key
+		}
+		p := s.balancer.Balance(kafka.Message{Key: key}, partitions...)
+		byPartition[p] = append(byPartition[p], i)
+	}
+	groups := make([]scoreGroup, 0, len(byPartition))
+	for p, rows := range byPartition {
+		groups = append(groups, scoreGroup{partition: p, rows: rows})
+	}
+	slices.SortFunc(groups, func(a, b scoreGroup) int { return a.partition - b.partition })
+	return groups
+}
+
+// encode appends g's rows as messages to out: one, or, when that one is
+// larger than the writer takes, those of each half of the rows.
+func (s *KafkaArrowSink) encode(rec arrow.Record, g scoreGroup, out []scoreGroup) ([]scoreGroup, error) {
+	value, err := s.stream(rec, g.rows)
+	if err != nil {
+		return out, err
+	}
+	g.value = value
+	m := kafka.Message{Value: value, Headers: []kafka.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}}
+	if messageBytes(&m) <= s.w.w.BatchBytes {
+		return append(out, g), nil
+	}
+	if len(g.rows) == 1 {
+		return out, fmt.Errorf("the score of id %d alone takes %d bytes, more than the writer's %d (BatchBytes)",
+			rec.Column(0).(*array.Int64).Value(g.rows[0]), messageBytes(&m), s.w.w.BatchBytes)
+	}
+	half := len(g.rows) / 2
+	if out, err = s.encode(rec, scoreGroup{partition: g.partition, rows: g.rows[:half]}, out); err != nil {
+		return out, err
+	}
+	return s.encode(rec, scoreGroup{partition: g.partition, rows: g.rows[half:]}, out)
+}
+
+// stream returns rows of rec as an IPC stream: rec itself when they are
+// all its rows, a record of those rows otherwise.
+func (s *KafkaArrowSink) stream(rec arrow.Record, rows []int) ([]byte, error) {
+	if len(rows) == int(rec.NumRows()) {
+		return schemas.EncodeIPC(rec, s.mem)
+	}
+	b := schemas.NewOutputBuilder(s.mem, rec.Schema())
+	defer b.Release()
+	b.Reserve(len(rows))
+	ids := rec.Column(0).(*array.Int64)
+	versions := rec.Column(1).(*array.String)
+	pred := rec.Column(2).(*array.Float64)
+	decision, decisionWidth := listRows(rec.Column(3))
+	contributions, views := []float64(nil), 0
+	if rec.NumCols() > 4 {
+		contributions, views = listRows(rec.Column(4))
+	}
+	for _, i := range rows {
+		var contrib []float64
+		if views > 0 {
+			contrib = contributions[i*views : (i+1)*views]
+		}
+		b.Append(ids.Value(i), versions.Value(i), pred.Value(i), decision[i*decisionWidth:(i+1)*decisionWidth], contrib)
+	}
+	part := b.NewRecord()
+	defer part.Release()
+	return schemas.EncodeIPC(part, s.mem)
+}
+
+// listRows returns the row-major values of a fixed-size list column of
+// float64 and its width.
+func listRows(col arrow.Array) ([]float64, int) {
+	l := col.(*array.FixedSizeList)
+	width := int(l.DataType().(*arrow.FixedSizeListType).Len())
+	values := l.ListValues().(*array.Float64).Float64Values()
+	return values[l.Offset()*width : (l.Offset()+l.Len())*width], width
+}
+
+// Close closes the writer and its connections, within ctx. Every Write has
+// already been acknowledged, so nothing is left to flush. Closing twice is
+// a no-op.
+func (s *KafkaArrowSink) Close(ctx context.Context) error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.w.close(ctx); err != nil {
+		return fmt.Errorf("kafka arrow sink %s: close: %w", s.topic, err)
+	}
+	return nil
+}
