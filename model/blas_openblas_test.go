@@ -1,0 +1,6 @@
+//go:build openblas
+
+package model
+
+// exactBLAS: see blas_exact_test.go.
+const exactBLAS = false
