@@ -710,7 +710,7 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	j.mu.Lock()
-	j.store.expire(j.now())
+	j.settle(j.store.expire(j.now()))
 	// What is committed is what the statistics taken now account for.
 	commits := map[int]int64{}
 	for p, lp := range j.labels {

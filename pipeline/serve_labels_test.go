@@ -640,3 +640,32 @@ func TestServeNotReadyWhileRestoring(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A label that waited its whole window is counted unmatched when the
+// statistics are flushed, before its offset is committed past.
+func TestJoinCountsExpiredLabelsAtFlush(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 120, 1))
+	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+		Labels: &LateLabels{Source: noLabels{}, Topic: "labels", Window: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := svc.join
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	j.now = func() time.Time { return now }
+	if err := j.assign(context.Background(), ingest.Assignment{Generation: 1, Records: map[int]int64{0: -1}, Labels: map[int]int64{0: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	batch := ingest.LabelBatch{Topic: "labels", Generation: 1, Labels: []ingest.Label{{Partition: 0, Offset: 0, ID: 5, Value: 1, Time: now}}}
+	if err := j.take(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	if err := j.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.Stats(); st.LabelsUnmatchedNeverSeen != 1 || st.LabelsWaiting != 0 {
+		t.Errorf("%d labels never seen, %d waiting: want the expired label counted", st.LabelsUnmatchedNeverSeen, st.LabelsWaiting)
+	}
+}
