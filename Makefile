@@ -7,13 +7,14 @@ FUZZTIME  ?= 10s
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval
 
-.PHONY: help build build-openblas test test-openblas vet fmt-check bench bench-blas bench-score demo fuzz reproduce clean
+.PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
 	@echo "make test            gofmt check, go vet, go test -race (the CI command)"
 	@echo "make test-openblas   go vet and the numeric packages' tests on OpenBLAS, and a CLI smoke test (CI runs it too)"
 	@echo "make build           build bin/mvml"
+	@echo "make static           build bin/mvml-static as deploy/Dockerfile does (CGO_ENABLED=0) and check it is static"
 	@echo "make build-openblas  build bin/mvml on the machine's OpenBLAS (cgo; Debian: libopenblas-dev)"
 	@echo "make bench           run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
 	@echo "make bench-blas      pure-Go BLAS against OpenBLAS in one run: Dgemm, kernel products, scoring, fits"
@@ -21,12 +22,23 @@ help:
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
+	@echo "make docs            rewrite README's reference of the configuration keys and table of the metrics from the code"
+
 
 build:
 	$(GO) build -o bin/mvml ./cmd/mvml
 
 build-openblas:
 	$(GO) build -tags openblas -o bin/mvml ./cmd/mvml
+
+# The container image's binary (deploy/Dockerfile): no C library, so that it
+# runs on distroless static or scratch. No container engine runs in CI; this
+# builds and checks the binary the image would hold.
+static:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o bin/mvml-static ./cmd/mvml
+	@$(GO) version -m bin/mvml-static | grep -q 'CGO_ENABLED=0' || { echo "bin/mvml-static was built with cgo"; exit 1; }
+	@if command -v file >/dev/null 2>&1; then file bin/mvml-static | grep -q 'statically linked' || { file bin/mvml-static; exit 1; }; fi
+	@echo "bin/mvml-static: static"
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -80,6 +92,9 @@ fuzz:
 reproduce:
 	bash -o pipefail -c "MVML_REPRODUCE=1 $(GO) test -count=1 -run 'Reproduce' -v -timeout 4h ./eval | grep --line-buffered -v '^=== \\|^PASS\\|^ok'"
 
+docs:
+	$(GO) test -count=1 -run '^TestConfigReferenceInREADME$$' ./cmd/mvml -update-readme
+	$(GO) test -count=1 -run '^TestMetricsTableInREADME$$' ./pipeline -update-readme
 
 clean:
 	rm -rf bin bench.out bench-blas.out

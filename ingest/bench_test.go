@@ -2,9 +2,12 @@ package ingest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -194,4 +197,64 @@ func writeCSV(w io.Writer, spec *schemas.ViewSpec, n int, cell func(r, l, j int)
 		bw.WriteByte('\n')
 	}
 	bw.Flush()
+}
+
+// BenchmarkNumbers converts the numbers of the Kafka benchmark's messages
+// (standard normal values in shortest round-trip text, of a float64 or of a
+// float32) one by one: with the JSON scanner, with the CSV parser, and with
+// strconv.ParseFloat for reference.
+func BenchmarkNumbers(b *testing.B) {
+	for _, bits := range []int{64, 32} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		texts := make([][]byte, 4096)
+		for i := range texts {
+			texts[i] = strconv.AppendFloat(nil, rng.NormFloat64(), 'g', -1, bits)
+		}
+		// The JSON scanner reads each number where it stands in a message,
+		// followed by a comma.
+		joined := bytes.Join(texts, []byte{','})
+		for _, conv := range []struct {
+			name string
+			run  func(b *testing.B)
+		}{
+			{"json", func(b *testing.B) {
+				var s jsonScanner
+				for range b.N {
+					s.reset(joined)
+					for {
+						if _, _, _, bad := s.readFloat(); bad != nil {
+							b.Fatal(bad.reason)
+						}
+						if !s.consume(',') {
+							break
+						}
+					}
+				}
+			}},
+			{"csv", func(b *testing.B) {
+				for range b.N {
+					for _, t := range texts {
+						if _, ok := parseFloat(t); !ok {
+							b.Fatalf("%s rejected", t)
+						}
+					}
+				}
+			}},
+			{"strconv", func(b *testing.B) {
+				for range b.N {
+					for _, t := range texts {
+						if _, err := strconv.ParseFloat(string(t), 64); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}},
+		} {
+			b.Run(fmt.Sprintf("float%d/%s", bits, conv.name), func(b *testing.B) {
+				b.SetBytes(int64(len(joined)))
+				conv.run(b)
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(texts)), "ns/number")
+			})
+		}
+	}
 }

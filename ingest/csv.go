@@ -488,52 +488,46 @@ func trimEOL(line []byte) []byte {
 	return line
 }
 
-// parseDecimal parses a plain decimal of at most 19 digits that
-// exactDecimal can convert. It reports false for anything else (more
-// digits, hex, NaN, underscores...), which then goes to strconv.
+// parseDecimal parses a plain decimal (an optional sign, digits with an
+// optional point, an optional exponent) with the conversion the JSON
+// decoder uses. It reports false for anything else (hex, NaN, Inf,
+// underscores...) and for the rare numbers decimal.float declines, which
+// then go to strconv.
 func parseDecimal(b []byte) (float64, bool) {
 	i, neg := 0, false
 	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
 		neg, i = b[0] == '-', 1
 	}
-	var mant uint64
-	digits, exp := 0, 0
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		mant = mant*10 + uint64(b[i]-'0')
-		digits++
-	}
+	digits := i
+	i, mant := gatherEights(b, i, 0)
+	i, mant = gatherDigits(b, i, mant)
+	nd, exp := i-digits, 0
 	if i < len(b) && b[i] == '.' {
-		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			mant = mant*10 + uint64(b[i]-'0')
-			digits++
-			exp--
-		}
+		i++
+		frac := i
+		i, mant = gatherEights(b, i, mant)
+		i, mant = gatherDigits(b, i, mant)
+		nd += i - frac
+		exp = frac - i
 	}
-	if digits == 0 || digits > 19 {
+	if nd == 0 {
 		return 0, false
 	}
+	mantEnd, e := i, 0
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		expNeg := false
-		if i < len(b) && (b[i] == '-' || b[i] == '+') {
-			expNeg = b[i] == '-'
-			i++
-		}
-		e, expDigits := 0, 0
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9' && expDigits < 4; i++ {
-			e = e*10 + int(b[i]-'0')
-			expDigits++
-		}
-		if expDigits == 0 {
+		var ok bool
+		if i, e, ok = readExponent(b, i+1); !ok {
 			return 0, false
 		}
-		if expNeg {
-			e = -e
-		}
-		exp += e
 	}
 	if i != len(b) {
 		return 0, false
 	}
-	return exactDecimal(mant, exp, neg)
+	d := decimal{mant: mant, exp: exp + e, neg: neg}
+	if nd > maxMantDigits {
+		d = longDecimal(b[digits:mantEnd], e, neg)
+	} else if v, ok := exactDecimal(d.mant, d.exp, d.neg); ok {
+		return v, true
+	}
+	return d.float()
 }

@@ -205,6 +205,7 @@ type KafkaSource struct {
 	labelDec *kafkaDecoder // of labels, used by NextLabels only
 	rb       *schemas.RecordBuilder
 	health   *kafkaHealth
+	totals   readerTotals
 	closed   bool
 
 	group     *kafka.ConsumerGroup
@@ -350,20 +351,10 @@ func (s *KafkaSource) Next(ctx context.Context) (Batch, error) {
 // Ready reports whether the source is consuming: nil once it has joined
 // its group or fetched from the brokers with no error reported since,
 // otherwise why not (still joining; the last error, and since when). It
-// reads kafka-go's statistics of the partition readers, which reset when
-// read, so it is their only reader.
+// judges by the partition readers' counters since the last call.
 func (s *KafkaSource) Ready() error {
-	var st kafka.ReaderStats
-	if g, _, _ := s.watch(); g != nil {
-		for _, r := range g.readerList() {
-			rs := r.Stats()
-			st.Rebalances += rs.Rebalances
-			st.Fetches += rs.Fetches
-			st.Messages += rs.Messages
-			st.Errors += rs.Errors
-		}
-	}
-	return s.health.ready(st, time.Now())
+	s.totals.collect(s.currentReaders(), true)
+	return s.health.ready(s.totals.sinceReady(), time.Now())
 }
 
 // kafkaHealth is what Ready judges by: when the source last showed

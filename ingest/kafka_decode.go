@@ -347,6 +347,9 @@ func (d *kafkaDecoder) decodeArray(l int) *rowError {
 				return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d is %s, want a number", v.Name, n, describeKind(c))}
 			}
 			n++
+			if s.consume(',') { // the usual separator, without a call
+				continue
+			}
 			more, err := s.separator(']', "in an array")
 			if err != nil {
 				return err
@@ -560,11 +563,11 @@ func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
 	return s.data[start:s.pos], integer, nil
 }
 
-// readFloat reads a JSON number as a float64 in one pass: the digits are
-// checked and gathered together, and exactDecimal (at most 19 digits
-// forming at most 2^53, a power of ten within ±22) gives the value; other
-// numbers go to strconv. overflow says the number is too large for a
-// float64; a number too small for one is zero, as for strconv.
+// readFloat reads a JSON number as a float64 in one pass: the syntax is
+// checked while the digits are gathered, and decimal.float converts them;
+// only the rare numbers it declines go to strconv. overflow says the number
+// is too large for a float64; a number too small for one is zero, as for
+// strconv.
 func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *rowError) {
 	data, i := s.data, s.pos
 	start := i
@@ -572,69 +575,48 @@ func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *ro
 	if neg {
 		i++
 	}
+	digits := i
 	var mant uint64
-	nd, exp, inexact := 0, 0, false
 	switch {
 	case i < len(data) && data[i] == '0':
 		i++
 	case i < len(data) && data[i] >= '1' && data[i] <= '9':
-		for ; i < len(data) && isDigit(data[i]); i++ {
-			if nd < 19 {
-				mant = mant*10 + uint64(data[i]-'0')
-				nd++
-			} else {
-				inexact = true
-			}
-		}
+		i, mant = gatherEights(data, i, 0)
+		i, mant = gatherDigits(data, i, mant)
 	default:
 		s.pos = i
 		return 0, nil, false, s.syntaxError("want a digit")
 	}
+	nd, exp := i-digits, 0
 	if i < len(data) && data[i] == '.' {
 		i++
 		frac := i
-		for ; i < len(data) && isDigit(data[i]); i++ {
-			if nd < 19 {
-				mant = mant*10 + uint64(data[i]-'0')
-				nd++
-				exp--
-			} else {
-				inexact = true
-			}
-		}
-		if i == frac {
+		i, mant = gatherEights(data, i, mant)
+		if i, mant = gatherDigits(data, i, mant); i == frac {
 			s.pos = i
 			return 0, nil, false, s.syntaxError("want a digit after '.'")
 		}
+		nd += i - frac
+		exp = frac - i
 	}
+	mantEnd, e := i, 0
 	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		expNeg := false
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			expNeg = data[i] == '-'
-			i++
-		}
-		digits, e := i, 0
-		for ; i < len(data) && isDigit(data[i]); i++ {
-			if e < 100000 {
-				e = e*10 + int(data[i]-'0')
-			}
-		}
-		if i == digits {
+		var ok bool
+		if i, e, ok = readExponent(data, i+1); !ok {
 			s.pos = i
 			return 0, nil, false, s.syntaxError("want a digit in the exponent")
 		}
-		if expNeg {
-			e = -e
-		}
-		exp += e
 	}
 	s.pos = i
 	tok = data[start:i]
-	if !inexact {
-		if v, ok := exactDecimal(mant, exp, neg); ok {
-			return v, tok, false, nil
-		}
+	d := decimal{mant: mant, exp: exp + e, neg: neg}
+	if nd > maxMantDigits {
+		d = longDecimal(data[digits:mantEnd], e, neg)
+	} else if v, ok := exactDecimal(d.mant, d.exp, d.neg); ok {
+		return v, tok, false, nil
+	}
+	if v, ok := d.float(); ok {
+		return v, tok, false, nil
 	}
 	// The token has JSON's number syntax, which strconv accepts; only its
 	// magnitude can fail.

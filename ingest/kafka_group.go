@@ -270,9 +270,12 @@ func (s *KafkaSource) end(g *groupGen) {
 	close(g.ending)
 	g.mu.Unlock()
 	g.fetchers.Wait()
-	for _, r := range g.readerList() {
+	readers := g.readerList()
+	for _, r := range readers {
 		r.Close()
 	}
+	// What the readers counted since they were last read, before they go.
+	s.totals.collect(readers, false)
 	// The bound of the end leaves a third of the rebalance timeout, within
 	// which a member must rejoin or lose its place, to rejoin.
 	bound := s.cfg.RebalanceTimeout * 2 / 3
@@ -361,8 +364,8 @@ func (s *KafkaSource) readerConfig(topic string, partition int) kafka.ReaderConf
 		MinBytes:  s.cfg.MinBytes,
 		MaxBytes:  s.cfg.MaxBytes,
 		MaxWait:   max(s.cfg.MaxWait, minFetchWait),
-		// No lag polling: nothing reads it.
-		ReadLagInterval: -1,
+		// Polled by PartitionStats (the lag gauges of /metrics).
+		ReadLagInterval: kafkaLagInterval,
 		// The queue of fetched messages need not outgrow a batch.
 		QueueCapacity: min(s.opts.BatchSize, 1024),
 		ErrorLogger:   s.kafkaLogger(topic, partition),

@@ -850,3 +850,68 @@ func TestKafkaSourceReady(t *testing.T) {
 		t.Errorf("Next after cancel: %v", err)
 	}
 }
+
+// A batch carries its records' timestamps, and PartitionStats adds up
+// what every partition's reader fetched, the partitions owned while the
+// member reads them and released when it stops.
+func TestKafkaSourcePartitionStats(t *testing.T) {
+	c := kafkatest.Start(t, 2, "rows")
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	const n = 20
+	var msgs []kafkatest.Message
+	var bytes int64
+	for id := range n {
+		msgs = append(msgs, kafkatest.Message{Partition: id % 2, Value: kafkaMessage(id), Time: base.Add(time.Duration(id) * time.Second)})
+		bytes += int64(len(kafkaMessage(id)))
+	}
+	c.Produce(t, "rows", msgs...)
+	src := newTestKafka(t, c, "rows", "g", checkedAllocator(t), 1000, 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for seen := 0; seen < n; {
+		b, err := src.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := schemas.IDs(b.Record)
+		if len(b.Times) != len(b.Rows) {
+			t.Fatalf("batch of %d rows has %d times", len(b.Rows), len(b.Times))
+		}
+		for i, at := range b.Times {
+			if want := base.Add(time.Duration(ids.Value(i)) * time.Second); !at.Equal(want) {
+				t.Errorf("id %d: time %v, want %v", ids.Value(i), at, want)
+			}
+		}
+		seen += len(b.Rows)
+		b.Record.Release()
+		if err := b.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(owned bool) {
+		t.Helper()
+		st := src.PartitionStats()
+		if len(st) != 2 {
+			t.Fatalf("stats of %d partitions, want 2: %+v", len(st), st)
+		}
+		var gotMsgs, gotBytes int64
+		for p, ps := range st {
+			// Errors are not checked: a fetch may time out on a busy machine.
+			if ps.Topic != "rows" || ps.Partition != p || ps.Owned != owned || ps.Lag != 0 || ps.Fetches == 0 {
+				t.Errorf("partition %d: %+v, want owned %t and no lag", p, ps, owned)
+			}
+			gotMsgs += ps.Messages
+			gotBytes += ps.Bytes
+		}
+		if gotMsgs != n || gotBytes != bytes {
+			t.Errorf("fetched %d messages of %d bytes, want %d of %d", gotMsgs, gotBytes, n, bytes)
+		}
+	}
+	check(true)
+	// Counters add up: read twice, they do not start again.
+	check(true)
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(false)
+}

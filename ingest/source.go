@@ -38,9 +38,10 @@ type Batch struct {
 	// Partitions holds, from Kafka, each record row's partition (RowSource
 	// names it as a reject's Source would); nil for a file.
 	Partitions []int32
-	// Times holds, from Kafka, each record row's message timestamp (how
-	// old a scored record is, for a join with labels that arrive later);
-	// nil for a file.
+	// Times holds, from Kafka, each record row's message timestamp (as the
+	// producer or the broker set it: the latency of its score, how old a
+	// scored record is for a join with labels that arrive later); nil for
+	// a file.
 	Times []time.Time
 	// Rejects are the rows of this stretch that could not be decoded, with
 	// Source/Row/Column/Reason; they are not in Record.

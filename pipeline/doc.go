@@ -20,7 +20,9 @@
 // that FollowModels follows: a model topic, a model file) goes into
 // service between two batches. ServeHTTP answers /healthz, /readyz (from
 // the source, when it can tell whether it consumes) and /metrics, whose
-// numbers are those of ServeStats. With ServeConfig.Labels it also joins
+// numbers are those of ServeStats (client_golang collectors built from the
+// one table serveMetricDefs, on a registry of the Service's own, with the
+// Go runtime's and the process's). With ServeConfig.Labels it also joins
 // the labels that arrive apart from their records (a labels topic read by
 // the same consumer group): the scored records wait for their label in a
 // join store bounded in time and bytes, each joined label scores the
@@ -53,7 +55,11 @@
 // time range of a topic (ingest.KafkaRangeOpener) as well as files, and
 // publishes its model to the model stores of package registry; it may fit
 // on the features of an earlier model (TrainJob.Like) to continue its
-// lineage.
+// lineage. A statistics pass (RunStats, `mvml stats`) is such a training
+// split over the shards of an indexed job: each reads its share of the
+// files and publishes the statistics of their rows on a model's features
+// as deltas to a stats topic (StatsTopic), named so that a shard started
+// again counts no row twice, for the refitter to merge and fit.
 //
 // The numerical work — kernels, features, samples, fits, scores,
 // sufficient statistics — is model's and transform's. pipeline gathers and

@@ -259,7 +259,7 @@ func TestTrainChecksFilesFirst(t *testing.T) {
 }
 
 // A model store is created before the rows are read and receives the
-// version and the current model.
+// version and the current model, with their manifest and pointer.
 func TestTrainPublishesToModelDir(t *testing.T) {
 	spec := testSpec(t)
 	d := makeData(spec, 80, 33)
@@ -278,7 +278,7 @@ func TestTrainPublishesToModelDir(t *testing.T) {
 	if !storeExisted {
 		t.Fatal("the model store was not created before the fit")
 	}
-	want := []string{m.Version + ".mvml", registry.CurrentModel}
+	want := []string{m.Version + ".mvml", m.Version + ".json", registry.CurrentModel, registry.CurrentPointer}
 	slices.Sort(want)
 	if got := dirEntries(t, store); !slices.Equal(got, want) {
 		t.Fatalf("store holds %v, want %v", got, want)

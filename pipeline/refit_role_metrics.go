@@ -115,7 +115,7 @@ func (r *Refitter) Stats() RefitterStats {
 // writeRefitMetrics writes st in Prometheus' text format.
 func writeRefitMetrics(w io.Writer, st RefitterStats) {
 	for _, def := range refitMetricDefs {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s ", def.name, def.help, def.name, def.kind, def.name)
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s ", def.name, def.help, def.name, def.kind.typ, def.name)
 		switch field := def.field(&st).(type) {
 		case *int64:
 			fmt.Fprintf(w, "%d\n", *field)
@@ -125,7 +125,7 @@ func writeRefitMetrics(w io.Writer, st RefitterStats) {
 	}
 	if st.ModelVersion != "" {
 		fmt.Fprintf(w, "# HELP mvml_model_info The current model of the model store, and the lineage refitted.\n# TYPE mvml_model_info %s\nmvml_model_info{version=%q,lineage=%q} 1\n",
-			gauge, st.ModelVersion, st.Lineage)
+			gauge.typ, st.ModelVersion, st.Lineage)
 	}
 }
 

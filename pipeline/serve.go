@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,7 +114,9 @@ type Service struct {
 	// begun is closed when Run starts, stopped when it returns.
 	begun   chan struct{}
 	stopped chan struct{}
-	metrics serveMetrics
+	metrics *serveMetrics
+	// metricsHandler serves /metrics.
+	metricsHandler http.Handler
 	// refitting is the version (a string) of the refit handed to OnRefit
 	// and not yet put in service, "" when none is.
 	refitting atomic.Value
@@ -161,7 +164,8 @@ func NewService(cfg ServeConfig) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{cfg: cfg, schema: schemas.OutputSchema(cfg.Model.Outputs(), len(cfg.Model.Spec.Views), cfg.Contributions),
-		swaps: make(chan swapRequest), begun: make(chan struct{}), stopped: make(chan struct{})}
+		swaps: make(chan swapRequest), begun: make(chan struct{}), stopped: make(chan struct{}), metrics: newServeMetrics()}
+	s.metricsHandler = newMetricsHandler(cfg.Logger, newServiceCollector(s))
 	s.current.Store(cfg.Model)
 	if cfg.Labels != nil {
 		labels, err := cfg.Labels.resolve()
@@ -442,7 +446,7 @@ func (r *serviceRun) swap(req swapRequest) {
 	if r.join != nil {
 		r.join.modelChanged(req.model)
 	}
-	r.cfg.Logger.Info("model swapped in", "version", req.model.Version)
+	r.cfg.Logger.Info("model swapped in", "model_version", req.model.Version)
 	req.done <- nil
 }
 
@@ -475,16 +479,22 @@ func (r *serviceRun) serve(ctx context.Context, b ingest.Batch) error {
 func (r *serviceRun) acknowledge(ctx context.Context) error {
 	ctx, cancel := r.withGrace(ctx)
 	defer cancel()
+	committed := time.Now()
 	if r.committer != nil {
 		if err := r.committer.Commit(ctx); err != nil {
 			return fmt.Errorf("serve: output: commit: %w", err)
 		}
+		committed = time.Now()
 	}
 	for len(r.pending) > 0 {
 		p := r.pending[0]
 		if p.statsSeq > 0 && p.statsSeq > r.join.publishedSeq.Load() {
 			break
 		}
+		if p.counts.durable.IsZero() {
+			p.counts.durable = committed
+		}
+		r.observeLatency(p.counts)
 		if p.ack != nil {
 			if err := p.ack(ctx); err != nil {
 				return fmt.Errorf("serve: acknowledge: %w", err)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
+	"github.com/mvml/mvml/sink"
 )
 
 // fetchResult is one outcome of Source.Next.
@@ -61,8 +63,14 @@ func (s *Service) prefetch(ctx context.Context) (results <-chan fetchResult, sto
 	}
 }
 
-// batchCounts are the rows of one batch by outcome.
-type batchCounts struct{ in, scored, deadLettered int64 }
+// batchCounts are the rows of one batch by outcome, and the timestamps of
+// the rows scored (from Kafka) with when their scores were durable (zero
+// until then).
+type batchCounts struct {
+	in, scored, deadLettered int64
+	scoredTimes              []time.Time
+	durable                  time.Time
+}
 
 // pendingBatch is a batch written and not yet acknowledged.
 type pendingBatch struct {
@@ -71,6 +79,15 @@ type pendingBatch struct {
 	// statsSeq, when not 0, is the statistics delta that holds the
 	// batch's labels: the batch is acknowledged once it is published.
 	statsSeq uint64
+}
+
+// observeLatency counts the latency of every scored row of c, from its
+// timestamp to when its score was durable; a producer's clock ahead of
+// ours counts as no latency.
+func (s *Service) observeLatency(c batchCounts) {
+	for _, at := range c.scoredTimes {
+		s.metrics.observe(metricLatency, max(c.durable.Sub(at).Seconds(), 0))
+	}
 }
 
 // handled is what handle did with a batch.
@@ -100,7 +117,9 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 	// once, and scored from.
 	labelled := b.Record.NumRows() > 0 && int64(schemas.Labels(b.Record).NullN()) < b.Record.NumRows()
 	project := s.join != nil || labelled && (s.cfg.Refit.enabled() || s.publishes())
+	start := time.Now()
 	scores, unscorable, skip := scorer.scoreRows(b, skip, project)
+	s.metrics.observe(metricScoreSeconds, time.Since(start).Seconds())
 	bad = mergeRowErrors(bad, unscorable)
 	if len(bad) > 0 {
 		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
@@ -118,6 +137,10 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 		if err != nil {
 			return handled{}, fmt.Errorf("serve: output: %w", err)
 		}
+		counts.scoredTimes = scoredTimes(b, skip)
+		if _, commits := s.cfg.Output.(sink.Committer); !commits {
+			counts.durable = time.Now()
+		}
 	}
 	var u *mat.Dense
 	if project && counts.scored > 0 {
@@ -131,6 +154,21 @@ func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Ac
 		h.labelled, h.statsSeq = s.learn(acc, m, b, skip, u)
 	}
 	return h, nil
+}
+
+// scoredTimes are the timestamps of the rows of b not marked in skip, nil
+// when b has none (it is not from Kafka).
+func scoredTimes(b ingest.Batch, skip []bool) []time.Time {
+	if b.Times == nil {
+		return nil
+	}
+	times := make([]time.Time, 0, len(b.Times))
+	for i, at := range b.Times {
+		if skip == nil || !skip[i] {
+			times = append(times, at)
+		}
+	}
+	return times
 }
 
 // publishes says whether the statistics are published for a refitter
@@ -153,13 +191,17 @@ func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, 
 		// One line per batch, naming a few rows, however many there are.
 		const shown = 10
 		ids := schemas.IDs(b.Record)
+		var partitions []int32
 		var offsets, idList []int64
 		for _, d := range dropped[:min(len(dropped), shown)] {
+			if b.Partitions != nil {
+				partitions = append(partitions, b.Partitions[d.row])
+			}
 			offsets = append(offsets, b.Rows[d.row])
 			idList = append(idList, ids.Value(d.row))
 		}
-		s.cfg.Logger.Warn("labels not used for refits; their records are scored", "source", b.Source,
-			"labels", len(dropped), "offsets", offsets, "ids", idList, "reason", dropped[0].err)
+		s.cfg.Logger.Warn("labels not used for refits; their records are scored", sourceAttr(b),
+			"rows", len(dropped), "partitions", partitions, "offsets", offsets, "ids", idList, "reason", dropped[0].err)
 	}
 	if len(labels) == 0 {
 		return 0, 0
@@ -183,11 +225,20 @@ func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, 
 	if err := acc.AddProjected(gatherRows(u, rows), labels); err != nil {
 		// Every label passed CheckLabel: whatever this is costs the refit
 		// these rows, not the service.
-		s.cfg.Logger.Error("labelled rows not used for refits", "source", b.Source, "rows", len(labels), "err", err)
+		s.cfg.Logger.Error("labelled rows not used for refits", sourceAttr(b), "rows", len(labels), "err", err)
 		return 0, 0
 	}
 	s.metrics.add(metricLabelled, int64(len(labels)))
 	return len(labels), 0
+}
+
+// sourceAttr names where a batch came from in a log line: its topic
+// (from Kafka) or its source (a file).
+func sourceAttr(b ingest.Batch) slog.Attr {
+	if b.Partitions != nil {
+		return slog.String("topic", b.Source)
+	}
+	return slog.String("source", b.Source)
 }
 
 // withGrace returns the context of work already taken, such as the batch

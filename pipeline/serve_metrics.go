@@ -2,10 +2,21 @@ package pipeline
 
 import (
 	"fmt"
-	"io"
+	"log/slog"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
+	"strconv"
+	"sync"
 	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/sink"
 )
 
 // ServeStats are a Service's counters since it started; every number is
@@ -30,6 +41,9 @@ type ServeStats struct {
 	Batches        int64 `json:"batches"`
 	Refits         int64 `json:"refits"`
 	RefitFailures  int64 `json:"refit_failures"`
+	// RefitOutcomes counts the refits that ended by outcome (refitServed,
+	// refitFailed, refitCancelled, refitSuperseded).
+	RefitOutcomes map[string]int64 `json:"refit_outcomes"`
 	// Reloads counts the models FollowModels put in service,
 	// ReloadFailures those made current that it could not serve, or that
 	// the store refused as partial or damaged.
@@ -43,6 +57,16 @@ type ServeStats struct {
 	Accumulated float64 `json:"accumulated"`
 	// LastRefitSeconds is how long the last successful refit took.
 	LastRefitSeconds float64 `json:"last_refit_seconds"`
+	// ScoreSeconds is the time scoring each batch took, Latency the time
+	// from each scored record's timestamp (a Kafka record's) to its score
+	// being durable in the output.
+	ScoreSeconds Histogram `json:"score_seconds"`
+	Latency      Histogram `json:"latency"`
+	// Partitions are the statistics of the source's partitions, when it
+	// has them (ingest.KafkaSource); Writers those of the output and
+	// dead-letter writers that have them (the Kafka sinks).
+	Partitions []ingest.PartitionStats `json:"partitions,omitempty"`
+	Writers    []sink.KafkaWriterStats `json:"writers,omitempty"`
 
 	// The labels that arrive apart from their records (ServeConfig.Labels).
 	// LabelsIn counts the messages of the labels topic taken, those that
@@ -87,13 +111,73 @@ type ServeStats struct {
 	Running      bool   `json:"running"`
 }
 
-// metricKind is the Prometheus type of a metric.
-type metricKind string
-
+// The outcomes of a refit, the label values of mvml_refit_outcomes_total.
 const (
-	counter metricKind = "counter"
-	gauge   metricKind = "gauge"
+	// refitServed: its model was put in service.
+	refitServed = "served"
+	// refitFailed: the fit or OnRefit failed; the old model stays.
+	refitFailed = "failed"
+	// refitCancelled: the service stopped, or a swapped-in model replaced
+	// the one it refitted, before it ended.
+	refitCancelled = "cancelled"
+	// refitSuperseded: it ended after a swapped-in model had replaced the
+	// one it refitted, so its model was dropped.
+	refitSuperseded = "superseded"
 )
+
+// Histogram is a distribution of observations: Counts[i] of them were at
+// most Bounds[i] (cumulative, as Prometheus counts), Count in all, adding
+// up to Sum.
+type Histogram struct {
+	Bounds []float64 `json:"bounds"`
+	Counts []uint64  `json:"counts"`
+	Count  uint64    `json:"count"`
+	Sum    float64   `json:"sum"`
+}
+
+// Buckets of the histograms, in seconds: a batch is scored in milliseconds
+// to a second or so; a record's latency runs from milliseconds up to the
+// minutes of a backlog.
+var (
+	scoreSecondsBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+	latencyBuckets      = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
+)
+
+// metricKind is the Prometheus type of a metric and the names of its
+// labels or, for a histogram, its bucket bounds.
+type metricKind struct {
+	typ     string
+	labels  []string
+	buckets []float64
+}
+
+// The kinds of the rows of serveMetricDefs.
+var (
+	counter = metricKind{typ: "counter"}
+	gauge   = metricKind{typ: "gauge"}
+)
+
+// countersBy and gaugesBy are the kinds of metrics with labels: one
+// series per combination of label values.
+func countersBy(labels ...string) metricKind { return metricKind{typ: "counter", labels: labels} }
+func gaugesBy(labels ...string) metricKind   { return metricKind{typ: "gauge", labels: labels} }
+
+// histogramOf is the kind of a histogram with the given bucket bounds.
+func histogramOf(buckets []float64) metricKind { return metricKind{typ: "histogram", buckets: buckets} }
+
+func (k metricKind) valueType() prometheus.ValueType {
+	if k.typ == "counter" {
+		return prometheus.CounterValue
+	}
+	return prometheus.GaugeValue
+}
+
+// sample is one series of a metric with labels: the label values, in the
+// order of its kind's labels, and the value.
+type sample struct {
+	labels []string
+	value  float64
+}
 
 // metric names one number of a Service.
 type metric int
@@ -108,12 +192,24 @@ const (
 	metricBatches
 	metricRefits
 	metricRefitFailures
+	metricRefitOutcomes
 	metricReloads
 	metricReloadFailures
 	metricNotCommitted
 	metricPending
 	metricAccumulated
 	metricLastRefitSeconds
+	metricScoreSeconds
+	metricLatency
+	metricConsumerLag
+	metricFetchedMessages
+	metricFetchedBytes
+	metricFetchErrors
+	metricWrittenMessages
+	metricWrittenBytes
+	metricWriteErrors
+	metricWriteRetries
+	metricModelInfo
 	metricLabelsIn
 	metricLabelsDeadLettered
 	metricLabelsJoined
@@ -147,12 +243,12 @@ type MetricSample struct {
 }
 
 // serveMetricDefs defines every number of a Service once: its Prometheus
-// name, type and help, and its field in ServeStats (an *int64 or a
-// *float64). A metric with labels has a row per field when its label
-// values are fixed (a labelledInt: mvml_labels_unmatched_total by reason;
-// the rows of one name follow each other, the first has the help), or
-// one row whose field gives its samples ([]MetricSample, read from
-// ServeStats). Stats and /metrics are both read from it.
+// name, kind (type and labels) and help, and where ServeStats holds it.
+// field returns a pointer to the field (an *int64 or *float64 counted by
+// serveMetrics, a *map[string]int64 counted by its one label, a
+// *Histogram) or, for a number ServeStats holds otherwise, its samples
+// ([]sample). Stats and /metrics are both read from it: a row added here
+// is in both.
 var serveMetricDefs = [numMetrics]struct {
 	name  string
 	kind  metricKind
@@ -167,22 +263,59 @@ var serveMetricDefs = [numMetrics]struct {
 	metricBatches:          {"mvml_batches_total", counter, "Batches written and acknowledged.", func(s *ServeStats) any { return &s.Batches }},
 	metricRefits:           {"mvml_refits_total", counter, "Refitted models put in service.", func(s *ServeStats) any { return &s.Refits }},
 	metricRefitFailures:    {"mvml_refit_failures_total", counter, "Refits that failed; the old model stayed in service.", func(s *ServeStats) any { return &s.RefitFailures }},
+	metricRefitOutcomes:    {"mvml_refit_outcomes_total", countersBy("outcome"), "Refits that ended, by outcome: served, failed (the old model stayed), cancelled (the service stopped, or a model put in service replaced the one refitted), superseded (ended after such a replacement; dropped).", func(s *ServeStats) any { return &s.RefitOutcomes }},
 	metricReloads:          {"mvml_model_reloads_total", counter, "Models made current in the model store or file followed and put in service.", func(s *ServeStats) any { return &s.Reloads }},
 	metricReloadFailures:   {"mvml_model_reload_failures_total", counter, "Models made current that could not be served (partial, damaged, other views); the old model stayed in service.", func(s *ServeStats) any { return &s.ReloadFailures }},
 	metricNotCommitted:     {"mvml_records_not_committed", gauge, "Records taken and not yet acknowledged.", func(s *ServeStats) any { return &s.NotCommitted }},
 	metricPending:          {"mvml_batches_pending", gauge, "Batches written and waiting for their output to commit before they are acknowledged.", func(s *ServeStats) any { return &s.Pending }},
 	metricAccumulated:      {"mvml_refit_rows", gauge, "Labelled rows (decayed) in the statistics of the next refit.", func(s *ServeStats) any { return &s.Accumulated }},
 	metricLastRefitSeconds: {"mvml_last_refit_seconds", gauge, "Duration of the last refit put in service.", func(s *ServeStats) any { return &s.LastRefitSeconds }},
+	metricScoreSeconds:     {"mvml_batch_score_seconds", histogramOf(scoreSecondsBuckets), "Time to score one batch (its records decoded; writing not included).", func(s *ServeStats) any { return &s.ScoreSeconds }},
+	metricLatency:          {"mvml_end_to_end_latency_seconds", histogramOf(latencyBuckets), "Time from a record's Kafka timestamp to its score being durable: acknowledged by the broker, or its Parquet file committed.", func(s *ServeStats) any { return &s.Latency }},
+	metricConsumerLag: {"mvml_kafka_consumer_lag", gaugesBy("topic", "partition"), "Messages of a partition the service owns after the last one it took.",
+		func(s *ServeStats) any {
+			return partitionSamples(s.Partitions, true, func(p ingest.PartitionStats) int64 { return p.Lag })
+		}},
+	metricFetchedMessages: {"mvml_kafka_fetched_messages_total", countersBy("topic", "partition"), "Messages fetched from a partition.",
+		func(s *ServeStats) any {
+			return partitionSamples(s.Partitions, false, func(p ingest.PartitionStats) int64 { return p.Messages })
+		}},
+	metricFetchedBytes: {"mvml_kafka_fetched_bytes_total", countersBy("topic", "partition"), "Bytes of the keys and values of the messages fetched from a partition.",
+		func(s *ServeStats) any {
+			return partitionSamples(s.Partitions, false, func(p ingest.PartitionStats) int64 { return p.Bytes })
+		}},
+	metricFetchErrors: {"mvml_kafka_fetch_errors_total", countersBy("topic", "partition"), "Errors of the fetches and lag reads of a partition.",
+		func(s *ServeStats) any {
+			return partitionSamples(s.Partitions, false, func(p ingest.PartitionStats) int64 { return p.Errors })
+		}},
+	metricWrittenMessages: {"mvml_kafka_written_messages_total", countersBy("topic"), "Messages sent to a topic of scores or dead letters (a message sent again counts again).",
+		func(s *ServeStats) any {
+			return writerSamples(s.Writers, func(w sink.KafkaWriterStats) int64 { return w.Messages })
+		}},
+	metricWrittenBytes: {"mvml_kafka_written_bytes_total", countersBy("topic"), "Bytes of the messages sent to a topic of scores or dead letters.",
+		func(s *ServeStats) any {
+			return writerSamples(s.Writers, func(w sink.KafkaWriterStats) int64 { return w.Bytes })
+		}},
+	metricWriteErrors: {"mvml_kafka_write_errors_total", countersBy("topic"), "Produce requests to a topic of scores or dead letters that failed.",
+		func(s *ServeStats) any {
+			return writerSamples(s.Writers, func(w sink.KafkaWriterStats) int64 { return w.Errors })
+		}},
+	metricWriteRetries: {"mvml_kafka_write_retries_total", countersBy("topic"), "Writes to a topic of scores or dead letters tried again after a transient failure.",
+		func(s *ServeStats) any {
+			return writerSamples(s.Writers, func(w sink.KafkaWriterStats) int64 { return w.Retries })
+		}},
+	metricModelInfo: {"mvml_model_info", gaugesBy("version"), "The model in service.",
+		func(s *ServeStats) any { return []sample{{labels: []string{s.ModelVersion}, value: 1}} }},
 
 	metricLabelsIn:           {"mvml_labels_in_total", counter, "Messages taken from the labels topic.", func(s *ServeStats) any { return &s.LabelsIn }},
 	metricLabelsDeadLettered: {"mvml_labels_dead_lettered_total", counter, "Messages of the labels topic that were not a label, sent to the dead-letter destination.", func(s *ServeStats) any { return &s.LabelsDeadLettered }},
 	metricLabelsJoined:       {"mvml_labels_joined_total", counter, "Labels joined with the record they label.", func(s *ServeStats) any { return &s.LabelsJoined }},
-	metricUnmatchedExpired: {"mvml_labels_unmatched_total", counter,
+	metricUnmatchedExpired: {"mvml_labels_unmatched_total", countersBy("reason"),
 		"Labels used up without their record, by reason: expired (the record was scored longer ago than the label window), evicted (pushed out of the join store), never_seen (no record of the id within the window), duplicate (the record was joined with an earlier label).",
-		func(s *ServeStats) any { return labelledInt{`reason="expired"`, &s.LabelsUnmatchedExpired} }},
-	metricUnmatchedEvicted:   {"mvml_labels_unmatched_total", counter, "", func(s *ServeStats) any { return labelledInt{`reason="evicted"`, &s.LabelsUnmatchedEvicted} }},
-	metricUnmatchedNeverSeen: {"mvml_labels_unmatched_total", counter, "", func(s *ServeStats) any { return labelledInt{`reason="never_seen"`, &s.LabelsUnmatchedNeverSeen} }},
-	metricUnmatchedDuplicate: {"mvml_labels_unmatched_total", counter, "", func(s *ServeStats) any { return labelledInt{`reason="duplicate"`, &s.LabelsUnmatchedDuplicate} }},
+		func(s *ServeStats) any { return labelledInt{"expired", &s.LabelsUnmatchedExpired} }},
+	metricUnmatchedEvicted:   {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"evicted", &s.LabelsUnmatchedEvicted} }},
+	metricUnmatchedNeverSeen: {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"never_seen", &s.LabelsUnmatchedNeverSeen} }},
+	metricUnmatchedDuplicate: {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"duplicate", &s.LabelsUnmatchedDuplicate} }},
 	metricLabelsNull:         {"mvml_labels_null_total", counter, "Label messages saying that no label is known (null).", func(s *ServeStats) any { return &s.LabelsNull }},
 	metricLabelsSkipped:      {"mvml_labels_skipped_total", counter, "Labels skipped because a replica that owned their partition before published them in its statistics.", func(s *ServeStats) any { return &s.LabelsSkipped }},
 	metricLabelsWaiting:      {"mvml_labels_waiting", gauge, "Labels waiting in the join store for their record.", func(s *ServeStats) any { return &s.LabelsWaiting }},
@@ -194,98 +327,259 @@ var serveMetricDefs = [numMetrics]struct {
 	metricStatsDeltas:        {"mvml_stats_deltas_total", counter, "Statistics deltas published to the stats topic.", func(s *ServeStats) any { return &s.StatsDeltas }},
 	metricStatsRows:          {"mvml_stats_rows_total", counter, "Labelled rows in the statistics deltas published.", func(s *ServeStats) any { return &s.StatsRows }},
 	metricStatsUnpublished:   {"mvml_stats_unpublished_rows", gauge, "Labelled rows gathered for the next statistics delta.", func(s *ServeStats) any { return &s.StatsUnpublished }},
-	metricQualityAccuracy: {"mvml_prequential_accuracy", gauge,
+	metricQualityAccuracy: {"mvml_prequential_accuracy", gaugesBy("version"),
 		"Share of the predictions a model version served that its joined labels confirmed, over its last labels (classification).",
 		func(s *ServeStats) any {
 			return qualitySamples(s, func(q VersionQuality) *float64 { return q.Accuracy })
 		}},
-	metricQualityNMSE: {"mvml_prequential_nmse", gauge,
+	metricQualityNMSE: {"mvml_prequential_nmse", gaugesBy("version"),
 		"Normalised squared error of the predictions a model version served against their joined labels, over its last labels (regression).",
 		func(s *ServeStats) any { return qualitySamples(s, func(q VersionQuality) *float64 { return q.NMSE }) }},
-	metricQualityLabels: {"mvml_prequential_labels", gauge, "Labels the prequential quality of a model version is measured on (its window).",
+	metricQualityLabels: {"mvml_prequential_labels", gaugesBy("version"), "Labels the prequential quality of a model version is measured on (its window).",
 		func(s *ServeStats) any {
 			return qualitySamples(s, func(q VersionQuality) *float64 { w := float64(q.Window); return &w })
 		}},
 }
 
-// labelledInt is the field of a row that holds one label value of a
-// metric: Labels is it as /metrics writes it, e.g. `reason="expired"`.
+// labelledInt is the field of a row that holds the series of one value
+// of its one label (rows of one name follow each other; the first has the
+// help): Label is the value, Value the count.
 type labelledInt struct {
-	Labels string
-	Value  *int64
+	Label string
+	Value *int64
 }
 
 // qualitySamples are the samples of one measure of the prequential
 // quality, labelled by version, for the versions that have it.
-func qualitySamples(s *ServeStats, measure func(VersionQuality) *float64) []MetricSample {
-	var out []MetricSample
+func qualitySamples(s *ServeStats, measure func(VersionQuality) *float64) []sample {
+	var out []sample
 	for _, q := range s.Quality {
 		if v := measure(q); v != nil {
-			out = append(out, MetricSample{Labels: []string{"version", q.Version}, Value: *v})
+			out = append(out, sample{labels: []string{q.Version}, value: *v})
 		}
 	}
 	return out
 }
 
-// modelInfoHelp is the help of mvml_model_info, which carries the model
-// version as a label rather than as a number.
-const modelInfoHelp = "The model in service."
+// partitionSamples are the samples of a number of the source's
+// partitions, of those the service owns only when owned is set.
+func partitionSamples(parts []ingest.PartitionStats, owned bool, value func(ingest.PartitionStats) int64) []sample {
+	var out []sample
+	for _, p := range parts {
+		if !owned || p.Owned {
+			out = append(out, sample{labels: []string{p.Topic, strconv.Itoa(p.Partition)}, value: float64(value(p))})
+		}
+	}
+	return out
+}
+
+// writerSamples are the samples of a number of the Kafka writers, by
+// topic.
+func writerSamples(writers []sink.KafkaWriterStats, value func(sink.KafkaWriterStats) int64) []sample {
+	out := make([]sample, len(writers))
+	for i, w := range writers {
+		out[i] = sample{labels: []string{w.Topic}, value: float64(value(w))}
+	}
+	return out
+}
 
 // serveMetrics holds the values of the numbers of a Service, for
 // concurrent use; a float64 number keeps its bits.
-type serveMetrics [numMetrics]atomic.Int64
+type serveMetrics struct {
+	values [numMetrics]atomic.Int64
+	hists  [numMetrics]*histogramValues
+	mu     sync.Mutex
+	counts [numMetrics]map[string]int64 // by label value
+}
 
-func (v *serveMetrics) add(m metric, n int64)        { v[m].Add(n) }
-func (v *serveMetrics) set(m metric, n int64)        { v[m].Store(n) }
-func (v *serveMetrics) setFloat(m metric, x float64) { v[m].Store(int64(math.Float64bits(x))) }
+func newServeMetrics() *serveMetrics {
+	v := &serveMetrics{}
+	for m, def := range serveMetricDefs {
+		if def.kind.typ == "histogram" {
+			v.hists[m] = newHistogramValues(def.kind.buckets)
+		}
+	}
+	return v
+}
+
+func (v *serveMetrics) add(m metric, n int64)        { v.values[m].Add(n) }
+func (v *serveMetrics) set(m metric, n int64)        { v.values[m].Store(n) }
+func (v *serveMetrics) setFloat(m metric, x float64) { v.values[m].Store(int64(math.Float64bits(x))) }
+func (v *serveMetrics) observe(m metric, x float64)  { v.hists[m].observe(x) }
+
+// addTo adds n to the count of label value of m.
+func (v *serveMetrics) addTo(m metric, label string, n int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.counts[m] == nil {
+		v.counts[m] = map[string]int64{}
+	}
+	v.counts[m][label] += n
+}
+
+// countsOf returns the counts of m by label value, an empty map (not nil,
+// which JSON would show as null) when there are none.
+func (v *serveMetrics) countsOf(m metric) map[string]int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.counts[m] == nil {
+		return map[string]int64{}
+	}
+	return maps.Clone(v.counts[m])
+}
+
+// histogramValues counts observations into buckets, for concurrent use.
+type histogramValues struct {
+	bounds []float64
+	counts []atomic.Uint64 // per bucket, not cumulative; the last is +Inf
+	sum    atomic.Uint64   // float64 bits
+}
+
+func newHistogramValues(bounds []float64) *histogramValues {
+	return &histogramValues{bounds: bounds, counts: make([]atomic.Uint64, len(bounds)+1)}
+}
+
+func (h *histogramValues) observe(x float64) {
+	i, _ := slices.BinarySearch(h.bounds, x)
+	h.counts[i].Add(1)
+	for {
+		old := h.sum.Load()
+		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+x)) {
+			return
+		}
+	}
+}
+
+func (h *histogramValues) snapshot() Histogram {
+	out := Histogram{Bounds: h.bounds, Counts: make([]uint64, len(h.bounds)), Sum: math.Float64frombits(h.sum.Load())}
+	for i := range h.counts {
+		out.Count += h.counts[i].Load()
+		if i < len(h.bounds) {
+			out.Counts[i] = out.Count
+		}
+	}
+	return out
+}
+
+// partitionStatser is implemented by sources that read partitions, such
+// as ingest.KafkaSource.
+type partitionStatser interface {
+	PartitionStats() []ingest.PartitionStats
+}
+
+// writerStatser is implemented by the Kafka sinks.
+type writerStatser interface {
+	Stats() sink.KafkaWriterStats
+}
 
 // Stats returns the counters. Safe for concurrent use.
 func (s *Service) Stats() ServeStats {
 	st := ServeStats{ModelVersion: s.Model().Version, Running: s.running()}
+	if src, ok := s.cfg.Source.(partitionStatser); ok {
+		st.Partitions = src.PartitionStats()
+	}
+	for _, dst := range []any{s.cfg.Output, s.cfg.DeadLetters} {
+		if w, ok := dst.(writerStatser); ok {
+			st.Writers = append(st.Writers, w.Stats())
+		}
+	}
 	st.Quality = s.quality()
 	for m, def := range serveMetricDefs {
 		switch field := def.field(&st).(type) {
-		case labelledInt:
-			*field.Value = s.metrics[m].Load()
 		case *int64:
-			*field = s.metrics[m].Load()
+			*field = s.metrics.values[m].Load()
 			if metric(m) == metricReloadFailures {
 				*field += s.refused()
 			}
 		case *float64:
-			*field = math.Float64frombits(uint64(s.metrics[m].Load()))
+			*field = math.Float64frombits(uint64(s.metrics.values[m].Load()))
+		case *map[string]int64:
+			*field = s.metrics.countsOf(metric(m))
+		case *Histogram:
+			*field = s.metrics.hists[m].snapshot()
+		case labelledInt:
+			*field.Value = s.metrics.values[m].Load()
 		}
 	}
 	return st
 }
 
-// writeMetrics writes st in Prometheus' text format.
-func writeMetrics(w io.Writer, st ServeStats) {
-	for i, def := range serveMetricDefs {
-		if i == 0 || serveMetricDefs[i-1].name != def.name {
-			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", def.name, def.help, def.name, def.kind)
+// serviceCollector exports the numbers of a Service as serveMetricDefs
+// defines them.
+type serviceCollector struct {
+	s     *Service
+	descs [numMetrics]*prometheus.Desc
+}
+
+func newServiceCollector(s *Service) *serviceCollector {
+	c := &serviceCollector{s: s}
+	for m, def := range serveMetricDefs {
+		if m > 0 && serveMetricDefs[m-1].name == def.name {
+			// A row of a labelledInt: one series of the metric above.
+			c.descs[m] = c.descs[m-1]
+			continue
+		}
+		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.labels, nil)
+	}
+	return c
+}
+
+func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for m, d := range c.descs {
+		if m == 0 || d != c.descs[m-1] {
+			ch <- d
+		}
+	}
+}
+
+// Collect sends every number of one Stats; a row whose field does not fit
+// its kind is an error of the scrape rather than a number left out.
+func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	for m, def := range serveMetricDefs {
+		desc, vt := c.descs[m], def.kind.valueType()
+		send := func(x prometheus.Metric, err error) {
+			if err != nil {
+				x = prometheus.NewInvalidMetric(desc, err)
+			}
+			ch <- x
 		}
 		switch field := def.field(&st).(type) {
 		case *int64:
-			fmt.Fprintf(w, "%s %d\n", def.name, *field)
+			send(prometheus.NewConstMetric(desc, vt, float64(*field)))
 		case *float64:
-			fmt.Fprintf(w, "%s %s\n", def.name, formatMetricValue(*field))
-		case labelledInt:
-			fmt.Fprintf(w, "%s{%s} %d\n", def.name, field.Labels, *field.Value)
-		case []MetricSample:
-			for _, sample := range field {
-				fmt.Fprintf(w, "%s{", def.name)
-				for j := 0; j+1 < len(sample.Labels); j += 2 {
-					if j > 0 {
-						fmt.Fprint(w, ",")
-					}
-					fmt.Fprintf(w, "%s=%q", sample.Labels[j], sample.Labels[j+1])
-				}
-				fmt.Fprintf(w, "} %s\n", formatMetricValue(sample.Value))
+			send(prometheus.NewConstMetric(desc, vt, *field))
+		case *map[string]int64:
+			for label, n := range *field {
+				send(prometheus.NewConstMetric(desc, vt, float64(n), label))
 			}
+		case []sample:
+			for _, x := range field {
+				send(prometheus.NewConstMetric(desc, vt, x.value, x.labels...))
+			}
+		case labelledInt:
+			send(prometheus.NewConstMetric(desc, vt, float64(*field.Value), field.Label))
+		case *Histogram:
+			buckets := make(map[float64]uint64, len(field.Bounds))
+			for i, b := range field.Bounds {
+				buckets[b] = field.Counts[i]
+			}
+			send(prometheus.NewConstHistogram(desc, field.Count, field.Sum, buckets))
+		default:
+			send(nil, fmt.Errorf("%s: field of type %T", def.name, field))
 		}
 	}
-	fmt.Fprintf(w, "# HELP mvml_model_info %s\n# TYPE mvml_model_info %s\nmvml_model_info{version=%q} 1\n", modelInfoHelp, gauge, st.ModelVersion)
+}
+
+// newMetricsHandler serves the metrics of cs and of the Go runtime and
+// the process in Prometheus' formats, from a registry of its own (not the
+// global one, so that two services in one process do not collide).
+// Errors of a scrape are logged and fail it.
+func newMetricsHandler(logger *slog.Logger, cs ...prometheus.Collector) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(cs...)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 }
 
 // formatMetricValue writes x as Prometheus' text format does: NaN and
@@ -313,18 +607,18 @@ type readiness interface {
 // otherwise), /readyz (200 while Run is serving, no newly owned partition
 // is being restored for the join of late labels, and its source, when it
 // can tell, is consuming; 503 with the reason otherwise) and /metrics (the
-// counters in Prometheus' text format).
+// numbers of serveMetricDefs, the Go runtime's and the process's, in
+// Prometheus' formats).
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := s.Stats()
 	switch r.URL.Path {
 	case "/healthz":
-		if !st.Running {
+		if !s.running() {
 			http.Error(w, "not serving", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	case "/readyz":
-		if !st.Running {
+		if !s.running() {
 			http.Error(w, "not serving", http.StatusServiceUnavailable)
 			return
 		}
@@ -340,8 +634,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintln(w, "ok")
 	case "/metrics":
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		writeMetrics(w, st)
+		s.metricsHandler.ServeHTTP(w, r)
 	default:
 		http.NotFound(w, r)
 	}

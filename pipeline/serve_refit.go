@@ -98,9 +98,7 @@ func (r *refitScheduler) start(ctx context.Context) error {
 func (r *refitScheduler) finished(ctx context.Context, res refitResult) error {
 	r.busy = false
 	r.cancel()
-	if res.base == r.base {
-		r.s.adopt(res)
-	}
+	r.s.adoptOn(r.base, res)
 	r.s.refitting.Store("")
 	return r.start(ctx)
 }
@@ -123,9 +121,7 @@ func (r *refitScheduler) stop(wait bool) {
 	r.cancel()
 	select {
 	case res := <-r.done:
-		if res.base == r.base {
-			r.s.adopt(res)
-		}
+		r.s.adoptOn(r.base, res)
 	default:
 	}
 }
@@ -158,23 +154,30 @@ func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.
 	if err != nil {
 		return refitResult{err: err, base: base}
 	}
-	s.cfg.Logger.Info("refitted", "rows", snapshot.Rows(), "seconds", time.Since(start).Seconds(), "version", m.Version)
+	s.cfg.Logger.Info("refitted", "rows", snapshot.Rows(), "seconds", time.Since(start).Seconds(), "model_version", m.Version)
 	return refitResult{model: m, base: base, seconds: time.Since(start).Seconds()}
 }
 
-// adopt puts a refitted model in service, or counts the failure. A refit
-// cancelled (the service stops, or Swap replaced its model) is neither.
-func (s *Service) adopt(r refitResult) {
-	if errors.Is(r.err, context.Canceled) {
+// adoptOn puts a refitted model in service, or counts the failure, when
+// its statistics were gathered on base's features; a refit of features
+// since replaced is dropped. A refit cancelled (the service stops, or Swap
+// replaced its model) is neither served nor a failure.
+func (s *Service) adoptOn(base *model.Model, r refitResult) {
+	switch {
+	case errors.Is(r.err, context.Canceled):
+		s.metrics.addTo(metricRefitOutcomes, refitCancelled, 1)
 		s.cfg.Logger.Debug("refit cancelled")
-		return
-	}
-	if r.err != nil {
+	case r.base != base:
+		s.metrics.addTo(metricRefitOutcomes, refitSuperseded, 1)
+		s.cfg.Logger.Info("refit dropped: a model put in service meanwhile replaced the one it refitted", "model_version", r.base.Version)
+	case r.err != nil:
 		s.metrics.add(metricRefitFailures, 1)
+		s.metrics.addTo(metricRefitOutcomes, refitFailed, 1)
 		s.cfg.Logger.Error("refit failed; the old model stays in service", "err", r.err)
-		return
+	default:
+		s.current.Store(r.model)
+		s.metrics.add(metricRefits, 1)
+		s.metrics.addTo(metricRefitOutcomes, refitServed, 1)
+		s.metrics.setFloat(metricLastRefitSeconds, r.seconds)
 	}
-	s.current.Store(r.model)
-	s.metrics.add(metricRefits, 1)
-	s.metrics.setFloat(metricLastRefitSeconds, r.seconds)
 }

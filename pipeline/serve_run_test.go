@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,8 +62,9 @@ func TestServeSwapCancelsRefit(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if st := svc.Stats(); st.Refits != 0 || st.RefitFailures != 0 || st.ModelVersion != m2.Version {
-		t.Errorf("stats %+v: want no refit, no failure, %s in service", st, m2.Version)
+	want := map[string]int64{refitCancelled: 1}
+	if st := svc.Stats(); st.Refits != 0 || st.RefitFailures != 0 || st.ModelVersion != m2.Version || !maps.Equal(st.RefitOutcomes, want) {
+		t.Errorf("stats %+v: want no refit, no failure, %s in service, outcomes %v", st, m2.Version, want)
 	}
 }
 
@@ -127,32 +130,50 @@ func TestServeGraceCountsFromCancellation(t *testing.T) {
 }
 
 // Every number of ServeStats is defined once, and /metrics shows each
-// with its help and type, and the value Stats gives; a metric with a
-// label has a row per label value, or samples (the prequential quality by
-// version).
+// with its help and type, and the value Stats gives, as Prometheus' own
+// parser reads it.
 func TestServeMetricsDefinedOnce(t *testing.T) {
 	var st ServeStats
 	numeric := map[uintptr]string{}
 	v := reflect.ValueOf(&st).Elem()
 	for i := range v.NumField() {
-		if f := v.Field(i); f.Kind() == reflect.Int64 || f.Kind() == reflect.Float64 {
+		switch f := v.Field(i); f.Interface().(type) {
+		case int64, float64, map[string]int64, Histogram:
 			numeric[f.Addr().Pointer()] = v.Type().Field(i).Name
 		}
 	}
 	names := map[string]bool{}
 	for i, def := range serveMetricDefs {
 		var addr uintptr
+		kind := def.kind.typ
 		// Rows of one label's values follow the first, which has the help.
 		labelRow := false
 		switch field := def.field(&st).(type) {
-		case *int64:
+		case *int64, *float64:
 			addr = reflect.ValueOf(field).Pointer()
-		case *float64:
+			if len(def.kind.labels) > 0 || kind == "histogram" {
+				t.Errorf("%s: a single number of kind %+v", def.name, def.kind)
+			}
+		case *map[string]int64:
 			addr = reflect.ValueOf(field).Pointer()
 		case labelledInt:
 			addr = reflect.ValueOf(field.Value).Pointer()
 			labelRow = i > 0 && serveMetricDefs[i-1].name == def.name
-		case []MetricSample:
+			if len(def.kind.labels) != 1 {
+				t.Errorf("%s: a row of one label's value, kind %+v", def.name, def.kind)
+			}
+			if len(def.kind.labels) != 1 {
+				t.Errorf("%s: counts by one label, kind %+v", def.name, def.kind)
+			}
+		case *Histogram:
+			addr = reflect.ValueOf(field).Pointer()
+			if kind != "histogram" || !slices.IsSorted(def.kind.buckets) {
+				t.Errorf("%s: a histogram of kind %+v", def.name, def.kind)
+			}
+		case []sample:
+			if len(def.kind.labels) == 0 {
+				t.Errorf("%s: samples without labels", def.name)
+			}
 		default:
 			t.Errorf("%s: field of type %T", def.name, field)
 			continue
@@ -163,8 +184,8 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 			}
 			delete(numeric, addr)
 		}
-		if !labelRow && (names[def.name] || def.help == "") || def.kind != counter && def.kind != gauge ||
-			def.kind == counter && !strings.HasSuffix(def.name, "_total") {
+		if !labelRow && (names[def.name] || def.help == "") || kind != "counter" && kind != "gauge" && kind != "histogram" ||
+			kind == "counter" && !strings.HasSuffix(def.name, "_total") || kind == "histogram" && !strings.HasSuffix(def.name, "_seconds") {
 			t.Errorf("%s: duplicate name, no help, or a type that does not fit", def.name)
 		}
 		names[def.name] = true
@@ -181,26 +202,61 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 	}
 	svc.metrics.add(metricIn, 1234567)
 	svc.metrics.setFloat(metricAccumulated, 12.5)
+	svc.metrics.addTo(metricRefitOutcomes, refitFailed, 2)
+	svc.metrics.observe(metricScoreSeconds, 0.003)
+	svc.metrics.observe(metricScoreSeconds, 7)
 	svc.metrics.add(metricUnmatchedEvicted, 7)
 	svc.join = newLabelJoin(svc, LateLabels{QualityWindow: 10}, m)
 	svc.join.quality.add("v1", 1, 1)
 	svc.join.quality.add("v1", 0, 1)
 	rec := httptest.NewRecorder()
 	svc.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body := rec.Body.String()
-	for _, want := range []string{"# HELP mvml_records_in_total Records taken from the source.\n# TYPE mvml_records_in_total counter\nmvml_records_in_total 1234567\n",
-		"# TYPE mvml_refit_rows gauge\nmvml_refit_rows 12.5\n", "# TYPE mvml_model_info gauge\nmvml_model_info{version=\"" + m.Version + "\"} 1\n",
-		"# TYPE mvml_labels_unmatched_total counter\nmvml_labels_unmatched_total{reason=\"expired\"} 0\nmvml_labels_unmatched_total{reason=\"evicted\"} 7\n",
-		"# TYPE mvml_prequential_accuracy gauge\nmvml_prequential_accuracy{version=\"v1\"} 0.5\n",
-		"# TYPE mvml_prequential_nmse gauge\n# HELP", "mvml_prequential_labels{version=\"v1\"} 2\n"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %q:\n%s", want, body)
+	families := parseMetrics(t, rec.Body)
+	for i, def := range serveMetricDefs {
+		if i > 0 && serveMetricDefs[i-1].name == def.name {
+			continue // a row of one label value: the first row has the help
+		}
+		f := families[def.name]
+		if f == nil {
+			// A metric with labels and no series yet (no Kafka partition
+			// here) is left out, as Prometheus does.
+			if len(def.kind.labels) == 0 {
+				t.Errorf("/metrics lacks %s", def.name)
+			}
+			continue
+		}
+		if f.GetHelp() != def.help || !strings.EqualFold(f.GetType().String(), def.kind.typ) {
+			t.Errorf("%s: help %q, type %v; want %q, %s", def.name, f.GetHelp(), f.GetType(), def.help, def.kind.typ)
 		}
 	}
-	if n := strings.Count(body, "# TYPE "); n != len(names)+1 {
-		t.Errorf("/metrics has %d metrics, want %d", n, len(names)+1)
+	if f := families["mvml_labels_unmatched_total"]; f == nil || len(f.GetMetric()) != 4 {
+		t.Errorf("mvml_labels_unmatched_total: %v, want a series for each of the four reasons", f)
 	}
-	if st := svc.Stats(); st.In != 1234567 || st.Accumulated != 12.5 || st.LabelsUnmatchedEvicted != 7 || len(st.Quality) != 1 || *st.Quality[0].Accuracy != 0.5 {
+	if f := families["mvml_prequential_accuracy"]; f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge().GetValue() != 0.5 {
+		t.Errorf("mvml_prequential_accuracy: %v, want 0.5 for version v1", f)
+	}
+	for name, want := range map[string]float64{"mvml_records_in_total": 1234567, "mvml_refit_rows": 12.5, "mvml_records_scored_total": 0} {
+		if got := metricValue(t, families, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := metricValue(t, families, "mvml_model_info", "version", m.Version); got != 1 {
+		t.Errorf("mvml_model_info{version=%q} = %v, want 1", m.Version, got)
+	}
+	if got := metricValue(t, families, "mvml_refit_outcomes_total", "outcome", refitFailed); got != 2 {
+		t.Errorf("refits failed %v, want 2", got)
+	}
+	h := families["mvml_batch_score_seconds"].GetMetric()[0].GetHistogram()
+	if h.GetSampleCount() != 2 || h.GetSampleSum() != 7.003 || h.GetBucket()[3].GetUpperBound() != 0.005 || h.GetBucket()[3].GetCumulativeCount() != 1 {
+		t.Errorf("mvml_batch_score_seconds: %v", h)
+	}
+	// The Go runtime and the process are there too.
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes"} {
+		if families[name] == nil {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if st := svc.Stats(); st.In != 1234567 || st.Accumulated != 12.5 || st.ScoreSeconds.Count != 2 || st.RefitOutcomes[refitFailed] != 2 {
 		t.Errorf("stats %+v", st)
 	}
 }

@@ -86,7 +86,8 @@ func TestServeFileSourceRefits(t *testing.T) {
 	if st.In != 300 || st.Scored != 298 || st.DeadLettered != 2 || st.In != st.Scored+st.DeadLettered {
 		t.Errorf("stats %+v: want in 300 = scored 298 + dead-lettered 2", st)
 	}
-	if st.Labelled != 298 || st.Refits < 1 || st.RefitFailures != 0 || len(saved) != int(st.Refits) || st.Accumulated != 298 || st.LastRefitSeconds <= 0 || st.Pending != 0 {
+	if st.Labelled != 298 || st.Refits < 1 || st.RefitFailures != 0 || len(saved) != int(st.Refits) || st.Accumulated != 298 || st.LastRefitSeconds <= 0 || st.Pending != 0 ||
+		st.RefitOutcomes[refitServed] != st.Refits {
 		t.Errorf("stats %+v, %d models saved: want 298 labelled rows and at least one refit, each saved", st, len(saved))
 	}
 	if st.ModelVersion == m.Version || svc.Model() != saved[len(saved)-1] {
@@ -515,7 +516,7 @@ func TestServeRejectsLabelsOneByOne(t *testing.T) {
 	if len(refitted) != 1 || refitted[0].Meta.Rows != 58 {
 		t.Errorf("%d refits; want one, on the 58 usable labels", len(refitted))
 	}
-	for _, want := range []string{"labels not used for refits", "source=in", "labels=2", "offsets=\"[105 117]\"", "ids=\"[1005 1017]\"", "label 99 is not one of the model's classes"} {
+	for _, want := range []string{"labels not used for refits", "source=in", "rows=2", "offsets=\"[105 117]\"", "ids=\"[1005 1017]\"", "label 99 is not one of the model's classes"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, log.String())
 		}

@@ -37,7 +37,7 @@ func (s *Service) FollowModels(ctx context.Context, f registry.Follower) error {
 				return // the service stops: not the model's fault
 			}
 			s.metrics.add(metricReloadFailures, 1)
-			s.cfg.Logger.Error("model made current cannot be served; the model in service stays", "version", m.Version, "lineage", man.Lineage, "err", err)
+			s.cfg.Logger.Error("model made current cannot be served; the model in service stays", "model_version", m.Version, "lineage", man.Lineage, "err", err)
 			return
 		}
 		s.metrics.add(metricReloads, 1)

@@ -100,7 +100,7 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	}
 	m.Meta.FitSeconds = time.Since(start).Seconds()
 	m.Meta.Created = start.UTC().Format(time.RFC3339)
-	job.Logger.Info("trained", "rows", m.Meta.Rows, "seconds", m.Meta.FitSeconds, "version", m.Version)
+	job.Logger.Info("trained", "rows", m.Meta.Rows, "seconds", m.Meta.FitSeconds, "model_version", m.Version)
 	for h, hd := range m.Heads {
 		if tr := hd.Trace; tr.NotPD > 0 || tr.Jitter > 0 {
 			job.Logger.Warn("metric needed care", "head", h, "not_pd_steps_refused", tr.NotPD, "initial_jitter", tr.Jitter)
@@ -120,7 +120,7 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 		if _, err := dir.Publish(ctx, m, meta, true); err != nil {
 			return nil, err
 		}
-		job.Logger.Info("model published", "dir", job.ModelDir, "version", m.Version)
+		job.Logger.Info("model published", "dir", job.ModelDir, "model_version", m.Version)
 	}
 	if job.Models != nil {
 		if _, err := job.Models.Publish(ctx, m, meta, true); err != nil {

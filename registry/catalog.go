@@ -56,7 +56,10 @@ type chunkRef struct {
 // when a blob is needed. Messages come in offset order and a later one
 // replaces an earlier of its key, as compaction does.
 type catalog struct {
-	manifests   map[string]Manifest
+	manifests map[string]Manifest
+	// published is the offset of each version's first manifest: the
+	// order of publication.
+	published   map[string]int64
 	checkpoints map[string]checkpointManifest
 	chunks      map[string]map[int]chunkRef
 	current     *Pointer
@@ -65,7 +68,7 @@ type catalog struct {
 }
 
 func newCatalog() *catalog {
-	return &catalog{manifests: map[string]Manifest{}, checkpoints: map[string]checkpointManifest{}, chunks: map[string]map[int]chunkRef{}}
+	return &catalog{manifests: map[string]Manifest{}, published: map[string]int64{}, checkpoints: map[string]checkpointManifest{}, chunks: map[string]map[int]chunkRef{}}
 }
 
 // apply takes one message of the topic into the catalog. A message that
@@ -125,6 +128,9 @@ func (c *catalog) applyValue(key string, msg kafka.Message) error {
 			return fmt.Errorf("the manifest of version %s under another version's key", m.Version)
 		}
 		c.manifests[m.Version] = m
+		if _, ok := c.published[m.Version]; !ok {
+			c.published[m.Version] = msg.Offset
+		}
 	case strings.HasPrefix(key, checkpointPrefix) && !strings.Contains(key[len(checkpointPrefix):], "/"):
 		var cp checkpointManifest
 		if err := decodeJSON(msg.Value, &cp); err != nil {
@@ -150,6 +156,7 @@ func (c *catalog) remove(key string) {
 		c.current = nil
 	case strings.HasPrefix(key, modelPrefix) && !strings.Contains(key[len(modelPrefix):], "/"):
 		delete(c.manifests, key[len(modelPrefix):])
+		delete(c.published, key[len(modelPrefix):])
 	case strings.HasPrefix(key, checkpointPrefix) && !strings.Contains(key[len(checkpointPrefix):], "/"):
 		delete(c.checkpoints, key[len(checkpointPrefix):])
 	default:

@@ -57,15 +57,25 @@ func LoadModel(path string) (*model.Model, error) {
 // readModelFile reads and verifies the model file at path and returns it
 // with its SHA-256 (lowercase hex) and size.
 func readModelFile(path string) (*model.Model, fileSum, error) {
+	m, data, err := readFileModel(path)
+	if err != nil {
+		return nil, fileSum{}, err
+	}
+	return m, sumOf(data), nil
+}
+
+// readFileModel reads and verifies the model file at path and returns it
+// with the file's bytes.
+func readFileModel(path string) (*model.Model, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fileSum{}, fmt.Errorf("load model: %w", err)
+		return nil, nil, fmt.Errorf("load model: %w", err)
 	}
 	m, err := model.Decode(bytes.NewReader(data))
 	if err != nil {
-		return nil, fileSum{}, fmt.Errorf("load model %s: %w", path, err)
+		return nil, nil, fmt.Errorf("load model %s: %w", path, err)
 	}
-	return m, sumOf(data), nil
+	return m, data, nil
 }
 
 // fileSum is the SHA-256 (lowercase hex) and size of a file.

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -30,8 +29,10 @@ const (
 	// requestTimeout bounds a request to the brokers, so that a
 	// connection that hangs fails and is retried.
 	requestTimeout = 30 * time.Second
-	// writeTimeout bounds a produce request.
-	writeTimeout = 10 * time.Second
+	// writeTimeout bounds a produce request: a megabyte of chunks, which a
+	// host busy with other work may take more than kafka-go's default 10s
+	// to send and have acknowledged (a timed-out write is retried whole).
+	writeTimeout = 30 * time.Second
 	// fetchMaxBytes is what one fetch may bring: a few chunks.
 	fetchMaxBytes = 4 << 20
 	// readWait is the longest a fetch of messages known to be there waits.
@@ -167,7 +168,7 @@ func (k *Kafka) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("model topic %s: %w", topic, err)
 	}
-	k.logger.Info("model topic read", "versions", len(k.cat.manifests), "current", k.currentVersion(), "next_offset", k.next)
+	k.logger.Info("model topic read", "versions", len(k.cat.manifests), "model_version", k.currentVersion(), "next_offset", k.next)
 	return nil
 }
 
@@ -305,11 +306,6 @@ func (k *Kafka) load(ctx context.Context, p Pointer) (*model.Model, Manifest, er
 	k.mu.Lock()
 	man, ok := k.cat.manifests[p.Version]
 	loaded := k.loaded
-	var offsets []int64
-	var err error
-	if ok {
-		offsets, err = k.cat.blobOffsets(modelKey(p.Version), man.SHA256, man.Chunks)
-	}
 	k.mu.Unlock()
 	switch {
 	case !ok:
@@ -318,23 +314,42 @@ func (k *Kafka) load(ctx context.Context, p Pointer) (*model.Model, Manifest, er
 		return nil, Manifest{}, fmt.Errorf("%w: model %s: the pointer says SHA-256 %s, its manifest %s", ErrUnusable, p.Version, p.SHA256, man.SHA256)
 	case loaded != nil && loaded.manifest.Version == man.Version && loaded.manifest.SHA256 == man.SHA256:
 		return loaded.model, loaded.manifest, nil
-	case err != nil:
-		return nil, Manifest{}, err
 	}
-	data, err := k.readBlob(ctx, modelKey(p.Version), man.SHA256, man.Bytes, offsets)
+	data, man, err := k.file(ctx, p.Version)
 	if err != nil {
 		return nil, Manifest{}, err
 	}
-	m, err := model.Decode(bytes.NewReader(data))
-	switch {
-	case err != nil:
-		return nil, Manifest{}, fmt.Errorf("%w: model %s: %w", ErrUnusable, p.Version, err)
-	case m.Version != man.Version:
-		return nil, Manifest{}, fmt.Errorf("%w: model %s: its file holds model %s", ErrUnusable, p.Version, m.Version)
-	case m.Lineage() != man.Lineage:
-		return nil, Manifest{}, fmt.Errorf("%w: model %s: its file has lineage %s, its manifest %s", ErrUnusable, p.Version, m.Lineage(), man.Lineage)
+	m, err := decodeFile(data, man)
+	if err != nil {
+		return nil, Manifest{}, err
 	}
 	return m, man, nil
+}
+
+// file reads the model file of version from the topic, checked against
+// its manifest's checksum and size: ErrUnknownVersion without a
+// manifest, ErrUnusable when a chunk is missing or damaged. Other errors
+// are the brokers'.
+func (k *Kafka) file(ctx context.Context, version string) ([]byte, Manifest, error) {
+	k.mu.Lock()
+	man, ok := k.cat.manifests[version]
+	var offsets []int64
+	var err error
+	if ok {
+		offsets, err = k.cat.blobOffsets(modelKey(version), man.SHA256, man.Chunks)
+	}
+	k.mu.Unlock()
+	switch {
+	case !ok:
+		return nil, Manifest{}, fmt.Errorf("model %s: %w", version, ErrUnknownVersion)
+	case err != nil:
+		return nil, Manifest{}, err
+	}
+	data, err := k.readBlob(ctx, modelKey(version), man.SHA256, man.Bytes, offsets)
+	if err != nil {
+		return nil, Manifest{}, err
+	}
+	return data, man, nil
 }
 
 // loadCurrent is load for the current model, which it remembers.
@@ -441,13 +456,15 @@ func (k *Kafka) Publish(ctx context.Context, m *model.Model, meta Meta, makeCurr
 		}
 	}
 	if makeCurrent {
-		p := Pointer{Version: m.Version, SHA256: man.SHA256, At: time.Now().UTC(), By: pub, Reason: ReasonPublish}
-		if err := k.writeJSON(ctx, keyCurrent, p); err != nil {
+		k.mu.Lock()
+		cur := k.cat.current
+		k.mu.Unlock()
+		if err := k.writeJSON(ctx, keyCurrent, cur.next(m.Version, man.SHA256, pub, ReasonPublish)); err != nil {
 			return fail(err)
 		}
 		k.remember(m, man)
 	}
-	k.logger.Info("model published", "version", m.Version, "lineage", man.Lineage, "bytes", man.Bytes, "chunks", man.Chunks,
+	k.logger.Info("model published", "model_version", m.Version, "lineage", man.Lineage, "bytes", man.Bytes, "chunks", man.Chunks,
 		"again", stored, "current", makeCurrent)
 	return man, nil
 }
@@ -467,7 +484,7 @@ func (k *Kafka) stored(ctx context.Context, version string) (Manifest, bool, err
 	})
 	switch {
 	case errors.Is(err, ErrUnusable):
-		k.logger.Warn("model topic: the stored model is not whole; writing it again", "version", version, "err", err)
+		k.logger.Warn("model topic: the stored model is not whole; writing it again", "model_version", version, "err", err)
 		return Manifest{}, false, nil
 	case err != nil:
 		return Manifest{}, false, err
@@ -578,7 +595,7 @@ func (k *Kafka) deliver(ctx context.Context, acted int64, onCurrent func(*model.
 	switch {
 	case errors.Is(err, ErrUnusable):
 		k.refused.Add(1)
-		k.logger.Error("model topic: the current model is refused; the model in use stays", "version", p.Version, "offset", at, "err", err)
+		k.logger.Error("model topic: the current model is refused; the model in use stays", "model_version", p.Version, "offset", at, "err", err)
 		return at, nil
 	case err != nil:
 		return acted, err
@@ -586,6 +603,87 @@ func (k *Kafka) deliver(ctx context.Context, acted int64, onCurrent func(*model.
 	k.remember(m, man)
 	onCurrent(m, man)
 	return at, nil
+}
+
+// List reads the topic up to its end and returns the manifests of every
+// version it holds, in the order they were published, and the current
+// pointer.
+func (k *Kafka) List(ctx context.Context) (Listing, error) {
+	if err := k.catchUp(ctx); err != nil {
+		return Listing{}, fmt.Errorf("model topic %s: %w", k.cfg.Topic, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var l Listing
+	for _, man := range k.cat.manifests {
+		l.Versions = append(l.Versions, man)
+	}
+	slices.SortFunc(l.Versions, func(a, b Manifest) int {
+		return cmp.Compare(k.cat.published[a.Version], k.cat.published[b.Version])
+	})
+	if k.cat.current != nil {
+		p := *k.cat.current
+		l.Current = &p
+	}
+	return l, nil
+}
+
+// Get reads the topic up to its end and returns the model file of
+// version, checked (see Registry).
+func (k *Kafka) Get(ctx context.Context, version string) ([]byte, Manifest, error) {
+	fail := func(err error) ([]byte, Manifest, error) {
+		return nil, Manifest{}, fmt.Errorf("model topic %s: %w", k.cfg.Topic, err)
+	}
+	if err := k.catchUp(ctx); err != nil {
+		return fail(err)
+	}
+	var data []byte
+	var man Manifest
+	// A version missing or damaged is not transient: not retried.
+	err := k.retry(ctx, "reading model "+version, func() (err error) {
+		data, man, err = k.file(ctx, version)
+		return err
+	})
+	if err == nil {
+		_, err = decodeFile(data, man)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return data, man, nil
+}
+
+// Promote makes version current (see Registry).
+func (k *Kafka) Promote(ctx context.Context, version string, meta Meta) (Pointer, bool, error) {
+	return promote(ctx, k, version, meta)
+}
+
+// Rollback makes current again the version current before (see Registry).
+func (k *Kafka) Rollback(ctx context.Context, meta Meta) (Pointer, error) {
+	return rollback(ctx, k, meta)
+}
+
+// pointer reads the topic up to its end and returns the current pointer.
+func (k *Kafka) pointer(ctx context.Context) (*Pointer, error) {
+	if err := k.catchUp(ctx); err != nil {
+		return nil, fmt.Errorf("model topic %s: %w", k.cfg.Topic, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cat.current == nil {
+		return nil, nil
+	}
+	p := *k.cat.current
+	return &p, nil
+}
+
+// setPointer writes p, which every follower reads.
+func (k *Kafka) setPointer(ctx context.Context, p Pointer, _ []byte) error {
+	if err := k.writeJSON(ctx, keyCurrent, p); err != nil {
+		return fmt.Errorf("model topic %s: %w", k.cfg.Topic, err)
+	}
+	k.logger.Info("current model moved", "version", p.Version, "reason", p.Reason, "by", p.By.Host)
+	return nil
 }
 
 // Topic is the model topic's name.

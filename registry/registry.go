@@ -7,8 +7,14 @@
 //     replica without a shared file system: models as chunked, checksummed
 //     blobs (kafkaconn.WriteBlob), a JSON manifest per version and a
 //     pointer to the current one;
-//   - Dir, a directory of VERSION.mvml files and current.mvml, each written
-//     atomically.
+//   - Dir, a directory of VERSION.mvml files and current.mvml, with their
+//     manifests and pointer beside them, each written atomically.
+//
+// Both are also a Registry, what `mvml models` runs: List the versions and
+// what they are, Get a version's file byte for byte, Promote a version to
+// current and Rollback to the one current before. The pointer carries its
+// own history (the versions current before it), since a compacted topic
+// keeps only the last pointer.
 //
 // A reader never takes a partial or damaged model: a pointer to a version
 // whose manifest or chunks are missing, or whose bytes fail their
@@ -90,6 +96,9 @@ const (
 	RoleTrain Role = "train"
 	// RoleRefit is a refit of statistics: mvml refit, or mvml serve's own.
 	RoleRefit Role = "refit"
+	// RoleOperator is a person moving the current pointer: mvml models
+	// promote and rollback.
+	RoleOperator Role = "operator"
 )
 
 // Meta describes a publication, beyond what the model says of itself.
@@ -109,9 +118,9 @@ type Meta struct {
 // publisher says who publishes with meta.
 func (meta Meta) publisher() (Publisher, error) {
 	switch meta.Role {
-	case RoleTrain, RoleRefit:
+	case RoleTrain, RoleRefit, RoleOperator:
 	default:
-		return Publisher{}, fmt.Errorf("publisher role %q: want %s or %s", meta.Role, RoleTrain, RoleRefit)
+		return Publisher{}, fmt.Errorf("publisher role %q: want %s, %s or %s", meta.Role, RoleTrain, RoleRefit, RoleOperator)
 	}
 	host := meta.Host
 	if host == "" {
@@ -152,8 +161,9 @@ type Manifest struct {
 // Reason is why the current pointer moved.
 type Reason string
 
-// The reasons of a pointer: a new model published, or an older one put
-// back (promote and rollback are issue 11's registry commands).
+// The reasons of a pointer: a new model published, a stored one made
+// current by an operator (Promote), or the one current before put back
+// (Rollback).
 const (
 	ReasonPublish  Reason = "publish"
 	ReasonPromote  Reason = "promote"
@@ -167,6 +177,30 @@ type Pointer struct {
 	At      time.Time `json:"at"`
 	By      Publisher `json:"by"`
 	Reason  Reason    `json:"reason"`
+	// History are the versions that were current before this one, the
+	// latest first, at most MaxHistory: where Rollback goes back to. The
+	// pointer carries them itself because a compacted topic keeps only
+	// the last pointer.
+	History []string `json:"history,omitempty"`
+}
+
+// MaxHistory is the most versions a pointer remembers as current before
+// it.
+const MaxHistory = 64
+
+// next is the pointer that makes version (of file checksum sha) current
+// after p (nil: no model was current), for reason, by pub: p's version
+// goes first in the history, unless it is version itself.
+func (p *Pointer) next(version, sha string, pub Publisher, reason Reason) Pointer {
+	n := Pointer{Version: version, SHA256: sha, At: time.Now().UTC(), By: pub, Reason: reason}
+	switch {
+	case p == nil:
+	case p.Version == version:
+		n.History = p.History
+	default:
+		n.History = append([]string{p.Version}, p.History[:min(len(p.History), MaxHistory-1)]...)
+	}
+	return n
 }
 
 // newManifest describes m, whose model file has the sum given.

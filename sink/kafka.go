@@ -43,6 +43,10 @@ func NewKafka(cfg KafkaWriterConfig) (*KafkaSink, error) {
 	return &KafkaSink{topic: cfg.Topic, w: w, idCol: -1}, nil
 }
 
+// Stats returns the statistics of the sink's writer. Safe for concurrent
+// use.
+func (s *KafkaSink) Stats() KafkaWriterStats { return s.w.stats() }
+
 // Write sends one message per row of rec and waits for the broker's
 // acknowledgement of all of them.
 func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {

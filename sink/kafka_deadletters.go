@@ -64,6 +64,9 @@ func NewKafkaDeadLetters(cfg KafkaWriterConfig) (*KafkaDeadLetters, error) {
 	return &KafkaDeadLetters{topic: cfg.Topic, w: w}, nil
 }
 
+// Stats returns the statistics of the writer. Safe for concurrent use.
+func (d *KafkaDeadLetters) Stats() KafkaWriterStats { return d.w.stats() }
+
 // WriteRejects sends one message per reject and waits for the broker's
 // acknowledgement of all of them. Only a broker that refuses a dead letter
 // cut to its headers, or a failure other than a message too large, makes

@@ -66,6 +66,11 @@ func TestKafkaSinkRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The writer's statistics add up over the writes, one request per
+	// partition per write.
+	if st := s.Stats(); st.Topic != "scores" || st.Messages != 60 || st.Bytes <= 60 || st.Writes < 2 || st.Writes > 6 || st.Errors != 0 || st.Retries != 0 {
+		t.Errorf("stats %+v, want 60 messages in 2 to 6 requests, no errors", st)
+	}
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -71,6 +72,38 @@ type kafkaWriter struct {
 	transport *kafka.Transport
 	retry     kafkaconn.Retry
 	logger    *slog.Logger
+
+	// totals adds up kafka-go's statistics, which reset whenever they are
+	// read, and the retries.
+	mu     sync.Mutex
+	totals KafkaWriterStats
+}
+
+// KafkaWriterStats are the statistics of the writer of a Kafka sink or
+// dead-letter destination since it was opened.
+type KafkaWriterStats struct {
+	Topic string `json:"topic"`
+	// Writes counts the produce requests, Messages and Bytes the messages
+	// sent in them and their size in the request (a message sent again
+	// counts again), Errors the requests that failed, and Retries the
+	// writes tried again after a transient failure.
+	Writes   int64 `json:"writes"`
+	Messages int64 `json:"messages"`
+	Bytes    int64 `json:"bytes"`
+	Errors   int64 `json:"errors"`
+	Retries  int64 `json:"retries"`
+}
+
+// stats returns the writer's statistics. Safe for concurrent use.
+func (k *kafkaWriter) stats() KafkaWriterStats {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st := k.w.Stats()
+	k.totals.Writes += st.Writes
+	k.totals.Messages += st.Messages
+	k.totals.Bytes += st.Bytes
+	k.totals.Errors += st.Errors
+	return k.totals
 }
 
 // newKafkaWriter checks cfg and returns its writer.
@@ -109,7 +142,8 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &kafkaWriter{topic: cfg.Topic, w: w, transport: transport, retry: cfg.Conn.Retry, logger: logger}, nil
+	return &kafkaWriter{topic: cfg.Topic, w: w, transport: transport, retry: cfg.Conn.Retry, logger: logger,
+		totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
 }
 
 // close closes the writer, which waits for the requests under way, and
@@ -157,6 +191,9 @@ func (k *kafkaWriter) writeMessages(ctx context.Context, batch []kafka.Message) 
 		todo, at = again, againAt
 		return transient
 	}, func(err error, pause time.Duration) {
+		k.mu.Lock()
+		k.totals.Retries++
+		k.mu.Unlock()
 		k.logger.Warn("kafka: write failed, retrying", "topic", k.topic, "messages", len(todo), "in", pause, "err", err)
 	})
 	switch {

@@ -67,6 +67,10 @@ func TestKafkaSinkRidesOutLongHiccup(t *testing.T) {
 	if refused.Load() < 2 || !strings.Contains(log.String(), "retrying") {
 		t.Errorf("%d refused requests; log:\n%s", refused.Load(), log.String())
 	}
+	// Every retry is counted, and every refused request an error.
+	if st := s.Stats(); st.Retries != int64(strings.Count(log.String(), "retrying")) || st.Errors < int64(refused.Load()) || st.Messages < 60 {
+		t.Errorf("stats %+v after %d refused requests; log:\n%s", st, refused.Load(), log.String())
+	}
 	seen := map[int64]int{}
 	for _, m := range c.ConsumeAll(t, "scores") {
 		var row struct {

@@ -22,7 +22,36 @@ func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	fs.Var(new(logFormat), logFormatFlag, "`FORMAT` of the log lines on stderr: text (key=value) or json (one object per line)")
 	return fs
+}
+
+// logFormatFlag is the flag every command has.
+const logFormatFlag = "log-format"
+
+// logFormat is the format of the log lines: text or json.
+type logFormat string
+
+func (f *logFormat) String() string {
+	if *f == "" {
+		return "text"
+	}
+	return string(*f)
+}
+
+func (f *logFormat) Set(s string) error {
+	if s != "text" && s != "json" {
+		return fmt.Errorf("%q: want text or json", s)
+	}
+	*f = logFormat(s)
+	return nil
+}
+
+// useLogFormat makes the app log in the format the command's flags say.
+func (a *app) useLogFormat(fs *flag.FlagSet) {
+	if fl := fs.Lookup(logFormatFlag); fl != nil {
+		a.log = newLogger(a.stderr, fl.Value.String(), a.tty)
+	}
 }
 
 // printHelp prints the synopsis of command c, what it does and every flag
@@ -61,6 +90,18 @@ func capitalize(s string) string {
 // command takes as flags. Asked for help, it prints it on stdout and
 // returns flag.ErrHelp; a wrong flag is a usage error.
 func parseFlags(a *app, fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsOnly(a, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (every input is given with a flag, e.g. --input)", fs.Arg(0))
+	}
+	return nil
+}
+
+// parseFlagsOnly is parseFlags for a command that takes arguments after
+// its flags (fs.Args).
+func parseFlagsOnly(a *app, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			for _, c := range commands() {
@@ -72,9 +113,7 @@ func parseFlags(a *app, fs *flag.FlagSet, args []string) error {
 		}
 		return usageError{err}
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (every input is given with a flag, e.g. --input)", fs.Arg(0))
-	}
+	a.useLogFormat(fs)
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -14,7 +16,9 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
@@ -24,17 +28,28 @@ import (
 func runInspect(_ context.Context, a *app, args []string) error {
 	fs := newFlagSet("inspect")
 	modelPath := fs.String("model", "", "model `FILE` (required)")
-	plotPath := fs.String("plot", "", "write a heat map of |Ã| with the view boundaries to `FILE` (.png, .svg or .pdf)")
+	plotPath := fs.String("plot", "", "write a heat map of |Ã| with the view boundaries and a colour scale to `FILE` (.png, .svg or .pdf)")
+	tracePath := fs.String("plot-trace", "", "write the objective of every head per outer iteration of its fit to `FILE` (.png, .svg or .pdf)")
 	head := fs.Int("head", 1, "head whose Ã --plot draws (one per class for one-vs-rest models)")
+	format := fs.String("format", "text", "`FORMAT` of the description on stdout: text, or json (one document: views, kernels, w, block norms, fit traces, training run)")
 	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
 	if err := required("model", *modelPath); err != nil {
 		return err
 	}
+	if *format != "text" && *format != "json" {
+		return usagef("--format %q: want text or json", *format)
+	}
+	var plots []pipeline.File
 	if *plotPath != "" {
-		err := pipeline.CheckFiles([]pipeline.File{{Role: "model file", Path: *modelPath}}, []pipeline.File{{Role: "plot", Path: *plotPath}})
-		if err != nil {
+		plots = append(plots, pipeline.File{Role: "plot", Path: *plotPath})
+	}
+	if *tracePath != "" {
+		plots = append(plots, pipeline.File{Role: "trace plot", Path: *tracePath})
+	}
+	if len(plots) > 0 {
+		if err := pipeline.CheckFiles([]pipeline.File{{Role: "model file", Path: *modelPath}}, plots); err != nil {
 			return err
 		}
 	}
@@ -45,16 +60,29 @@ func runInspect(_ context.Context, a *app, args []string) error {
 	if *head < 1 || *head > len(m.Heads) {
 		return usagef("--head %d: the model has heads 1 to %d", *head, len(m.Heads))
 	}
-	if err := printModel(a.stdout, m); err != nil {
+	// With JSON on stdout, what was drawn is said on stderr.
+	said := a.stdout
+	if *format == "json" {
+		said = a.stderr
+		err = writeModelJSON(a.stdout, m)
+	} else {
+		err = printModel(a.stdout, m)
+	}
+	if err != nil {
 		return err
 	}
-	if *plotPath == "" {
-		return nil
+	if *plotPath != "" {
+		if err := plotMetric(*plotPath, m, *head-1); err != nil {
+			return fmt.Errorf("plot %s: %w", *plotPath, err)
+		}
+		fmt.Fprintf(said, "\n|Ã| of head %d drawn in %s\n", *head, *plotPath)
 	}
-	if err := plotMetric(*plotPath, m, *head-1); err != nil {
-		return fmt.Errorf("plot %s: %w", *plotPath, err)
+	if *tracePath != "" {
+		if err := plotTrace(*tracePath, m); err != nil {
+			return fmt.Errorf("plot %s: %w", *tracePath, err)
+		}
+		fmt.Fprintf(said, "\nthe objective per iteration drawn in %s\n", *tracePath)
 	}
-	fmt.Fprintf(a.stdout, "\n|Ã| of head %d drawn in %s\n", *head, *plotPath)
 	return nil
 }
 
@@ -174,17 +202,20 @@ func saturation(a mat.Symmetric) float64 {
 }
 
 // plotMetric draws |Ã| of head h as a heat map, with lines at the view
-// boundaries and the view names on the axes.
+// boundaries, the view names on the axes and the colour scale beside it.
 func plotMetric(path string, m *model.Model, h int) error {
 	a := m.Heads[h].A
 	n := a.SymmetricDim()
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("|Ã|, head %s (model %s); colours saturate at the 99th percentile", headName(m, h), m.Version)
-	pal := moreland.ExtendedBlackBody().Palette(255)
-	heat := plotter.NewHeatMap(metricGrid{a: a, n: n}, pal)
+	p.Title.Text = fmt.Sprintf("|Ã|, head %s (model %s)", headName(m, h), m.Version)
+	colours := moreland.ExtendedBlackBody()
 	// A few diagonal entries dominate Ã; saturating them lets the
 	// structure of the off-diagonal blocks show.
-	heat.Min, heat.Max = 0, saturation(a)
+	colours.SetMin(0)
+	colours.SetMax(saturation(a))
+	pal := colours.Palette(255)
+	heat := plotter.NewHeatMap(metricGrid{a: a, n: n}, pal)
+	heat.Min, heat.Max = colours.Min(), colours.Max()
 	heat.Overflow = pal.Colors()[len(pal.Colors())-1]
 	heat.Rasterized = true // vector cells leave hairlines between them
 	p.Add(heat)
@@ -216,5 +247,91 @@ func plotMetric(path string, m *model.Model, h int) error {
 	p.X.Tick.Marker = plot.ConstantTicks(xTicks)
 	p.Y.Tick.Marker = plot.ConstantTicks(yTicks)
 	p.X.Label.Text, p.Y.Label.Text = "view", "view"
-	return p.Save(6*vg.Inch, 6*vg.Inch, path)
+
+	scale := plot.New()
+	scale.Title.Text = "|a_ij|"
+	scale.Add(&plotter.ColorBar{ColorMap: colours, Vertical: true})
+	scale.HideX()
+	scale.Y.Padding = 0
+	// The top colour stands for every value from the 99th percentile up.
+	scale.Y.Label.Text = "saturates at the 99th percentile"
+
+	const width, height, bar = 7.5 * vg.Inch, 6 * vg.Inch, 1.5 * vg.Inch
+	return saveCanvas(path, width, height, func(c draw.Canvas) {
+		p.Draw(draw.Crop(c, 0, -bar, 0, 0))
+		// The scale spans the heat map's height, clear of its title and
+		// tick labels.
+		scale.Draw(draw.Crop(c, width-bar+vg.Points(12), 0, vg.Points(30), -vg.Points(8)))
+	})
+}
+
+// plotTrace draws the objective of every head after each outer iteration
+// of its fit (iteration 0: the initial metric), the paper's convergence
+// picture.
+func plotTrace(path string, m *model.Model) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("objective per iteration (model %s)", m.Version)
+	p.X.Label.Text, p.Y.Label.Text = "outer iteration", "objective"
+	p.Legend.Top = true
+	positive := true
+	for h, hd := range m.Heads {
+		tr := hd.Trace.Objective
+		if len(tr) == 0 {
+			continue
+		}
+		pts := make(plotter.XYs, len(tr))
+		for i, v := range tr {
+			pts[i] = plotter.XY{X: float64(i), Y: v}
+			positive = positive && v > 0
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		line.Color = plotutil.Color(h)
+		points.Color, points.Shape = plotutil.Color(h), plotutil.Shape(h)
+		p.Add(line, points)
+		if len(m.Heads) > 1 {
+			p.Legend.Add("head "+headName(m, h), line, points)
+		}
+	}
+	if positive {
+		// Objectives fall over orders of magnitude early in a fit.
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	p.X.Tick.Marker = integerTicks{}
+	return saveCanvas(path, 7*vg.Inch, 4.5*vg.Inch, p.Draw)
+}
+
+// integerTicks marks whole iterations only.
+type integerTicks struct{}
+
+func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for _, t := range (plot.DefaultTicks{}).Ticks(lo, hi) {
+		if t.Value == math.Trunc(t.Value) {
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// saveCanvas draws on a canvas of the format path's extension says (png,
+// svg, pdf, …) and writes it to path.
+func saveCanvas(path string, width, height vg.Length, drawOn func(draw.Canvas)) (err error) {
+	c, err := draw.NewFormattedCanvas(width, height, strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), "."))
+	if err != nil {
+		return err
+	}
+	drawOn(draw.New(c))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

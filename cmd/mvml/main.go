@@ -40,6 +40,12 @@ type app struct {
 	// progressEvery is how often a long job logs how far it got when
 	// stderr is not a terminal.
 	progressEvery time.Duration
+	// configMode says whether a command that reads a configuration file
+	// runs, or only checks it (lint) or hands its flags over (flags);
+	// config is the file it read.
+	configMode configMode
+	config     *configFile
+	flags      *flag.FlagSet
 }
 
 // defaultProgressEvery keeps a job run by a scheduler visibly alive
@@ -50,12 +56,22 @@ const defaultProgressEvery = 5 * time.Second
 // as suits stderr: a terminal or a log.
 func newApp(stdout, stderr io.Writer) *app {
 	a := &app{stdout: stdout, stderr: stderr, tty: isTerminal(stderr), progressEvery: defaultProgressEvery}
-	level := slog.LevelInfo
-	if a.tty {
-		level = slog.LevelWarn
-	}
-	a.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	a.log = newLogger(stderr, "text", a.tty)
 	return a
+}
+
+// newLogger logs to w in format, text or json: on a terminal only
+// warnings and errors (progress bars show the rest), otherwise from
+// informational lines on.
+func newLogger(w io.Writer, format string, tty bool) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if tty {
+		opts.Level = slog.LevelWarn
+	}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 type command struct {
@@ -75,12 +91,18 @@ func commands() []command {
 			"score labelled files and print the metrics", runEval},
 		{"cv", "mvml cv --input FILE... --views SPEC --folds K --seed S [fit flags] [--grid NAME=V1,V2...] [--json]",
 			"estimate performance by (nested) cross-validation", runCV},
+		{"stats", "mvml stats --input FILE... --like BASE.mvml --brokers HOST:PORT --stats-topic S [--shard I/N | --shards N] [--delta-rows R]",
+			"publish the statistics of labelled files on BASE's features to a stats topic, one share of the files per job of an indexed job, for mvml refit --once to merge into a model like train --like BASE on all the files", runStats},
 		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT|--output-dir DIR --dead-letter-topic DLQ --model M.mvml | --model-topic M [--labels-topic L] [--stats-topic S | --refit-rows N [--model-dir DIR]]",
 			"score a Kafka topic as a consumer group, join labels that come later, refit on labels or publish their statistics for mvml refit, and swap the model", runServe},
 		{"refit", "mvml refit --brokers HOST:PORT --stats-topic S --model-topic M [--refit-rows N] [--refit-interval D] [--decay F] [--model-dir DIR] [--group G] [--cold] [--once]",
 			"merge the statistics deltas of the serve replicas, refit the current model of the model topic and publish it (one refitter of a group active, the others standby)", runRefit},
-		{"inspect", "mvml inspect --model M.mvml [--plot OUT.png]",
+		{"models", "mvml models list [--format table|json] | get VERSION|current --output F | promote VERSION | rollback  (--brokers HOST:PORT --model-topic M | --model-dir DIR)",
+			"list the versions of a model store and get their files, or change the model every replica serves: promote a version, roll back to the one current before", runModels},
+		{"inspect", "mvml inspect --model M.mvml [--format text|json] [--plot OUT.png] [--plot-trace OUT.png]",
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
+		{"lint", "mvml lint [--command serve] FILE... | --reference",
+			"check configuration files (unknown keys, wrong types, invalid values, by line) without running anything", runLint},
 	}
 }
 
@@ -115,6 +137,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 			continue
 		}
 		err := c.run(ctx, a, args[1:])
+		err = a.config.locate(err)
 		switch {
 		case err == nil:
 			return exitOK

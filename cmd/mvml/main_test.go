@@ -479,6 +479,8 @@ func Example_scoreFlags() {
 	//         add each view's share of the decision to every row
 	//   --input FILE
 	//         input FILE or glob: .csv, .csv.gz, .parquet or .pq (repeatable; required)
+	//   --log-format FORMAT
+	//         FORMAT of the log lines on stderr: text (key=value) or json (one object per line) (default text)
 	//   --model FILE
 	//         model FILE (required)
 	//   --on-error string

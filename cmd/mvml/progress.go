@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/pipeline"
 )
 
 // progress tells the user how far a long job has got: on a terminal, a
@@ -233,4 +234,40 @@ func (a *app) totalRows(ctx context.Context, inputs []string) int64 {
 		return 0
 	}
 	return n
+}
+
+// serveProgress reports a running service until stop is called: on a
+// terminal a status line of the records taken, otherwise a log line every
+// app.progressEvery with the records taken, scored, dead-lettered and not
+// committed, the lag of the partitions owned and the model in service.
+func (a *app) serveProgress(svc *pipeline.Service) (stop func()) {
+	p := a.progress("serve", "rows", 0)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(min(a.progressEvery, time.Second))
+		defer tick.Stop()
+		for {
+			st := svc.Stats()
+			var lag int64
+			for _, part := range st.Partitions {
+				if part.Owned {
+					lag += part.Lag
+				}
+			}
+			p.with("scored", st.Scored, "dead_lettered", st.DeadLettered, "not_committed", st.NotCommitted, "lag", lag,
+				"model_version", st.ModelVersion)
+			p.set(st.In)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		p.finish()
+	}
 }

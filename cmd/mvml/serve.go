@@ -45,7 +45,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	statsRows := fs.Int("stats-rows", pipeline.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
 	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
 	read := registerRead(fs)
-	if err := parseFlags(a, fs, args); err != nil {
+	config := registerConfig(fs)
+	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
 	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic); err != nil {
@@ -75,6 +76,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	opts, err := read.options(a)
 	if err != nil {
+		return err
+	}
+	if stop, err := config.checked(a, fs); stop {
 		return err
 	}
 	conn, err := kf.connection()
@@ -111,7 +115,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopProgress := a.serveProgress(runner.Service())
 	err = runner.Run(ctx)
+	stopProgress()
 	st := runner.Service().Stats()
 	fmt.Fprintf(a.stderr, "in %d = scored %d + dead-lettered %d + not committed %d; %d labelled (%d labels rejected), %d refits (%d failed), %d reloads (%d failed), model %s\n",
 		st.In, st.Scored, st.DeadLettered, st.NotCommitted, st.Labelled, st.LabelsRejected, st.Refits, st.RefitFailures, st.Reloads, st.ReloadFailures, st.ModelVersion)
@@ -135,6 +141,29 @@ var (
 	statsFlags = []string{"stats-interval", "stats-rows", "replica"}
 	refitFlags = []string{"refit-rows", "refit-interval", "refit-min-rows", "decay", "model-dir"}
 )
+
+// inapplicableFlags are the flags of fs that tune a part of serve the
+// other flags leave off (the join without --labels-topic, the statistics'
+// publication without --stats-topic, refits with it): given, they are
+// refused.
+func inapplicableFlags(fs *flag.FlagSet) map[string]bool {
+	value := func(name string) string {
+		if f := fs.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	off := map[string]bool{}
+	mark := func(names []string, when bool) {
+		for _, n := range names {
+			off[n] = off[n] || when
+		}
+	}
+	mark(joinFlags, value("labels-topic") == "")
+	mark(statsFlags, value("stats-topic") == "")
+	mark(refitFlags, value("stats-topic") != "")
+	return off
+}
 
 // lateLabelFlags checks the flags of the join of late labels and of the
 // publication of statistics, given explicitly, against the topics given,

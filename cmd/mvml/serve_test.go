@@ -383,11 +383,13 @@ func TestServeReloadsModel(t *testing.T) {
 	if versions[old.Version] != 20 || len(versions) != 2 {
 		t.Errorf("scores per model version %v: want 20 by the old model %s and 20 by the new one", versions, old.Version)
 	}
+	// Every version's model and manifest, the current model and its
+	// pointer.
 	var stored []string
 	for v := range versions {
-		stored = append(stored, v+".mvml")
+		stored = append(stored, v+".mvml", v+".json")
 	}
-	stored = append(stored, registry.CurrentModel)
+	stored = append(stored, registry.CurrentModel, registry.CurrentPointer)
 	slices.Sort(stored)
 	if got := dirNames(t, store); !slices.Equal(got, stored) {
 		t.Errorf("model store holds %v, want %v", got, stored)
