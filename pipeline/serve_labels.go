@@ -477,7 +477,6 @@ func (j *labelJoin) keepUnassigned(e *joinEntry) {
 // record or waits for it, or is counted unmatched; the messages that are
 // not labels are dead-lettered first.
 func (j *labelJoin) take(ctx context.Context, b ingest.LabelBatch) error {
-	j.s.metrics.add(metricLabelsIn, int64(len(b.Labels)+len(b.Rejects)))
 	j.mu.Lock()
 	current := j.assigned && b.Generation == j.gen
 	j.mu.Unlock()
@@ -486,6 +485,7 @@ func (j *labelJoin) take(ctx context.Context, b ingest.LabelBatch) error {
 		// labels again.
 		return nil
 	}
+	j.s.metrics.add(metricLabelsIn, int64(len(b.Labels)+len(b.Rejects)))
 	if len(b.Rejects) > 0 {
 		if err := j.s.cfg.DeadLetters.WriteRejects(ctx, b.Rejects); err != nil {
 			return fmt.Errorf("labels: dead letters: %w", err)
@@ -557,11 +557,13 @@ func (j *labelJoin) settle(out joinOutcome) {
 		case !gather:
 		case jn.record.served.lineage != lineage:
 			// Other features: the label counts for the quality alone.
-		case j.accModel.CheckLabel(l.Value) != nil:
-			j.s.metrics.add(metricLabelsRejected, 1)
-			j.s.cfg.Logger.Warn("label not used for the statistics", "topic", j.cfg.Topic, "partition", l.Partition, "offset", l.Offset,
-				"id", l.ID, "reason", j.accModel.CheckLabel(l.Value))
 		default:
+			if err := j.accModel.CheckLabel(l.Value); err != nil {
+				j.s.metrics.add(metricLabelsRejected, 1)
+				j.s.cfg.Logger.Warn("label not used for the statistics", "topic", j.cfg.Topic, "partition", l.Partition, "offset", l.Offset,
+					"id", l.ID, "reason", err)
+				continue
+			}
 			rows, ys = append(rows, jn.record), append(ys, l.Value)
 		}
 	}
@@ -710,7 +712,7 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	j.mu.Lock()
-	j.store.expire(j.now())
+	j.settle(j.store.expire(j.now()))
 	// What is committed is what the statistics taken now account for.
 	commits := map[int]int64{}
 	for p, lp := range j.labels {

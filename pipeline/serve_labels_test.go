@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -571,5 +572,100 @@ func TestJoinKeepsRecordsScoredBeforeAssignment(t *testing.T) {
 	if st.LabelsJoined != 2 || st.LabelsWaiting != 2 || st.JoinRecords != 0 {
 		t.Errorf("%d labels joined, %d waiting, %d records waiting; want the 2 of partition 0 joined, the 2 others waiting for records never kept",
 			st.LabelsJoined, st.LabelsWaiting, st.JoinRecords)
+	}
+}
+
+// gateSource is a source whose first Next waits for open to be closed,
+// then ends.
+type gateSource struct{ open chan struct{} }
+
+func (g gateSource) Next(ctx context.Context) (ingest.Batch, error) {
+	select {
+	case <-g.open:
+		return ingest.Batch{}, io.EOF
+	case <-ctx.Done():
+		return ingest.Batch{}, ctx.Err()
+	}
+}
+func (gateSource) Close() error { return nil }
+
+// /readyz answers 503 while the records of newly owned partitions are
+// restored, and 200 again once they are.
+func TestServeNotReadyWhileRestoring(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 120, 1))
+	gate := gateSource{open: make(chan struct{})}
+	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+		Labels: &LateLabels{Source: noLabels{}, Topic: "labels", Restore: func(context.Context, int, time.Time, int64) (ingest.Source, error) {
+			return gate, nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		svc.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	waitFor("the service to run", func() bool { code, _ := readyz(); return code == 200 })
+	assigned := make(chan error, 1)
+	go func() {
+		assigned <- svc.join.assign(ctx, ingest.Assignment{Generation: 1, Records: map[int]int64{0: 100}, Labels: map[int]int64{0: 7}})
+	}()
+	waitFor("the restore to start", func() bool { return svc.Stats().Restoring == 1 })
+	if code, body := readyz(); code != 503 || !strings.Contains(body, "restoring") {
+		t.Errorf("readyz while restoring: %d %q, want 503 saying so", code, body)
+	}
+	close(gate.open)
+	if err := <-assigned; err != nil {
+		t.Fatal(err)
+	}
+	if code, body := readyz(); code != 200 || svc.Stats().Restoring != 0 {
+		t.Errorf("readyz once restored: %d %q", code, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A label that waited its whole window is counted unmatched when the
+// statistics are flushed, before its offset is committed past.
+func TestJoinCountsExpiredLabelsAtFlush(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 120, 1))
+	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+		Labels: &LateLabels{Source: noLabels{}, Topic: "labels", Window: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := svc.join
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	j.now = func() time.Time { return now }
+	if err := j.assign(context.Background(), ingest.Assignment{Generation: 1, Records: map[int]int64{0: -1}, Labels: map[int]int64{0: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	batch := ingest.LabelBatch{Topic: "labels", Generation: 1, Labels: []ingest.Label{{Partition: 0, Offset: 0, ID: 5, Value: 1, Time: now}}}
+	if err := j.take(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	if err := j.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.Stats(); st.LabelsUnmatchedNeverSeen != 1 || st.LabelsWaiting != 0 {
+		t.Errorf("%d labels never seen, %d waiting: want the expired label counted", st.LabelsUnmatchedNeverSeen, st.LabelsWaiting)
 	}
 }

@@ -618,3 +618,26 @@ func TestServeSummaryAfterFailure(t *testing.T) {
 		t.Errorf("the rejected label is not logged:\n%s", stderr)
 	}
 }
+
+// A labels topic that is not co-partitioned with the input topic is
+// refused when the group is joined, saying why.
+func TestServeRefusesLabelsNotCoPartitioned(t *testing.T) {
+	dir := t.TempDir()
+	_, modelPath := trainedForServe(t, dir, 10)
+	cluster := kafkatest.Start(t, 2, "records", "scores", "dead")
+	if err := cluster.Fake().CreateTopic("labels", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe("--brokers", cluster.Brokers[0], "--topic", "records", "--labels-topic", "labels", "--output-topic", "scores",
+		"--dead-letter-topic", "dead", "--model", modelPath, "--http", "")
+	select {
+	case code := <-srv.done:
+		want := `the input topic "records" has 2 partitions and the labels topic "labels" has 3`
+		if code != exitError || !strings.Contains(srv.stderr.String(), want) {
+			t.Errorf("exit %d, want %d saying %q:\n%s", code, exitError, want, srv.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		srv.cancel()
+		t.Fatalf("serve did not refuse the labels topic:\n%s", srv.stderr)
+	}
+}
