@@ -90,7 +90,7 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 	if err != nil {
 		return nil, err
 	}
-	return fitPrepared(ctx, in, start, cols)
+	return fitPrepared(ctx, in, start.withColumns(cols))
 }
 
 // labelUnits maps an encoded regression target back to the labels,
@@ -212,10 +212,10 @@ func newStart(in *fitInput, cfg Config, warm *Solution) (*solver, error) {
 }
 
 // fitPrepared is Fit with a checked configuration, its input derived and
-// its start made, so that the heads of one model share them.
-func fitPrepared(ctx context.Context, in *fitInput, start *solver, cols []int) (*Solution, error) {
-	st, cfg := in.labels, start.cfg
-	s := start.head(cols)
+// its solver begun for its target columns (newStart, then withColumns or
+// head), so that the heads of one model share them.
+func fitPrepared(ctx context.Context, in *fitInput, s *solver) (*Solution, error) {
+	st, cfg, cols := in.labels, s.cfg, s.cols
 	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
@@ -295,9 +295,23 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 	return s
 }
 
+// withColumns makes the start s (newStart) the solver of the target
+// columns cols itself, when no other head begins from it.
+func (s *solver) withColumns(cols []int) *solver {
+	d, k := s.d, len(cols)
+	s.cols, s.k, s.yty = slices.Clone(cols), k, 0
+	s.cw, s.g, s.abar = mat.NewDense(d, k, nil), mat.NewDense(d, k, nil), mat.NewDense(d, k, nil)
+	for _, c := range cols {
+		s.yty += s.st.YtY[c]
+	}
+	s.weighTargets()
+	return s
+}
+
 // head returns a solver for the target columns cols that continues from
-// the start s (newStart, which ends refactored: T = T⁻¹ = I): a copy of
-// its metric, factors and state, its B(w), and b(w) for its own columns.
+// the start s (newStart, which ends refactored: T = T⁻¹ = I) and leaves s
+// as it is: a copy of its metric, factors and state, its B(w), and b(w)
+// for its own columns.
 func (s *solver) head(cols []int) *solver {
 	h := newSolver(s.st, cols, s.cfg)
 	h.a = mat.NewSymDense(s.d, nil)

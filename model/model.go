@@ -370,13 +370,21 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	for range min(runtime.GOMAXPROCS(0), len(groups)) {
 		wg.Go(func() {
 			for h := range next {
-				start, err := shared, error(nil)
-				if warmHeads {
-					start, err = newStart(in, cfg, &warm.Heads[h].Solution)
+				var s *solver
+				var err error
+				switch {
+				case warmHeads:
+					if s, err = newStart(in, cfg, &warm.Heads[h].Solution); err == nil {
+						s = s.withColumns(groups[h])
+					}
+				case len(groups) == 1:
+					s = shared.withColumns(groups[h])
+				default:
+					s = shared.head(groups[h])
 				}
 				var sol *Solution
 				if err == nil {
-					sol, err = fitPrepared(ctx, in, start, groups[h])
+					sol, err = fitPrepared(ctx, in, s)
 				}
 				if err == nil {
 					err = finiteSolution(sol)

@@ -12,7 +12,9 @@ import (
 // right-hand side: with one column (a one-vs-all head) that is one call
 // per element, about 100 times slower at D = 432 than the matrix-vector
 // product doing the same work as dot products over rows. So these go
-// column by column.
+// column by column, up to thinColumns columns; with more (a fixed metric's
+// joint solve for every class) gonum's routines are the faster again.
+const thinColumns = 8
 
 // column returns column c of m as a vector sharing m's data.
 func column(m blas64.General, c int) blas64.Vector {
@@ -31,6 +33,10 @@ func mulCols(dst *mat.Dense, a mat.RawMatrixer, trans bool, b *mat.Dense) {
 	_, k := b.Dims()
 	resize(dst, rows, k)
 	br, dr := b.RawMatrix(), dst.RawMatrix()
+	if k > thinColumns {
+		blas64.Gemm(op, blas.NoTrans, 1, ar, br, 0, dr)
+		return
+	}
 	for c := 0; c < k; c++ {
 		blas64.Gemv(op, 1, ar, column(br, c), 0, column(dr, c))
 	}
@@ -40,6 +46,14 @@ func mulCols(dst *mat.Dense, a mat.RawMatrixer, trans bool, b *mat.Dense) {
 // solve.
 func triCols(t blas64.Triangular, op blas.Transpose, solve bool, b *mat.Dense) {
 	br := b.RawMatrix()
+	switch {
+	case br.Cols > thinColumns && solve:
+		blas64.Trsm(blas.Left, op, 1, t, br)
+		return
+	case br.Cols > thinColumns:
+		blas64.Trmm(blas.Left, op, 1, t, br)
+		return
+	}
 	var buf []float64
 	for c := 0; c < br.Cols; c++ {
 		x := column(br, c)
@@ -107,6 +121,10 @@ func cholSolveCols(u blas64.Triangular, b *mat.Dense) {
 func innerCols(dst *mat.Dense, x, y *mat.Dense) {
 	xr, yr := x.RawMatrix(), y.RawMatrix()
 	resize(dst, xr.Cols, yr.Cols)
+	if xr.Cols > thinColumns && yr.Cols > thinColumns {
+		blas64.Gemm(blas.Trans, blas.NoTrans, 1, xr, yr, 0, dst.RawMatrix())
+		return
+	}
 	for i := 0; i < xr.Cols; i++ {
 		for j := 0; j < yr.Cols; j++ {
 			dst.Set(i, j, blas64.Dot(column(xr, i), column(yr, j)))
