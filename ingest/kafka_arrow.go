@@ -74,11 +74,11 @@ func isArrowStream(headers []kafka.Header) bool {
 		if !strings.EqualFold(h.Key, schemas.HeaderContentType) {
 			continue
 		}
-		v := string(h.Value)
-		if i := strings.IndexByte(v, ';'); i >= 0 {
+		v := h.Value
+		if i := bytes.IndexByte(v, ';'); i >= 0 {
 			v = v[:i]
 		}
-		return strings.EqualFold(strings.TrimSpace(v), schemas.ArrowStreamType)
+		return bytes.EqualFold(bytes.TrimSpace(v), []byte(schemas.ArrowStreamType))
 	}
 	return false
 }
