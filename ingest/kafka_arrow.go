@@ -922,8 +922,11 @@ func (a *messageAllocator) abandon() {
 	a.used = 0
 }
 
-func (a *messageAllocator) grant(size int) {
-	if size > a.budget-a.used {
+// grant refuses, by a panic, a buffer of size bytes in place of one of
+// old bytes: beyond the budget, or negative (a length claimed by a
+// message, rounded up past the range of int).
+func (a *messageAllocator) grant(size, old int) {
+	if size < 0 || size-old > a.budget-a.used {
 		a.refused = true
 		panic(errBuffersTooLarge)
 	}
@@ -932,7 +935,7 @@ func (a *messageAllocator) grant(size int) {
 func (a *messageAllocator) Allocate(size int) []byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.grant(size)
+	a.grant(size, 0)
 	b := a.base.Allocate(size)
 	if size > 0 {
 		a.live[unsafe.SliceData(b)] = size
@@ -945,9 +948,7 @@ func (a *messageAllocator) Reallocate(size int, b []byte) []byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	old, tracked := a.live[unsafe.SliceData(b)]
-	if tracked {
-		a.grant(size - old)
-	}
+	a.grant(size, old)
 	nb := a.base.Reallocate(size, b)
 	if tracked {
 		delete(a.live, unsafe.SliceData(b))
