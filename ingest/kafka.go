@@ -122,6 +122,9 @@ func (c KafkaConfig) resolve() (KafkaConfig, error) {
 	if err := resolveFetch(c.Conn, c.Topic, &c.MaxWait, &c.MinBytes, &c.MaxBytes); err != nil {
 		return c, err
 	}
+	if c.Format > FormatArrow {
+		return c, fmt.Errorf("ingest: kafka: Format %v: want FormatByHeader, FormatJSON or FormatArrow", c.Format)
+	}
 	if c.LabelsTopic == c.Topic {
 		return c, fmt.Errorf("ingest: kafka: the labels topic is the input topic %q: give a topic of labels of its own", c.Topic)
 	}

@@ -74,11 +74,11 @@ func isArrowStream(headers []kafka.Header) bool {
 		if !strings.EqualFold(h.Key, schemas.HeaderContentType) {
 			continue
 		}
-		v := string(h.Value)
-		if i := strings.IndexByte(v, ';'); i >= 0 {
+		v := h.Value
+		if i := bytes.IndexByte(v, ';'); i >= 0 {
 			v = v[:i]
 		}
-		return strings.EqualFold(strings.TrimSpace(v), schemas.ArrowStreamType)
+		return bytes.EqualFold(bytes.TrimSpace(v), []byte(schemas.ArrowStreamType))
 	}
 	return false
 }
@@ -501,13 +501,13 @@ func (d *arrowDecoder) findFields(schema *arrow.Schema) (arrowLayout, *rowError)
 func (d *arrowDecoder) checkRows(rec arrow.Record, lay *arrowLayout) ([]rowReject, error) {
 	n := int(rec.NumRows())
 	cols := make([]columnCheck, 0, 2+len(lay.views))
-	id, err := d.scalarCheck(rec.Column(lay.id), n, d.spec.ID, "id")
+	id, err := d.scalarCheck(rec.Column(lay.id), n, d.spec.ID)
 	if err != nil {
 		return nil, err
 	}
 	cols = append(cols, id)
 	if lay.label >= 0 {
-		label, err := d.scalarCheck(rec.Column(lay.label), n, d.spec.Label, "label")
+		label, err := d.scalarCheck(rec.Column(lay.label), n, d.spec.Label)
 		if err != nil {
 			return nil, err
 		}
@@ -536,25 +536,26 @@ func (d *arrowDecoder) checkRows(rec arrow.Record, lay *arrowLayout) ([]rowRejec
 // column and the reason.
 type columnCheck func(i int) (column, reason string)
 
-// checkBitmap checks that a has a validity bitmap if it says it has
-// nulls, and that the bitmap covers its rows.
-func checkBitmap(a arrow.Array, what string) error {
+// checkBitmap checks that a, the column what (say "field") named name,
+// has a validity bitmap if it says it has nulls, and that the bitmap
+// covers its rows.
+func checkBitmap(a arrow.Array, what, name string) error {
 	bitmap := a.NullBitmapBytes()
 	switch {
 	case len(bitmap) == 0 && a.NullN() > 0:
-		return fmt.Errorf("%s: %d nulls without a validity bitmap", what, a.NullN())
+		return fmt.Errorf("%s %q: %d nulls without a validity bitmap", what, name, a.NullN())
 	case len(bitmap) > 0 && len(bitmap) < int(bitutil.BytesForBits(int64(a.Data().Offset()+a.Len()))):
-		return fmt.Errorf("%s: a validity bitmap of %d bytes for %d rows", what, len(bitmap), a.Data().Offset()+a.Len())
+		return fmt.Errorf("%s %q: a validity bitmap of %d bytes for %d rows", what, name, len(bitmap), a.Data().Offset()+a.Len())
 	}
 	return nil
 }
 
 // scalarCheck checks the id (int64) or the label (float64) column.
-func (d *arrowDecoder) scalarCheck(col arrow.Array, n int, name, what string) (columnCheck, error) {
+func (d *arrowDecoder) scalarCheck(col arrow.Array, n int, name string) (columnCheck, error) {
 	if col.Len() != n {
 		return nil, fmt.Errorf("field %q has %d rows, the record batch %d", name, col.Len(), n)
 	}
-	if err := checkBitmap(col, fmt.Sprintf("field %q", name)); err != nil {
+	if err := checkBitmap(col, "field", name); err != nil {
 		return nil, err
 	}
 	if ids, ok := col.(*array.Int64); ok {
@@ -588,8 +589,7 @@ func (d *arrowDecoder) viewCheck(col arrow.Array, n, l int) (columnCheck, error)
 	if col.Len() != n {
 		return nil, fmt.Errorf("view %q has %d rows, the record batch %d", name, col.Len(), n)
 	}
-	what := fmt.Sprintf("view %q", name)
-	if err := checkBitmap(col, what); err != nil {
+	if err := checkBitmap(col, "view", name); err != nil {
 		return nil, err
 	}
 	offset := col.Data().Offset()
@@ -599,25 +599,25 @@ func (d *arrowDecoder) viewCheck(col arrow.Array, n, l int) (columnCheck, error)
 	case *array.FixedSizeList:
 		items = c.ListValues().(*array.Float64)
 		if items.Len() < (offset+n)*dim {
-			return nil, fmt.Errorf("%s: %d values for %d rows of %d", what, items.Len(), offset+n, dim)
+			return nil, fmt.Errorf("view %q: %d values for %d rows of %d", name, items.Len(), offset+n, dim)
 		}
 		bounds = func(i int) (int, int) { return (offset + i) * dim, (offset + i + 1) * dim }
 	case *array.List:
 		items = c.ListValues().(*array.Float64)
 		offsets := c.Offsets()
-		if err := checkOffsets(offsets, offset, n, items.Len(), what); err != nil {
+		if err := checkOffsets(offsets, offset, n, items.Len(), name); err != nil {
 			return nil, err
 		}
 		bounds = func(i int) (int, int) { return int(offsets[offset+i]), int(offsets[offset+i+1]) }
 	case *array.LargeList:
 		items = c.ListValues().(*array.Float64)
 		offsets := c.Offsets()
-		if err := checkOffsets(offsets, offset, n, items.Len(), what); err != nil {
+		if err := checkOffsets(offsets, offset, n, items.Len(), name); err != nil {
 			return nil, err
 		}
 		bounds = func(i int) (int, int) { return int(offsets[offset+i]), int(offsets[offset+i+1]) }
 	}
-	if err := checkBitmap(items, what+" items"); err != nil {
+	if err := checkBitmap(items, "the items of view", name); err != nil {
 		return nil, err
 	}
 	values := items.Float64Values()
@@ -642,15 +642,15 @@ func (d *arrowDecoder) viewCheck(col arrow.Array, n, l int) (columnCheck, error)
 	}, nil
 }
 
-// checkOffsets checks the offsets of rows [offset, offset+n) of a list
-// column: within its values and not decreasing.
-func checkOffsets[T int32 | int64](offsets []T, offset, n, values int, what string) error {
+// checkOffsets checks the offsets of rows [offset, offset+n) of the list
+// column of view: within its values and not decreasing.
+func checkOffsets[T int32 | int64](offsets []T, offset, n, values int, view string) error {
 	if len(offsets) < offset+n+1 {
-		return fmt.Errorf("%s: %d offsets for %d rows", what, len(offsets), offset+n)
+		return fmt.Errorf("view %q: %d offsets for %d rows", view, len(offsets), offset+n)
 	}
 	for j := offset; j <= offset+n; j++ {
 		if offsets[j] < 0 || int64(offsets[j]) > int64(values) || j > offset && offsets[j] < offsets[j-1] {
-			return fmt.Errorf("%s: offset %d of row %d is outside its %d values", what, offsets[j], j, values)
+			return fmt.Errorf("view %q: offset %d of row %d is outside its %d values", view, offsets[j], j, values)
 		}
 	}
 	return nil
@@ -922,8 +922,11 @@ func (a *messageAllocator) abandon() {
 	a.used = 0
 }
 
-func (a *messageAllocator) grant(size int) {
-	if size > a.budget-a.used {
+// grant refuses, by a panic, a buffer of size bytes in place of one of
+// old bytes: beyond the budget, or negative (a length claimed by a
+// message, rounded up past the range of int).
+func (a *messageAllocator) grant(size, old int) {
+	if size < 0 || size-old > a.budget-a.used {
 		a.refused = true
 		panic(errBuffersTooLarge)
 	}
@@ -932,7 +935,7 @@ func (a *messageAllocator) grant(size int) {
 func (a *messageAllocator) Allocate(size int) []byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.grant(size)
+	a.grant(size, 0)
 	b := a.base.Allocate(size)
 	if size > 0 {
 		a.live[unsafe.SliceData(b)] = size
@@ -945,9 +948,7 @@ func (a *messageAllocator) Reallocate(size int, b []byte) []byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	old, tracked := a.live[unsafe.SliceData(b)]
-	if tracked {
-		a.grant(size - old)
-	}
+	a.grant(size, old)
 	nb := a.base.Reallocate(size, b)
 	if tracked {
 		delete(a.live, unsafe.SliceData(b))

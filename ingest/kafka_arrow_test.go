@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -18,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -803,4 +805,33 @@ func TestArrowDecodeSchemasChange(t *testing.T) {
 	if len(b.Rejects) != 1 || b.Rejects[0].Row != 4 {
 		t.Errorf("rejects %v, want the message cut short", b.Rejects)
 	}
+}
+
+// A bounded range of a topic (a retraining job's input) reads Arrow IPC
+// messages too, told apart by their header.
+func TestKafkaRangeReadsArrow(t *testing.T) {
+	mem := checkedAllocator(t)
+	c := kafkatest.Start(t, 1, "range")
+	header := []kafka.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}
+	c.Produce(t, "range",
+		kafkatest.Message{Value: kafkaMessage(0)},
+		kafkatest.Message{Value: arrowStream(t, producerRows(1, 2, 3), streamOpts{}), Headers: header},
+		kafkatest.Message{Value: kafkaMessage(4)},
+	)
+	src, err := NewKafkaRange(context.Background(), kafkaSpec(t), KafkaRangeConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "range"},
+		Options{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := readAll(t, src, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.rejects) > 0 || !slices.Equal(res.rows, []int64{0, 1, 1, 1, 2}) {
+		t.Fatalf("offsets %v, rejects %v", res.rows, res.rejects)
+	}
+	checkKafkaRows(t, res, []int64{0, 1, 2, 3, 4})
 }

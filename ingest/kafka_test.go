@@ -652,6 +652,7 @@ func TestNewKafkaChecksConfig(t *testing.T) {
 		{"negative bytes", func(c *KafkaConfig, _ *Options) { c.MinBytes = -1 }, "must not be negative"},
 		{"min over max", func(c *KafkaConfig, _ *Options) { c.MinBytes, c.MaxBytes = 10, 5 }, "exceeds MaxBytes"},
 		{"odd start", func(c *KafkaConfig, _ *Options) { c.StartOffset = 42 }, "StartOffset 42"},
+		{"odd format", func(c *KafkaConfig, _ *Options) { c.Format = 7 }, "Format Format(7): want FormatByHeader"},
 		{"labels in the input topic", func(c *KafkaConfig, _ *Options) { c.LabelsTopic = "t" }, `the labels topic is the input topic "t"`},
 		{"negative session", func(c *KafkaConfig, _ *Options) { c.SessionTimeout = -time.Second }, "must not be negative"},
 		{"negative rebalance", func(c *KafkaConfig, _ *Options) { c.RebalanceTimeout = -time.Second }, "must not be negative"},
