@@ -352,7 +352,9 @@ func TestKafkaRangeBatches(t *testing.T) {
 }
 
 func TestKafkaRangeDoesNotWaitAtPartitionEnds(t *testing.T) {
-	const partitions, maxWait = 4, time.Second
+	// MaxWait is long so that a loaded machine's slowness cannot pass
+	// for the wait this test catches.
+	const partitions, maxWait = 4, 10 * time.Second
 	c := kafkatest.Start(t, partitions, "ends")
 	produceRange(t, c, "ends", partitions, 0, 40)
 	src := newTestRange(t, c, KafkaRangeConfig{Topic: "ends", MaxWait: maxWait}, Options{Allocator: checkedAllocator(t), BatchSize: 3})
