@@ -53,16 +53,23 @@ func runBroker(ctx context.Context, a *app, args []string) error {
 	addr := strings.Join(broker.ListenAddrs(), ",")
 	fmt.Fprintf(a.stdout, "development broker at %s: in memory, every message is lost when it stops; not for production\n", addr)
 	for _, name := range plain {
-		fmt.Fprintf(a.stdout, "  topic %s: %d partitions\n", name, *partitions)
+		fmt.Fprintf(a.stdout, "  topic %s: %s\n", name, partitionsText(*partitions))
 	}
 	for _, name := range compacted {
 		fmt.Fprintf(a.stdout, "  model topic %s: 1 partition, compacted\n", name)
 	}
-	fmt.Fprintf(a.stdout, "other topics are created as clients produce to them, with %d partitions; interrupt (Ctrl-C) to stop\n", *partitions)
+	fmt.Fprintf(a.stdout, "other topics are created as clients produce to them, with %s; interrupt (Ctrl-C) to stop\n", partitionsText(*partitions))
 	a.log.Info("broker listening", "brokers", addr)
 	<-ctx.Done()
 	a.log.Info("broker stopped", "brokers", addr)
 	return nil
+}
+
+func partitionsText(n int) string {
+	if n == 1 {
+		return "1 partition"
+	}
+	return fmt.Sprintf("%d partitions", n)
 }
 
 // splitNames are the names of a comma-separated list, blanks left out.
