@@ -97,13 +97,13 @@ func commands() []command {
 			"publish the statistics of labelled files on BASE's features to a stats topic, one share of the files per job of an indexed job, for mvml refit --once to merge into a model like train --like BASE on all the files", runStats},
 		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT|--output-dir DIR --dead-letter-topic DLQ --model M.mvml | --model-topic M [--labels-topic L] [--stats-topic S | --refit-rows N [--model-dir DIR]]",
 			"score a Kafka topic as a consumer group, join labels that come later, refit on labels or publish their statistics for mvml refit, and swap the model", runServe},
-		{"refit", "mvml refit --brokers HOST:PORT --stats-topic S --model-topic M [--refit-rows N] [--refit-interval D] [--decay F] [--model-dir DIR] [--group G] [--cold] [--once]",
+		{"refit", "mvml refit --brokers HOST:PORT --stats-topic S --model-topic M [--refit-rows N] [--refit-interval D] [--decay F] [--model-dir DIR] [--group G] [--cold] [--once] [--config refit.yaml]",
 			"merge the statistics deltas of the serve replicas, refit the current model of the model topic and publish it (one refitter of a group active, the others standby)", runRefit},
 		{"models", "mvml models list [--format table|json] | get VERSION|current --output F | promote VERSION | rollback  (--brokers HOST:PORT --model-topic M | --model-dir DIR)",
 			"list the versions of a model store and get their files, or change the model every replica serves: promote a version, roll back to the one current before", runModels},
 		{"inspect", "mvml inspect --model M.mvml [--format text|json] [--plot OUT.png] [--plot-trace OUT.png]",
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
-		{"lint", "mvml lint [--command serve] FILE... | --reference",
+		{"lint", "mvml lint [--command serve|refit] FILE... | --reference",
 			"check configuration files (unknown keys, wrong types, invalid values, by line) without running anything", runLint},
 	}
 }
