@@ -25,7 +25,7 @@ help:
 	@echo "make bench-arrow     serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
-	@echo "make docs            rewrite README's reference of the configuration keys and table of the metrics from the code"
+	@echo "make docs            rewrite README's reference of the configuration keys and tables of the metrics (serve, refit) from the code"
 
 
 build:

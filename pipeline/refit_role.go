@@ -102,7 +102,9 @@ type Refitter struct {
 	// transport is the client's, closed when Run returns.
 	transport *kafka.Transport
 	metrics   refitMetrics
-	running   atomic.Bool
+	// metricsHandler serves /metrics from a registry of the refitter's own.
+	metricsHandler http.Handler
+	running        atomic.Bool
 
 	mu     sync.Mutex // guards what follows, for ServeHTTP
 	role   refitRole
@@ -150,6 +152,7 @@ func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Refitter{cfg: cfg, logger: logger, role: roleJoining}
+	r.metricsHandler = newMetricsHandler(logger, newRefitterCollector(r))
 	if cfg.ModelDir != "" {
 		var err error
 		if r.dir, err = registry.OpenDir(cfg.ModelDir, registry.DirOptions{}); err != nil {

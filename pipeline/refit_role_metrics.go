@@ -2,10 +2,11 @@ package pipeline
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // RefitterStats are a Refitter's numbers since it started; every number
@@ -59,12 +60,15 @@ const (
 	refitMetricLastPublished
 	refitMetricLastRefitSeconds
 	refitMetricStatsOffset
+	refitMetricModelInfo
 	numRefitMetrics
 )
 
 // refitMetricDefs defines every number of a Refitter once, as
-// serveMetricDefs does a Service's: its Prometheus name, type and help,
-// and its field in RefitterStats (an *int64 or a *float64).
+// serveMetricDefs does a Service's: its Prometheus name, kind and help,
+// and its field in RefitterStats (an *int64 or a *float64 counted by
+// refitMetrics) or, for what RefitterStats holds otherwise, its samples
+// ([]sample). Stats and /metrics are both read from it.
 var refitMetricDefs = [numRefitMetrics]struct {
 	name  string
 	kind  metricKind
@@ -86,6 +90,13 @@ var refitMetricDefs = [numRefitMetrics]struct {
 	refitMetricLastRefitSeconds: {"mvml_refit_last_refit_seconds", gauge, "Duration of the last refit published, from its start to its checkpoint.",
 		func(s *RefitterStats) any { return &s.LastRefitSeconds }},
 	refitMetricStatsOffset: {"mvml_refit_stats_offset", gauge, "Next offset of the stats topic to be read.", func(s *RefitterStats) any { return &s.StatsOffset }},
+	refitMetricModelInfo: {"mvml_model_info", gaugesBy("version", "lineage"), "The current model of the model store, and the lineage refitted (while active).",
+		func(s *RefitterStats) any {
+			if s.ModelVersion == "" {
+				return []sample(nil)
+			}
+			return []sample{{labels: []string{s.ModelVersion, s.Lineage}, value: 1}}
+		}},
 }
 
 // refitMetrics holds the values of the numbers of a Refitter, for
@@ -112,26 +123,59 @@ func (r *Refitter) Stats() RefitterStats {
 	return st
 }
 
-// writeRefitMetrics writes st in Prometheus' text format.
-func writeRefitMetrics(w io.Writer, st RefitterStats) {
-	for _, def := range refitMetricDefs {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s ", def.name, def.help, def.name, def.kind.typ, def.name)
+// refitterCollector exports the numbers of a Refitter as refitMetricDefs
+// defines them.
+type refitterCollector struct {
+	r     *Refitter
+	descs [numRefitMetrics]*prometheus.Desc
+}
+
+func newRefitterCollector(r *Refitter) *refitterCollector {
+	c := &refitterCollector{r: r}
+	for m, def := range refitMetricDefs {
+		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.labels, nil)
+	}
+	return c
+}
+
+func (c *refitterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect sends every number of one Stats; a row whose field does not fit
+// its kind is an error of the scrape rather than a number left out.
+func (c *refitterCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.r.Stats()
+	for m, def := range refitMetricDefs {
+		desc, vt := c.descs[m], def.kind.valueType()
+		send := func(x prometheus.Metric, err error) {
+			if err != nil {
+				x = prometheus.NewInvalidMetric(desc, err)
+			}
+			ch <- x
+		}
 		switch field := def.field(&st).(type) {
 		case *int64:
-			fmt.Fprintf(w, "%d\n", *field)
+			send(prometheus.NewConstMetric(desc, vt, float64(*field)))
 		case *float64:
-			fmt.Fprintf(w, "%g\n", *field)
+			send(prometheus.NewConstMetric(desc, vt, *field))
+		case []sample:
+			for _, x := range field {
+				send(prometheus.NewConstMetric(desc, vt, x.value, x.labels...))
+			}
+		default:
+			send(nil, fmt.Errorf("%s: field of type %T", def.name, field))
 		}
-	}
-	if st.ModelVersion != "" {
-		fmt.Fprintf(w, "# HELP mvml_model_info The current model of the model store, and the lineage refitted.\n# TYPE mvml_model_info %s\nmvml_model_info{version=%q,lineage=%q} 1\n",
-			gauge.typ, st.ModelVersion, st.Lineage)
 	}
 }
 
 // ServeHTTP answers /healthz (200 while Run runs), /readyz (200 while
 // active with a current model to refit; 503 with the reason otherwise:
-// "standby", joining the group, waiting for a model) and /metrics.
+// "standby", joining the group, waiting for a model) and /metrics (the
+// numbers of refitMetricDefs, the Go runtime's and the process's, in
+// Prometheus' formats).
 func (r *Refitter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch req.URL.Path {
 	case "/healthz":
@@ -150,8 +194,7 @@ func (r *Refitter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		fmt.Fprintln(w, detail)
 	case "/metrics":
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		writeRefitMetrics(w, r.Stats())
+		r.metricsHandler.ServeHTTP(w, req)
 	default:
 		http.NotFound(w, req)
 	}

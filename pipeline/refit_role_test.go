@@ -5,14 +5,17 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 	"gonum.org/v1/gonum/mat"
 
@@ -330,6 +333,25 @@ func TestRefitterDecaysAtRefits(t *testing.T) {
 	}
 }
 
+// scrapeLogged gets the /metrics whose address a log says (metrics=URL)
+// over HTTP and reads them with Prometheus' parser.
+func scrapeLogged(t *testing.T, log string) map[string]*dto.MetricFamily {
+	t.Helper()
+	url := regexp.MustCompile(`metrics=(http://\S+)`).FindStringSubmatch(log)
+	if url == nil {
+		t.Fatalf("no metrics address logged:\n%s", log)
+	}
+	resp, err := http.Get(url[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url[1], resp.Status)
+	}
+	return parseMetrics(t, resp.Body)
+}
+
 // A delta delivered twice (a producer's retry) is dropped, one holding
 // labels merged before is refused, counted and logged, a message that is
 // not a delta is skipped: none stops the refitter, and the published
@@ -340,7 +362,7 @@ func TestRefitterDropsRepeatsAndRefusesOverlaps(t *testing.T) {
 	views := d.matrices()
 	var log syncBuffer
 	refitter, stop := startRefitter(t, f.config(func(c *RefitterConfig) {
-		c.Rows, c.Logger = 90, slog.New(slog.NewTextHandler(&log, nil))
+		c.Rows, c.Logger, c.HTTPAddr = 90, slog.New(slog.NewTextHandler(&log, nil)), "127.0.0.1:0"
 	}))
 	a, b := newReplicaSim(t, "serve-a", f.base), newReplicaSim(t, "serve-b", f.base)
 	first := a.publish(t, f.c, views, d.labels, 0, 50, 0, 0)
@@ -360,15 +382,23 @@ func TestRefitterDropsRepeatsAndRefusesOverlaps(t *testing.T) {
 	if !strings.Contains(log.String(), "delta refused: labels of it were merged before") || !strings.Contains(log.String(), "labels/0 [[40,50)]") {
 		t.Errorf("the refusal is not logged with its labels: %s", log.String())
 	}
-	rec := httptest.NewRecorder()
-	refitter.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	for _, line := range []string{"mvml_refit_active 1", "mvml_refit_deltas_merged_total 2", "mvml_refit_deltas_dropped_total 1",
-		"mvml_refit_deltas_refused_total 1", "mvml_refit_published_total 1", `mvml_model_info{version="` + got.Version + `",lineage="` + got.Lineage() + `"} 1`} {
-		if !strings.Contains(rec.Body.String(), line+"\n") {
-			t.Errorf("/metrics lacks %q:\n%s", line, rec.Body)
+	families := scrapeLogged(t, log.String())
+	for name, want := range map[string]float64{"mvml_refit_active": 1, "mvml_refit_deltas_merged_total": 2, "mvml_refit_deltas_dropped_total": 1,
+		"mvml_refit_deltas_refused_total": 1, "mvml_refit_deltas_corrupt_total": 1, "mvml_refit_rows_merged_total": 90, "mvml_refit_published_total": 1} {
+		if got := metricValue(t, families, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	rec = httptest.NewRecorder()
+	if got := metricValue(t, families, "mvml_model_info", "version", got.Version, "lineage", got.Lineage()); got != 1 {
+		t.Errorf("mvml_model_info of the model published = %v, want 1", got)
+	}
+	if at := metricValue(t, families, "mvml_refit_last_published_timestamp_seconds"); math.Abs(at-float64(time.Now().Unix())) > 600 {
+		t.Errorf("last published at %v, want about now", at)
+	}
+	if families["go_goroutines"] == nil || families["process_cpu_seconds_total"] == nil {
+		t.Error("/metrics lacks the Go runtime or the process")
+	}
+	rec := httptest.NewRecorder()
 	refitter.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusOK {
 		t.Errorf("/readyz of the active refitter: %d %s", rec.Code, rec.Body)

@@ -168,37 +168,69 @@ func TestKafkaRunnerMetrics(t *testing.T) {
 	}
 }
 
-// updateREADME rewrites README's table of the metrics: `make docs`.
-var updateREADME = flag.Bool("update-readme", false, "rewrite the table of the metrics in README.md")
+// updateREADME rewrites README's tables of the metrics: `make docs`.
+var updateREADME = flag.Bool("update-readme", false, "rewrite the tables of the metrics in README.md")
 
-// README's table of the metrics is serveMetricDefs; `make docs` rewrites
-// it.
+// README's tables of the metrics are serveMetricDefs and refitMetricDefs;
+// `make docs` rewrites them.
 func TestMetricsTableInREADME(t *testing.T) {
 	const readme = "../README.md"
 	data, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	b.WriteString("| metric | type | labels | meaning |\n|---|---|---|---|\n")
+	var serve, refit []metricsTableRow
 	for _, def := range serveMetricDefs {
-		labels := strings.Join(def.kind.labels, ", ")
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", def.name, def.kind.typ, labels, strings.ReplaceAll(def.help, "|", `\|`))
+		serve = append(serve, metricsTableRow{def.name, def.kind, def.help})
+	}
+	for _, def := range refitMetricDefs {
+		refit = append(refit, metricsTableRow{def.name, def.kind, def.help})
 	}
 	text := string(data)
-	const begin = "<!-- metrics of mvml serve: written by `make docs` from serveMetricDefs; do not edit -->\n"
-	const end = "<!-- end of the metrics -->"
-	i, j := strings.Index(text, begin), strings.Index(text, end)
-	if i < 0 || j < i {
-		t.Fatalf("README lacks the table of the metrics between\n%s%s", begin, end)
+	for _, table := range []struct {
+		begin, end string
+		rows       []metricsTableRow
+	}{
+		{"<!-- metrics of mvml serve: written by `make docs` from serveMetricDefs; do not edit -->\n", "<!-- end of the metrics -->", serve},
+		{"<!-- metrics of mvml refit: written by `make docs` from refitMetricDefs; do not edit -->\n", "<!-- end of the metrics of mvml refit -->", refit},
+	} {
+		i, j := strings.Index(text, table.begin), strings.Index(text, table.end)
+		if i < 0 || j < i {
+			t.Fatalf("README lacks a table of the metrics between\n%s%s", table.begin, table.end)
+		}
+		if want := metricsTable(table.rows); text[i+len(table.begin):j] != want {
+			if !*updateREADME {
+				t.Fatalf("README's table of the metrics after %q is stale: run `make docs`", strings.TrimSpace(table.begin))
+			}
+			text = text[:i+len(table.begin)] + want + text[j:]
+		}
 	}
-	if text[i+len(begin):j] == b.String() {
+	if text == string(data) {
 		return
 	}
-	if !*updateREADME {
-		t.Fatal("README's table of the metrics is stale: run `make docs`")
-	}
-	if err := os.WriteFile(readme, []byte(text[:i+len(begin)]+b.String()+text[j:]), 0o644); err != nil {
+	if err := os.WriteFile(readme, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// metricsTableRow is a row of a table of metric definitions.
+type metricsTableRow struct {
+	name string
+	kind metricKind
+	help string
+}
+
+// metricsTable is README's table of the metrics of rows: one line per
+// metric, the rows of the further series of a metric (labelledInt, which
+// carry no help) left out.
+func metricsTable(rows []metricsTableRow) string {
+	var b strings.Builder
+	b.WriteString("| metric | type | labels | meaning |\n|---|---|---|---|\n")
+	for i, r := range rows {
+		if i > 0 && rows[i-1].name == r.name {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.name, r.kind.typ, strings.Join(r.kind.labels, ", "), strings.ReplaceAll(r.help, "|", `\|`))
+	}
+	return b.String()
 }

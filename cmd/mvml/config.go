@@ -15,7 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// A command that reads a configuration file (serve) takes --config FILE:
+// A command that reads a configuration file (serve, refit) takes --config FILE:
 // a YAML mapping whose keys are the command's flag names (brokers,
 // refit-interval, …), so that a flag added to the command is a key at
 // once. A flag given on the command line overrides the file. A value may
@@ -28,10 +28,14 @@ import (
 type configFlags struct {
 	path  string
 	print bool
+	// inapplicable are the flags of the command that tune a part its other
+	// flags leave off, which it refuses when given: --print-config leaves
+	// out their defaults.
+	inapplicable func(*flag.FlagSet) map[string]bool
 }
 
-func registerConfig(fs *flag.FlagSet) *configFlags {
-	c := &configFlags{}
+func registerConfig(fs *flag.FlagSet, inapplicable func(*flag.FlagSet) map[string]bool) *configFlags {
+	c := &configFlags{inapplicable: inapplicable}
 	fs.StringVar(&c.path, "config", "", "YAML `FILE` whose keys are this command's flag names; a flag given on the command line overrides the file; values may refer to environment variables as ${NAME}")
 	fs.BoolVar(&c.print, "print-config", false, "write the effective configuration as YAML (values from environment variables masked as their ${NAME}) and exit")
 	return c
@@ -72,7 +76,7 @@ func (c *configFlags) checked(a *app, fs *flag.FlagSet) (stop bool, err error) {
 	case a.configMode == configLint:
 		return true, errConfigChecked
 	case c.print:
-		return true, printConfig(a.stdout, fs, a.config)
+		return true, printConfig(a.stdout, fs, a.config, c.inapplicable(fs))
 	}
 	return false, nil
 }
@@ -524,10 +528,10 @@ func (f *configFile) problemOf(err error) (configProblem, bool) {
 var flagMention = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
 
 // printConfig writes every key of fs with its effective value as YAML
-// (but the defaults of parts not switched on, see inapplicableFlags); a
-// value the file took from the environment is written as it was written,
-// ${NAME}, so that no secret is shown.
-func printConfig(w io.Writer, fs *flag.FlagSet, file *configFile) error {
+// (but the defaults of the inapplicable flags, which tune parts not
+// switched on); a value the file took from the environment is written as
+// it was written, ${NAME}, so that no secret is shown.
+func printConfig(w io.Writer, fs *flag.FlagSet, file *configFile, inapplicable map[string]bool) error {
 	masked := map[string]string{}
 	if file != nil {
 		for _, e := range file.entries {
@@ -539,7 +543,6 @@ func printConfig(w io.Writer, fs *flag.FlagSet, file *configFile) error {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	inapplicable := inapplicableFlags(fs)
 	fs.VisitAll(func(fl *flag.Flag) {
 		if slices.Contains(configOnlyFlags, fl.Name) || !given[fl.Name] && inapplicable[fl.Name] {
 			// A default that tunes a part not switched on would be

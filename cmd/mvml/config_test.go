@@ -221,25 +221,28 @@ func TestConfigReferenceInREADME(t *testing.T) {
 	}
 }
 
-// No configuration file makes lint or serve panic: every file is read or
-// refused with problems.
+// No configuration file makes lint, serve or refit panic: every file is
+// read or refused with problems, as each command's.
 func FuzzLintConfig(f *testing.F) {
 	f.Add(goodServeConfig)
+	f.Add(goodRefitConfig)
 	f.Add("brokers: [a, {b: c}]\ntopic: &x in\ngroup: *x\n")
-	f.Add("decay: ${X}\nrefit-rows: $${Y}\n? [a]\n: b\n")
-	c, _ := configuredCommand("serve")
+	f.Add("decay: ${X}\nrefit-rows: $${Y}\n? [a]\n: b\nonce: true\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		path := filepath.Join(t.TempDir(), "serve.yaml")
+		path := filepath.Join(t.TempDir(), "config.yaml")
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		problems, _, err := lintFile(t.Context(), c, path)
-		if err != nil {
-			t.Fatalf("lint of %q: %v", text, err)
-		}
-		for _, p := range problems {
-			if p.msg == "" {
-				t.Errorf("lint of %q: a problem without a message", text)
+		for _, name := range configuredCommands {
+			c, _ := configuredCommand(name)
+			problems, _, err := lintFile(t.Context(), c, path)
+			if err != nil {
+				t.Fatalf("lint of %q as %s's: %v", text, name, err)
+			}
+			for _, p := range problems {
+				if p.msg == "" {
+					t.Errorf("lint of %q as %s's: a problem without a message", text, name)
+				}
 			}
 		}
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -153,11 +154,12 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	}
 	specPath, trainPath, testPath := filepath.Join(dir, "views.json"), filepath.Join(dir, "train.parquet"), filepath.Join(dir, "test.parquet")
 	modelPath, scoresPath := filepath.Join(dir, "model.mvml"), filepath.Join(dir, "scores.parquet")
+	recordsPath := filepath.Join(dir, "records.jsonl")
 	// Names linked to one another in a kept directory would make one file
 	// overwrite another.
 	err := pipeline.CheckFiles(nil, []pipeline.File{
 		{Role: "view spec", Path: specPath}, {Role: "training data", Path: trainPath}, {Role: "test data", Path: testPath},
-		{Role: "model file", Path: modelPath}, {Role: "scores", Path: scoresPath},
+		{Role: "model file", Path: modelPath}, {Role: "scores", Path: scoresPath}, {Role: "records", Path: recordsPath},
 	})
 	if err != nil {
 		return err
@@ -175,6 +177,12 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if err := data.slice(split, *rows).writeParquet(ctx, testPath, spec); err != nil {
+		return err
+	}
+	// The test rows once more as the JSON records of a Kafka topic, one per
+	// line, for a producer such as kcat -l to send.
+	records := append(bytes.Join(demoRecords(spec, data.slice(split, *rows)), []byte("\n")), '\n')
+	if err := os.WriteFile(recordsPath, records, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "generated %d rows of %d classes on interleaved spirals, seen through 3 noisy views: %d to train, %d to test (%s)\n\n",

@@ -84,9 +84,16 @@ func demoKafka(ctx context.Context, w io.Writer, m *model.Model, rows *demoRows)
 	return nil
 }
 
-// demoMessages are the rows as JSON records (views as arrays), plus two
-// that cannot be scored.
+// demoMessages are the rows as JSON records, plus two that cannot be
+// scored.
 func demoMessages(spec *schemas.ViewSpec, rows *demoRows) [][]byte {
+	return append(demoRecords(spec, rows),
+		[]byte(`{"id":900001,"plain":[0.1,0.2],"sheared":[0.3]}`),
+		[]byte(`{"id":900002,"plain":[0.1,0.2],"sheared":[0.3,0.4],"warped":["n/a",1]}`))
+}
+
+// demoRecords are the rows as labelled JSON records (views as arrays).
+func demoRecords(spec *schemas.ViewSpec, rows *demoRows) [][]byte {
 	var msgs [][]byte
 	for i := range rows.ids {
 		b := []byte(`{"id":` + strconv.FormatInt(rows.ids[i], 10) + `,"label":` + strconv.FormatFloat(rows.labels[i], 'g', -1, 64))
@@ -99,7 +106,5 @@ func demoMessages(spec *schemas.ViewSpec, rows *demoRows) [][]byte {
 		}
 		msgs = append(msgs, append(b, '}'))
 	}
-	return append(msgs,
-		[]byte(`{"id":900001,"plain":[0.1,0.2],"sheared":[0.3]}`),
-		[]byte(`{"id":900002,"plain":[0.1,0.2],"sheared":[0.3,0.4],"warped":["n/a",1]}`))
+	return msgs
 }

@@ -95,24 +95,10 @@ func podSpec(m manifest) any {
 }
 
 // containerArgs are a container's arguments with the $(VAR) references
-// Kubernetes expands replaced by the values of the container's env
-// (literal, or from a ConfigMap of deploy/).
+// Kubernetes expands replaced by the values of the container's env.
 func containerArgs(t *testing.T, c any, configMaps map[string]map[string]any) []string {
 	t.Helper()
-	env := map[string]string{}
-	for _, e := range asList(at(c, "env")) {
-		name := str(at(e, "name"))
-		switch ref := at(e, "valueFrom", "configMapKeyRef"); {
-		case ref != nil:
-			v, ok := configMaps[str(at(ref, "name"))][str(at(ref, "key"))]
-			if !ok {
-				t.Errorf("env %s refers to ConfigMap %v, not in deploy/", name, ref)
-			}
-			env[name] = str(v)
-		case at(e, "value") != nil:
-			env[name] = str(at(e, "value"))
-		}
-	}
+	env := containerEnv(t, c, configMaps)
 	var args []string
 	for _, a := range asList(at(c, "args")) {
 		s, ok := a.(string)
@@ -129,6 +115,60 @@ func containerArgs(t *testing.T, c any, configMaps map[string]map[string]any) []
 		}))
 	}
 	return args
+}
+
+// containerEnv is a container's environment: its variables' values,
+// literal or from a ConfigMap of deploy/.
+func containerEnv(t *testing.T, c any, configMaps map[string]map[string]any) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, e := range asList(at(c, "env")) {
+		name := str(at(e, "name"))
+		switch ref := at(e, "valueFrom", "configMapKeyRef"); {
+		case ref != nil:
+			v, ok := configMaps[str(at(ref, "name"))][str(at(ref, "key"))]
+			if !ok {
+				t.Errorf("env %s refers to ConfigMap %v, not in deploy/", name, ref)
+			}
+			env[name] = str(v)
+		case at(e, "value") != nil:
+			env[name] = str(at(e, "value"))
+		}
+	}
+	return env
+}
+
+// checkConfigFile lints the --config file of a container, which a volume
+// mounts from a ConfigMap of deploy/, as the container's command reads it,
+// with the container's environment: it must be ok, with no value left
+// unchecked.
+func checkConfigFile(t *testing.T, command, path string, spec, c any, configMaps map[string]map[string]any) {
+	t.Helper()
+	var configMap string
+	for _, m := range asList(at(c, "volumeMounts")) {
+		if str(at(m, "mountPath")) != filepath.Dir(path) {
+			continue
+		}
+		for _, v := range asList(at(spec, "volumes")) {
+			if at(v, "name") == at(m, "name") && at(v, "configMap", "items") == nil {
+				configMap = str(at(v, "configMap", "name"))
+			}
+		}
+	}
+	text, ok := configMaps[configMap][filepath.Base(path)].(string)
+	if !ok {
+		t.Fatalf("--config %s is not mounted from a ConfigMap of deploy/ holding %s (without items)", path, filepath.Base(path))
+	}
+	file := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, value := range containerEnv(t, c, configMaps) {
+		t.Setenv(name, value)
+	}
+	if code, stdout, stderr := mvml(t, "lint", "--command", command, file); code != exitOK || stdout != file+": ok\n" {
+		t.Errorf("mvml lint --command %s of ConfigMap %s's %s: exit %d\n%s%s", command, configMap, filepath.Base(path), code, stdout, stderr)
+	}
 }
 
 func asList(v any) []any { l, _ := v.([]any); return l }
@@ -154,7 +194,7 @@ func flagValue(args []string, name string) (string, bool) {
 // serve (probes on its --http port), refit (2 replicas), the retraining
 // CronJob publishing to the model topic, the indexed statistics job
 // (--shards equal to its completions); pods run as non-root; the view
-// spec parses.
+// spec parses; a --config file, mounted from a ConfigMap, lints clean.
 func TestDeployManifests(t *testing.T) {
 	manifests := readManifests(t)
 	configMaps := map[string]map[string]any{}
@@ -185,14 +225,14 @@ func TestDeployManifests(t *testing.T) {
 			command := args[0]
 			t.Run(name, func(t *testing.T) {
 				if !hasCommand(command) {
-					if command == "refit" {
-						t.Skip("mvml refit is built on branch h10-refitter, not merged here: its flags are checked once it is")
-					}
 					t.Fatalf("mvml has no command %q", command)
 				}
 				code, stdout, stderr := mvml(t, append(slices.Clone(args), "--help")...)
 				if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "Usage: mvml "+command) {
 					t.Errorf("mvml %s --help: exit %d, stderr %q; its arguments are not all mvml %s's", strings.Join(args, " "), code, stderr, command)
+				}
+				if path, ok := flagValue(args, "config"); ok {
+					checkConfigFile(t, command, path, spec, c, configMaps)
 				}
 			})
 			if i < len(asList(at(spec, "initContainers"))) {

@@ -3,13 +3,15 @@
 // on multi-view files:
 //
 //	mvml demo
+//	mvml broker  [--listen 127.0.0.1:9092] [--topics NAMES] [--model-topics NAMES]   (a development broker, in memory)
 //	mvml train   --input FILE... --views SPEC --model OUT.mvml [fit flags]
 //	mvml score   --input FILE... --model M.mvml --output OUT.parquet|OUT.jsonl|- [--on-error fail|skip] [--rejects F] [--contributions]
 //	mvml eval    --input FILE... --model M.mvml [--json]
 //	mvml cv      --input FILE... --views SPEC --folds K --seed S [fit flags] [--grid lambda=1e-6,1e-4,1e-2 --grid eta=0.01,1,100] [--json]
 //	mvml inspect --model M.mvml [--format text|json] [--plot OUT.png] [--plot-trace OUT.png]
 //	mvml serve   --config serve.yaml [flags over the file] [--print-config]
-//	mvml lint    [--command serve] FILE... | --reference
+//	mvml refit   --config refit.yaml [flags over the file] [--print-config]
+//	mvml lint    [--command serve|refit] FILE... | --reference
 //	mvml stats   --input FILE... --like BASE.mvml --brokers B --stats-topic S [--shard I/N | --shards N]
 //	mvml models  list|get VERSION --output F|promote VERSION|rollback --brokers B --model-topic M | --model-dir DIR
 //
@@ -27,7 +29,7 @@
 // terminal, long work shows a progress bar; otherwise a progress log line
 // goes to standard error every few seconds. Every command takes
 // --log-format text|json. A command that reads a configuration file
-// (serve) takes every flag as a YAML key of the same name (config.go), so
+// (serve, refit) takes every flag as a YAML key of the same name (config.go), so
 // that a flag added is a key at once, and lint checks such files.
 //
 // cmd/mvml parses flags and prints results; the jobs themselves are in

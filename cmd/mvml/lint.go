@@ -14,7 +14,7 @@ import (
 
 // configuredCommands are the commands that read a configuration file
 // (--config), whose files lint checks.
-var configuredCommands = []string{"serve"}
+var configuredCommands = []string{"serve", "refit"}
 
 func runLint(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("lint")

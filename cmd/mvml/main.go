@@ -83,6 +83,8 @@ func commands() []command {
 	return []command{
 		{"demo", "mvml demo [--rows N] [--classes C] [--data-seed S] [--keep DIR] [--kafka=false] [fit flags]",
 			"train and score on a generated multi-view data set, then serve it through Kafka on an in-process broker (no files, no network)", runDemo},
+		{"broker", "mvml broker [--listen HOST:PORT] [--topics NAMES] [--partitions N] [--model-topics NAMES]",
+			"run the demo's in-process Kafka broker alone until interrupted, for kcat and mvml processes to share: a development broker, in memory", runBroker},
 		{"train", "mvml train --input FILE... | --brokers HOST:PORT --topic T [--from TIME] [--to TIME] --views SPEC | --like BASE.mvml --model OUT.mvml | --model-dir DIR | --brokers HOST:PORT --model-topic M [fit flags]",
 			"train a model on labelled files or a time range of a Kafka topic, and write it atomically or publish it", runTrain},
 		{"score", "mvml score --input FILE... --model M.mvml --output OUT.parquet|OUT.jsonl|- [--on-error fail|skip] [--rejects F] [--contributions]",
@@ -95,13 +97,13 @@ func commands() []command {
 			"publish the statistics of labelled files on BASE's features to a stats topic, one share of the files per job of an indexed job, for mvml refit --once to merge into a model like train --like BASE on all the files", runStats},
 		{"serve", "mvml serve --brokers HOST:PORT --topic IN --output-topic OUT|--output-dir DIR --dead-letter-topic DLQ --model M.mvml | --model-topic M [--labels-topic L] [--stats-topic S | --refit-rows N [--model-dir DIR]]",
 			"score a Kafka topic as a consumer group, join labels that come later, refit on labels or publish their statistics for mvml refit, and swap the model", runServe},
-		{"refit", "mvml refit --brokers HOST:PORT --stats-topic S --model-topic M [--refit-rows N] [--refit-interval D] [--decay F] [--model-dir DIR] [--group G] [--cold] [--once]",
+		{"refit", "mvml refit --brokers HOST:PORT --stats-topic S --model-topic M [--refit-rows N] [--refit-interval D] [--decay F] [--model-dir DIR] [--group G] [--cold] [--once] [--config refit.yaml]",
 			"merge the statistics deltas of the serve replicas, refit the current model of the model topic and publish it (one refitter of a group active, the others standby)", runRefit},
 		{"models", "mvml models list [--format table|json] | get VERSION|current --output F | promote VERSION | rollback  (--brokers HOST:PORT --model-topic M | --model-dir DIR)",
 			"list the versions of a model store and get their files, or change the model every replica serves: promote a version, roll back to the one current before", runModels},
 		{"inspect", "mvml inspect --model M.mvml [--format text|json] [--plot OUT.png] [--plot-trace OUT.png]",
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
-		{"lint", "mvml lint [--command serve] FILE... | --reference",
+		{"lint", "mvml lint [--command serve|refit] FILE... | --reference",
 			"check configuration files (unknown keys, wrong types, invalid values, by line) without running anything", runLint},
 	}
 }

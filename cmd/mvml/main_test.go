@@ -451,10 +451,25 @@ func TestDemoShort(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)
 		}
 	}
-	for _, f := range []string{"views.json", "train.parquet", "test.parquet", "model.mvml", "scores.parquet"} {
+	for _, f := range []string{"views.json", "train.parquet", "test.parquet", "model.mvml", "scores.parquet", "records.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("demo did not keep %s: %v", f, err)
 		}
+	}
+	// records.jsonl is the test rows as labelled JSON records, one a line.
+	records, err := os.ReadFile(filepath.Join(dir, "records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(records), "\n"), "\n")
+	var first struct {
+		ID     int64
+		Label  *float64
+		Plain  []float64
+		Warped []float64
+	}
+	if len(lines) != 50 || json.Unmarshal([]byte(lines[0]), &first) != nil || first.ID != 100 || first.Label == nil || len(first.Plain) != 2 || len(first.Warped) != 2 {
+		t.Errorf("records.jsonl: %d lines, the first %q: want the 50 test rows as labelled records from id 100", len(lines), lines[0])
 	}
 	// The kept files work with the other commands.
 	stdout, _ = mustRun(t, "eval", "--input", filepath.Join(dir, "test.parquet"), "--model", filepath.Join(dir, "model.mvml"), "--json")

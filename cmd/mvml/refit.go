@@ -31,7 +31,8 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	once := fs.Bool("once", false, "merge the deltas up to the stats topic's end, refit, publish the model and checkpoint, and exit (while no refitter runs)")
 	session := fs.Duration("session-timeout", pipeline.DefaultRefitterSessionTimeout, "how long the group waits for the active refitter's heartbeats before a standby takes over")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
-	if err := parseFlags(a, fs, args); err != nil {
+	config := registerConfig(fs, refitInapplicableFlags)
+	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
 	if err := required("brokers", kf.brokers, "stats-topic", *statsTopic, "model-topic", *modelTopic); err != nil {
@@ -52,6 +53,9 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 		return usagef("--decay %g must be in (0, 1]", *decay)
 	case *session <= 0:
 		return usagef("--session-timeout %v must be positive", *session)
+	}
+	if stop, err := config.checked(a, fs); stop {
+		return err
 	}
 	conn, err := kf.connection()
 	if err != nil {
@@ -85,4 +89,11 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(a.stdout, "model %s: lineage %s, %d rows merged from %d deltas → %s\n", st.ModelVersion, st.Lineage, st.RowsMerged, st.DeltasMerged, dests)
 	}
 	return err
+}
+
+// refitInapplicableFlags are the flags of fs that say when a running
+// refitter refits, which --once refuses.
+func refitInapplicableFlags(fs *flag.FlagSet) map[string]bool {
+	once := fs.Lookup("once").Value.String() == "true"
+	return map[string]bool{"refit-rows": once, "refit-interval": once}
 }

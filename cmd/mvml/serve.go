@@ -48,7 +48,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	statsRows := fs.Int("stats-rows", pipeline.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
 	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
 	read := registerRead(fs)
-	config := registerConfig(fs)
+	config := registerConfig(fs, serveInapplicableFlags)
 	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
@@ -165,11 +165,11 @@ var (
 	refitFlags = []string{"refit-rows", "refit-interval", "refit-min-rows", "decay", "model-dir"}
 )
 
-// inapplicableFlags are the flags of fs that tune a part of serve the
-// other flags leave off (the join without --labels-topic, the statistics'
-// publication without --stats-topic, refits with it): given, they are
-// refused.
-func inapplicableFlags(fs *flag.FlagSet) map[string]bool {
+// serveInapplicableFlags are the flags of fs that tune a part of serve
+// the other flags leave off (the join without --labels-topic, the
+// statistics' publication without --stats-topic, refits with it): given,
+// they are refused.
+func serveInapplicableFlags(fs *flag.FlagSet) map[string]bool {
 	value := func(name string) string {
 		if f := fs.Lookup(name); f != nil {
 			return f.Value.String()
