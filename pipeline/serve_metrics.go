@@ -582,20 +582,6 @@ func newMetricsHandler(logger *slog.Logger, cs ...prometheus.Collector) http.Han
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 }
 
-// formatMetricValue writes x as Prometheus' text format does: NaN and
-// ±Inf by those names.
-func formatMetricValue(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "NaN"
-	case math.IsInf(x, 1):
-		return "+Inf"
-	case math.IsInf(x, -1):
-		return "-Inf"
-	}
-	return fmt.Sprintf("%g", x)
-}
-
 // readiness is implemented by sources that know whether they are
 // consuming, such as ingest.KafkaSource: Ready returns nil when they are,
 // or why not.
