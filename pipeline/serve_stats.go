@@ -158,7 +158,7 @@ func (k *KafkaStats) Published(ctx context.Context, lineage string) (statsbus.Ra
 	}
 	var first, end int64
 	err = k.retry(ctx, "listing offsets", func() (err error) {
-		first, end, err = k.offsets(ctx)
+		first, end, err = kafkaconn.Offsets(ctx, k.client, k.cfg.Topic, 0)
 		return err
 	})
 	if err != nil {
@@ -195,29 +195,6 @@ func (k *KafkaStats) Published(ctx context.Context, lineage string) (statsbus.Ra
 	}
 	k.logger.Info("stats topic read for the labels published", "lineage", lineage, "from", from, "to", end, "deltas", deltas)
 	return published, nil
-}
-
-// offsets returns the first offset of the stats topic and the next one
-// to be written.
-func (k *KafkaStats) offsets(ctx context.Context) (first, end int64, err error) {
-	res, err := k.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-		k.cfg.Topic: {kafka.FirstOffsetOf(0), kafka.LastOffsetOf(0)}}})
-	if err != nil {
-		return 0, 0, err
-	}
-	parts := res.Topics[k.cfg.Topic]
-	if len(parts) == 0 {
-		return 0, 0, errors.New("no offsets listed")
-	}
-	first, end = parts[0].FirstOffset, parts[0].LastOffset
-	for _, p := range parts {
-		if p.Error != nil {
-			return 0, 0, p.Error
-		}
-		// kafka-go may answer each request on its own.
-		first, end = min(first, p.FirstOffset), max(end, p.LastOffset)
-	}
-	return first, end, nil
 }
 
 // Close closes the writer, which waits for the writes under way, and the

@@ -201,24 +201,7 @@ func (k *Kafka) retry(ctx context.Context, what string, op func() error) error {
 // offsets returns the first offset of the topic's partition and the next
 // one to be written.
 func (k *Kafka) offsets(ctx context.Context) (first, end int64, err error) {
-	res, err := k.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-		k.cfg.Topic: {kafka.FirstOffsetOf(0), kafka.LastOffsetOf(0)}}})
-	if err != nil {
-		return 0, 0, err
-	}
-	parts := res.Topics[k.cfg.Topic]
-	if len(parts) == 0 {
-		return 0, 0, errors.New("no offsets listed")
-	}
-	first, end = parts[0].FirstOffset, parts[0].LastOffset
-	for _, p := range parts {
-		if p.Error != nil {
-			return 0, 0, p.Error
-		}
-		// kafka-go may answer each request on its own.
-		first, end = min(first, p.FirstOffset), max(end, p.LastOffset)
-	}
-	return first, end, nil
+	return kafkaconn.Offsets(ctx, k.client, k.cfg.Topic, 0)
 }
 
 // fetch returns the messages of the topic from offset on, as many as
