@@ -9,7 +9,8 @@
 // together, checked, on the reading side (Assembler); Fetch reads a
 // partition one request at a time, and Offsets lists the range it keeps,
 // for readers that decide when to read (the model topic's, the
-// refitter's and a serve replica's of the stats topic); and Produce
+// refitter's and a serve replica's of the stats topic); Partitions
+// checks a topic that must exist with one partition; and Produce
 // feeds a topic for tools and demos.
 //
 // kafkaconn knows the Kafka protocol client, never records or formats.

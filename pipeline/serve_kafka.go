@@ -97,7 +97,7 @@ type KafkaServeConfig struct {
 	LabelsTopic string
 	// StatsTopic, when set, receives the statistics of the labels joined
 	// and of in-record labels, as deltas for the refitter (see
-	// KafkaStatsConfig); their label offsets are committed only after. It
+	// StatsTopicConfig); their label offsets are committed only after. It
 	// needs Models (the refitter's checkpoints are there) and excludes
 	// refits here (Refit, ModelDir). Default ("") none: labels feed the
 	// service's own refits.
@@ -129,7 +129,7 @@ type KafkaRunner struct {
 	// dir is ModelDir's store, nil without one.
 	dir *registry.Dir
 	// stats is StatsTopic's publisher, nil without one.
-	stats *KafkaStats
+	stats *StatsTopic
 	// assigned is closed once svc is set: the source's generation hooks,
 	// which may run as soon as it opens, wait for it.
 	assigned chan struct{}
@@ -174,7 +174,7 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		// The stats topic is checked before the group is joined.
 		ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout+statsRequestTimeout)
 		var err error
-		r.stats, err = OpenKafkaStats(ctx, KafkaStatsConfig{Conn: cfg.Conn, Topic: cfg.StatsTopic, Models: cfg.Models, Logger: opts.Logger})
+		r.stats, err = OpenStatsTopic(ctx, StatsTopicConfig{Conn: cfg.Conn, Topic: cfg.StatsTopic, Models: cfg.Models, Logger: opts.Logger})
 		cancel()
 		if err != nil {
 			return nil, err

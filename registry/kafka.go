@@ -138,23 +138,18 @@ func OpenKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 
 func (k *Kafka) open(ctx context.Context) error {
 	topic := k.cfg.Topic
-	var md *kafka.MetadataResponse
+	var n int
 	err := k.retry(ctx, "reading metadata", func() (err error) {
-		// Client.Metadata does not ask the broker to create a missing topic.
-		md, err = k.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+		n, err = kafkaconn.Partitions(ctx, k.client, topic)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("model topic %s: %w", topic, err)
-	}
-	i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == topic })
 	switch {
-	case i < 0 || errors.Is(md.Topics[i].Error, kafka.UnknownTopicOrPartition):
+	case err != nil:
+		return fmt.Errorf("model topic %s: %w", topic, err)
+	case n == 0:
 		return fmt.Errorf("model topic %s does not exist: create it with one partition and cleanup.policy=compact", topic)
-	case md.Topics[i].Error != nil:
-		return fmt.Errorf("model topic %s: %w", topic, md.Topics[i].Error)
-	case len(md.Topics[i].Partitions) != 1:
-		return fmt.Errorf("model topic %s has %d partitions, want 1: a model's chunks, manifest and pointer keep their order only within one", topic, len(md.Topics[i].Partitions))
+	case n != 1:
+		return fmt.Errorf("model topic %s has %d partitions, want 1: a model's chunks, manifest and pointer keep their order only within one", topic, n)
 	}
 	k.checkCompacted(ctx)
 	err = k.retry(ctx, "listing offsets", func() error {
