@@ -125,16 +125,7 @@ func (s *StatsTopic) Publish(ctx context.Context, d *statsbus.Delta) error {
 	if err != nil {
 		return err
 	}
-	err = s.retry(ctx, "writing a delta", func() error {
-		err := s.writer.WriteMessages(ctx, msgs...)
-		var perMessage kafka.WriteErrors
-		if errors.As(err, &perMessage) {
-			// Each message's error, for Transient to look into: kafka-go
-			// reports every failed write so, and its list unwraps to none.
-			err = errors.Join(perMessage...)
-		}
-		return err
-	})
+	err = s.retry(ctx, "writing a delta", func() error { return s.writer.WriteMessages(ctx, msgs...) })
 	if err != nil {
 		return fmt.Errorf("stats topic %s: writing delta %s: %w", s.cfg.Topic, d.ID(), err)
 	}

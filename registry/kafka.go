@@ -473,15 +473,7 @@ func (k *Kafka) stored(ctx context.Context, version string) (Manifest, bool, err
 // write writes msgs, retrying transient failures (the readers take a
 // chunk or message twice).
 func (k *Kafka) write(ctx context.Context, what string, msgs ...kafka.Message) error {
-	return k.retry(ctx, what, func() error {
-		err := k.writer.WriteMessages(ctx, msgs...)
-		var perMessage kafka.WriteErrors
-		if errors.As(err, &perMessage) {
-			// Each message's error, for Transient to look into.
-			err = errors.Join(perMessage...)
-		}
-		return err
-	})
+	return k.retry(ctx, what, func() error { return k.writer.WriteMessages(ctx, msgs...) })
 }
 
 func (k *Kafka) writeJSON(ctx context.Context, key string, v any) error {
