@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -169,29 +167,7 @@ func (r *Refitter) Run(ctx context.Context) error {
 	if err := checkStatsTopic(ctx, r.client, r.cfg.StatsTopic, r.retry); err != nil {
 		return fmt.Errorf("refit: %w", err)
 	}
-	if r.cfg.HTTPAddr == "" {
-		return r.run(ctx)
-	}
-	ln, err := net.Listen("tcp", r.cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("refit: http: %w", err)
-	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
-	r.logger.Info("serving", "health", base+"/healthz", "ready", base+"/readyz", "metrics", base+"/metrics")
-	runErr := r.run(ctx)
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
-	defer cancel()
-	err = srv.Shutdown(shutdown)
-	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	if err != nil {
-		err = fmt.Errorf("refit: http: %w", err)
-	}
-	return errors.Join(runErr, err)
+	return serveHTTP(ctx, r.cfg.HTTPAddr, r, r.logger, r.run)
 }
 
 // run follows the generations of the group: in each, the member assigned
