@@ -10,7 +10,9 @@
 // partition one request at a time, and Offsets lists the range it keeps,
 // for readers that decide when to read (the model topic's, the
 // refitter's and a serve replica's of the stats topic); Partitions
-// checks a topic that must exist with one partition; and Produce
+// checks a topic that must exist with one partition, and TopicClients
+// are the client and writer of a component that reads and writes such a
+// topic itself; and Produce
 // feeds a topic for tools and demos.
 //
 // kafkaconn knows the Kafka protocol client, never records or formats.

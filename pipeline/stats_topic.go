@@ -49,11 +49,9 @@ type StatsTopicConfig struct {
 // replica taking over partitions which label offsets the deltas there
 // hold (Published). Safe for concurrent use.
 type StatsTopic struct {
-	cfg       StatsTopicConfig
-	logger    *slog.Logger
-	transport *kafka.Transport
-	client    *kafka.Client
-	writer    *kafka.Writer
+	cfg     StatsTopicConfig
+	logger  *slog.Logger
+	clients kafkaconn.TopicClients
 }
 
 var _ StatsPublisher = (*StatsTopic)(nil)
@@ -73,18 +71,8 @@ func OpenStatsTopic(ctx context.Context, cfg StatsTopicConfig) (*StatsTopic, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	transport := cfg.Conn.Transport()
-	s := &StatsTopic{
-		cfg: cfg, logger: logger.With("topic", cfg.Topic), transport: transport,
-		client: &kafka.Client{Addr: cfg.Conn.Addr(), Transport: transport, Timeout: statsRequestTimeout},
-		writer: &kafka.Writer{
-			Addr: cfg.Conn.Addr(), Topic: cfg.Topic, Transport: transport, RequiredAcks: kafka.RequireAll,
-			BatchTimeout: time.Millisecond, WriteTimeout: statsRequestTimeout,
-			// Retries are Conn.Retry's: a delta is written whole again.
-			MaxAttempts: 1,
-		},
-	}
-	if err := checkStatsTopic(ctx, s.client, cfg.Topic, s.retry); err != nil {
+	s := &StatsTopic{cfg: cfg, logger: logger.With("topic", cfg.Topic), clients: cfg.Conn.TopicClients(cfg.Topic, statsRequestTimeout)}
+	if err := checkStatsTopic(ctx, s.clients.Client, cfg.Topic, s.retry); err != nil {
 		return nil, errors.Join(err, s.Close(ctx))
 	}
 	return s, nil
@@ -125,7 +113,7 @@ func (s *StatsTopic) Publish(ctx context.Context, d *statsbus.Delta) error {
 	if err != nil {
 		return err
 	}
-	err = s.retry(ctx, "writing a delta", func() error { return s.writer.WriteMessages(ctx, msgs...) })
+	err = s.retry(ctx, "writing a delta", func() error { return s.clients.Writer.WriteMessages(ctx, msgs...) })
 	if err != nil {
 		return fmt.Errorf("stats topic %s: writing delta %s: %w", s.cfg.Topic, d.ID(), err)
 	}
@@ -160,7 +148,7 @@ func (s *StatsTopic) Published(ctx context.Context, lineage string) (statsbus.Ra
 	}
 	var first, end int64
 	err = s.retry(ctx, "listing offsets", func() (err error) {
-		first, end, err = kafkaconn.Offsets(ctx, s.client, s.cfg.Topic, 0)
+		first, end, err = kafkaconn.Offsets(ctx, s.clients.Client, s.cfg.Topic, 0)
 		return err
 	})
 	if err != nil {
@@ -172,7 +160,7 @@ func (s *StatsTopic) Published(ctx context.Context, lineage string) (statsbus.Ra
 	for next := from; next < end; {
 		var msgs []kafka.Message
 		err := s.retry(ctx, "reading", func() (err error) {
-			msgs, err = kafkaconn.Fetch(ctx, s.client, s.cfg.Topic, 0, next, statsFetchBytes, statsFetchWait)
+			msgs, err = kafkaconn.Fetch(ctx, s.clients.Client, s.cfg.Topic, 0, next, statsFetchBytes, statsFetchWait)
 			return err
 		})
 		if err != nil {
@@ -201,6 +189,4 @@ func (s *StatsTopic) Published(ctx context.Context, lineage string) (statsbus.Ra
 
 // Close closes the writer, which waits for the writes under way, and the
 // connections, within ctx.
-func (s *StatsTopic) Close(ctx context.Context) error {
-	return kafkaconn.CloseWriter(ctx, s.writer, s.transport)
-}
+func (s *StatsTopic) Close(ctx context.Context) error { return s.clients.Close(ctx) }

@@ -27,12 +27,11 @@ const DefaultFollowWait = 5 * time.Second
 
 const (
 	// requestTimeout bounds a request to the brokers, so that a
-	// connection that hangs fails and is retried.
+	// connection that hangs fails and is retried; a produce request of a
+	// megabyte of chunks may take a host busy with other work more than
+	// kafka-go's default 10s to send and have acknowledged (a timed-out
+	// write is retried whole).
 	requestTimeout = 30 * time.Second
-	// writeTimeout bounds a produce request: a megabyte of chunks, which a
-	// host busy with other work may take more than kafka-go's default 10s
-	// to send and have acknowledged (a timed-out write is retried whole).
-	writeTimeout = 30 * time.Second
 	// fetchMaxBytes is what one fetch may bring: a few chunks.
 	fetchMaxBytes = 4 << 20
 	// readWait is the longest a fetch of messages known to be there waits.
@@ -81,12 +80,10 @@ type KafkaConfig struct {
 // the one model loaded. Then Current, Publish and Follow read on from
 // there.
 type Kafka struct {
-	cfg       KafkaConfig
-	logger    *slog.Logger
-	transport *kafka.Transport
-	client    *kafka.Client
-	writer    *kafka.Writer
-	refused   atomic.Int64
+	cfg     KafkaConfig
+	logger  *slog.Logger
+	clients kafkaconn.TopicClients
+	refused atomic.Int64
 
 	mu sync.Mutex // guards what follows
 	// cat is what the topic holds below next.
@@ -118,16 +115,8 @@ func OpenKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	transport := cfg.Conn.Transport()
 	k := &Kafka{
-		cfg: cfg, logger: logger.With("topic", cfg.Topic), transport: transport,
-		client: &kafka.Client{Addr: cfg.Conn.Addr(), Transport: transport, Timeout: requestTimeout},
-		writer: &kafka.Writer{
-			Addr: cfg.Conn.Addr(), Topic: cfg.Topic, Transport: transport, RequiredAcks: kafka.RequireAll,
-			BatchTimeout: time.Millisecond, WriteTimeout: writeTimeout,
-			// Retries are k.retry's, bounded by Conn.Retry.
-			MaxAttempts: 1,
-		},
+		cfg: cfg, logger: logger.With("topic", cfg.Topic), clients: cfg.Conn.TopicClients(cfg.Topic, requestTimeout),
 		cat: newCatalog(),
 	}
 	if err := k.open(ctx); err != nil {
@@ -140,7 +129,7 @@ func (k *Kafka) open(ctx context.Context) error {
 	topic := k.cfg.Topic
 	var n int
 	err := k.retry(ctx, "reading metadata", func() (err error) {
-		n, err = kafkaconn.Partitions(ctx, k.client, topic)
+		n, err = kafkaconn.Partitions(ctx, k.clients.Client, topic)
 		return err
 	})
 	switch {
@@ -171,7 +160,7 @@ func (k *Kafka) open(ctx context.Context) error {
 // retention would delete its models and pointer. A broker that does not
 // say is believed.
 func (k *Kafka) checkCompacted(ctx context.Context) {
-	res, err := k.client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+	res, err := k.clients.Client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: k.cfg.Topic, ConfigNames: []string{"cleanup.policy"},
 	}}})
 	if err != nil || len(res.Resources) != 1 || res.Resources[0].Error != nil {
@@ -196,13 +185,13 @@ func (k *Kafka) retry(ctx context.Context, what string, op func() error) error {
 // offsets returns the first offset of the topic's partition and the next
 // one to be written.
 func (k *Kafka) offsets(ctx context.Context) (first, end int64, err error) {
-	return kafkaconn.Offsets(ctx, k.client, k.cfg.Topic, 0)
+	return kafkaconn.Offsets(ctx, k.clients.Client, k.cfg.Topic, 0)
 }
 
 // fetch returns the messages of the topic from offset on, as many as
 // one request brings, waiting up to wait for one.
 func (k *Kafka) fetch(ctx context.Context, offset int64, wait time.Duration) ([]kafka.Message, error) {
-	return kafkaconn.Fetch(ctx, k.client, k.cfg.Topic, 0, offset, fetchMaxBytes, wait)
+	return kafkaconn.Fetch(ctx, k.clients.Client, k.cfg.Topic, 0, offset, fetchMaxBytes, wait)
 }
 
 // read fetches the messages after those in the catalog, waiting up to wait
@@ -473,7 +462,7 @@ func (k *Kafka) stored(ctx context.Context, version string) (Manifest, bool, err
 // write writes msgs, retrying transient failures (the readers take a
 // chunk or message twice).
 func (k *Kafka) write(ctx context.Context, what string, msgs ...kafka.Message) error {
-	return k.retry(ctx, what, func() error { return k.writer.WriteMessages(ctx, msgs...) })
+	return k.retry(ctx, what, func() error { return k.clients.Writer.WriteMessages(ctx, msgs...) })
 }
 
 func (k *Kafka) writeJSON(ctx context.Context, key string, v any) error {
@@ -749,5 +738,5 @@ func (k *Kafka) Checkpoint(ctx context.Context, lineage string) ([]byte, error) 
 // Close closes the writer, which waits for the writes under way, and the
 // connections; it returns early with ctx's error when ctx ends first.
 func (k *Kafka) Close(ctx context.Context) error {
-	return kafkaconn.CloseWriter(ctx, k.writer, k.transport)
+	return k.clients.Close(ctx)
 }
