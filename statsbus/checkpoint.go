@@ -87,11 +87,7 @@ func (c *Checkpoint) Encode() ([]byte, error) { return checkpointEnvelope.encode
 // checksum and its header; the statistics are read with Accumulator.
 // Damaged bytes are an error wrapping ErrCorruptCheckpoint.
 func DecodeCheckpoint(data []byte) (*Checkpoint, error) {
-	c := new(Checkpoint)
-	if err := checkpointEnvelope.decode(data, c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return open[Checkpoint](checkpointEnvelope, data)
 }
 
 // check says what a checkpoint lacks.

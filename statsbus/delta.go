@@ -108,13 +108,7 @@ func (d *Delta) Encode() ([]byte, error) { return deltaEnvelope.encode(d) }
 // Decode reads a delta written by Encode, verifying its checksum and its
 // header; the statistics are read with Accumulator. Damaged bytes are an
 // error wrapping ErrCorruptDelta.
-func Decode(data []byte) (*Delta, error) {
-	d := new(Delta)
-	if err := deltaEnvelope.decode(data, d); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
+func Decode(data []byte) (*Delta, error) { return open[Delta](deltaEnvelope, data) }
 
 // check says what a delta lacks.
 func (d *Delta) check() error {

@@ -79,23 +79,27 @@ func (e envelope) encode(v sealed) ([]byte, error) {
 	return seal(e.magic, js, *v.stats()), nil
 }
 
-// decode unseals data into v, with a copy of its statistics, and checks
-// it: damaged bytes are an error wrapping e.corrupt, a header of another
-// format one that names both formats.
-func (e envelope) decode(data []byte, v sealed) error {
+// open unseals data sealed in e into a new T, with a copy of its
+// statistics, and checks it: damaged bytes are an error wrapping
+// e.corrupt, a header of another format one that names both formats.
+func open[T any, P interface {
+	*T
+	sealed
+}](e envelope, data []byte) (*T, error) {
 	js, stats, err := unseal(e.magic, e.what, data)
 	if err != nil {
-		return fmt.Errorf("%w: %v", e.corrupt, err)
+		return nil, fmt.Errorf("%w: %v", e.corrupt, err)
 	}
+	v := P(new(T))
 	if err := json.Unmarshal(js, v.header()); err != nil {
-		return fmt.Errorf("%w: header: %v", e.corrupt, err)
+		return nil, fmt.Errorf("%w: header: %v", e.corrupt, err)
 	}
 	if f := v.headerFormat(); f != e.format {
-		return fmt.Errorf("%s format %d, this build reads format %d", e.what, f, e.format)
+		return nil, fmt.Errorf("%s format %d, this build reads format %d", e.what, f, e.format)
 	}
 	*v.stats() = bytes.Clone(stats)
 	if err := v.check(); err != nil {
-		return fmt.Errorf("%w: %v", e.corrupt, err)
+		return nil, fmt.Errorf("%w: %v", e.corrupt, err)
 	}
-	return nil
+	return v, nil
 }
