@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -50,4 +52,24 @@ func Fetch(ctx context.Context, client *kafka.Client, topic string, partition in
 		}
 		msgs = append(msgs, msg)
 	}
+}
+
+// Offsets returns the first offset a partition keeps and its end (the
+// next offset to be written): the range a reader through Fetch can read.
+func Offsets(ctx context.Context, client *kafka.Client, topic string, partition int) (first, end int64, err error) {
+	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+		topic: {kafka.FirstOffsetOf(partition), kafka.LastOffsetOf(partition)}}})
+	if err != nil {
+		return 0, 0, err
+	}
+	// kafka-go sends the two requests on their own and merges their
+	// answers into one entry of the partition.
+	i := slices.IndexFunc(res.Topics[topic], func(p kafka.PartitionOffsets) bool { return p.Partition == partition })
+	switch {
+	case i < 0:
+		return 0, 0, fmt.Errorf("partition %d: no offsets listed", partition)
+	case res.Topics[topic][i].Error != nil:
+		return 0, 0, res.Topics[topic][i].Error
+	}
+	return res.Topics[topic][i].FirstOffset, res.Topics[topic][i].LastOffset, nil
 }

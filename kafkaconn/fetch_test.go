@@ -48,3 +48,31 @@ func TestFetch(t *testing.T) {
 		t.Errorf("past the end: %v, want %v", err, kafka.OffsetOutOfRange)
 	}
 }
+
+// Offsets lists the range a partition keeps, that partition's alone: from
+// its first offset (past what retention deleted) to its end.
+func TestOffsets(t *testing.T) {
+	c := kafkatest.Start(t, 2, "t")
+	for range 5 {
+		c.Produce(t, "t", kafkatest.Message{Partition: 1, Value: []byte("v")})
+	}
+	c.Produce(t, "t", kafkatest.Message{Partition: 0, Value: []byte("other partition")})
+	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: &kafka.Transport{}}
+	ctx := context.Background()
+	check := func(name, topic string, partition int, wantFirst, wantEnd int64) {
+		t.Helper()
+		first, end, err := Offsets(ctx, client, topic, partition)
+		if err != nil || first != wantFirst || end != wantEnd {
+			t.Errorf("%s: %d..%d, %v; want %d..%d", name, first, end, err, wantFirst, wantEnd)
+		}
+	}
+	check("written", "t", 1, 0, 5)
+	check("the other partition", "t", 0, 0, 1)
+	c.DeleteBefore(t, "t", 1, 3)
+	check("after retention", "t", 1, 3, 5)
+	c.CreateTopic(t, "empty", 1)
+	check("empty", "empty", 0, 0, 0)
+	if _, _, err := Offsets(ctx, client, "nope", 0); !errors.Is(err, kafka.UnknownTopicOrPartition) {
+		t.Errorf("missing topic: %v, want %v", err, kafka.UnknownTopicOrPartition)
+	}
+}

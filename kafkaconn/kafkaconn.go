@@ -7,8 +7,12 @@
 // (Transient) and how a write or commit retries them (Retry); it writes
 // values larger than a message as chunks (WriteBlob) and puts them back
 // together, checked, on the reading side (Assembler); Fetch reads a
-// partition one request at a time, for readers that decide when to read
-// (the model topic's, the refitter's of the stats topic); and Produce
+// partition one request at a time, and Offsets lists the range it keeps,
+// for readers that decide when to read (the model topic's, the
+// refitter's and a serve replica's of the stats topic); Partitions
+// checks a topic that must exist with one partition, and TopicClients
+// are the client and writer of a component that reads and writes such a
+// topic itself; and Produce
 // feeds a topic for tools and demos.
 //
 // kafkaconn knows the Kafka protocol client, never records or formats.

@@ -14,8 +14,21 @@ import (
 // leader election, a consumer group changing, or any error kafka-go calls
 // temporary (kafka.Error.Temporary). A refusal that waiting cannot mend —
 // authentication, authorisation, a message too large, a missing topic
-// configuration — is not transient.
+// configuration — is not transient. A write that failed message by
+// message (kafka.WriteErrors, as kafka-go reports every failed write) is
+// transient when every message that failed is.
 func Transient(err error) bool {
+	var perMessage kafka.WriteErrors
+	if errors.As(err, &perMessage) {
+		failed := false
+		for _, e := range perMessage {
+			if e != nil && !Transient(e) {
+				return false
+			}
+			failed = failed || e != nil
+		}
+		return failed
+	}
 	var kerr kafka.Error
 	if errors.As(err, &kerr) {
 		switch kerr {

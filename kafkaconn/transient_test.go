@@ -34,6 +34,9 @@ func TestKafkaTransientErrors(t *testing.T) {
 		{"topic not allowed", kafka.TopicAuthorizationFailed, false},
 		{"end of the source", io.EOF, false},
 		{"anything else", errors.New("unknown codec"), false},
+		{"a write's messages, every failure passing", fmt.Errorf("writing: %w", kafka.WriteErrors{nil, kafka.NotLeaderForPartition, kafka.LeaderNotAvailable}), true},
+		{"a write's messages, one refused", kafka.WriteErrors{kafka.NotLeaderForPartition, kafka.MessageSizeTooLarge}, false},
+		{"a write's messages, none failed", kafka.WriteErrors{nil, nil}, false},
 	}
 	for _, tt := range tests {
 		if got := Transient(tt.err); got != tt.want {

@@ -28,7 +28,7 @@
 // join store bounded in time and bytes, each joined label scores the
 // prediction that was served (the prequential quality by model version)
 // and adds its row to statistics that are published as deltas for the
-// refitter (a StatsPublisher: KafkaStats on a stats topic), the labels'
+// refitter (a StatsPublisher: StatsTopic), the labels'
 // offsets committed only after; a replica taking over partitions restores
 // their records and skips the labels a previous owner published. Its
 // parts have a file each: the run loop (serve.go), a batch's way through
@@ -36,7 +36,7 @@
 // (serve_metrics.go), the following of a model store (serve_watch.go),
 // the join of late labels (serve_labels.go, its store serve_join.go, the
 // prequential quality serve_quality.go) and the stats topic
-// (serve_stats.go). KafkaRunner
+// (stats_topic.go, which mvml stats publishes to as well). KafkaRunner
 // (serve_kafka.go) wires a Service to Kafka as `mvml serve` and its demo
 // both do: the consumer group, the output topic or Parquet directory, the
 // dead-letter topic, the model stores followed and published to, and the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -169,57 +168,10 @@ func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
 // Once, its one refit is published or fails. Meanwhile it serves HTTP.
 func (r *Refitter) Run(ctx context.Context) error {
 	defer r.transport.CloseIdleConnections()
-	if err := r.checkStatsTopic(ctx); err != nil {
-		return err
+	if err := checkStatsTopic(ctx, r.client, r.cfg.StatsTopic, r.retry); err != nil {
+		return fmt.Errorf("refit: %w", err)
 	}
-	if r.cfg.HTTPAddr == "" {
-		return r.run(ctx)
-	}
-	ln, err := net.Listen("tcp", r.cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("refit: http: %w", err)
-	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
-	r.logger.Info("serving", "health", base+"/healthz", "ready", base+"/readyz", "metrics", base+"/metrics")
-	runErr := r.run(ctx)
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
-	defer cancel()
-	err = srv.Shutdown(shutdown)
-	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	if err != nil {
-		err = fmt.Errorf("refit: http: %w", err)
-	}
-	return errors.Join(runErr, err)
-}
-
-// checkStatsTopic refuses a stats topic that does not exist or has more
-// than one partition: deltas are ordered, and one member is active, only
-// within one partition.
-func (r *Refitter) checkStatsTopic(ctx context.Context) error {
-	topic := r.cfg.StatsTopic
-	var md *kafka.MetadataResponse
-	err := r.retry(ctx, "reading the stats topic's metadata", func() (err error) {
-		md, err = r.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("refit: stats topic %s: %w", topic, err)
-	}
-	i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == topic })
-	switch {
-	case i < 0 || errors.Is(md.Topics[i].Error, kafka.UnknownTopicOrPartition):
-		return fmt.Errorf("refit: stats topic %s does not exist: create it with one partition", topic)
-	case md.Topics[i].Error != nil:
-		return fmt.Errorf("refit: stats topic %s: %w", topic, md.Topics[i].Error)
-	case len(md.Topics[i].Partitions) != 1:
-		return fmt.Errorf("refit: stats topic %s has %d partitions, want 1: the deltas keep their order, and one refitter is active, only within one", topic, len(md.Topics[i].Partitions))
-	}
-	return nil
+	return serveHTTP(ctx, r.cfg.HTTPAddr, r, r.logger, r.run)
 }
 
 // run follows the generations of the group: in each, the member assigned

@@ -231,25 +231,9 @@ func (l *leader) seekKept(ctx context.Context) error {
 // (the next offset to be written).
 func (l *leader) statsOffsets(ctx context.Context) (first, end int64, err error) {
 	topic := l.r.cfg.StatsTopic
-	err = l.waitTransient(ctx, "listing the stats topic's offsets", func() error {
-		res, err := l.r.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-			topic: {kafka.FirstOffsetOf(0), kafka.LastOffsetOf(0)}}})
-		if err != nil {
-			return err
-		}
-		parts := res.Topics[topic]
-		if len(parts) == 0 {
-			return errors.New("no offsets listed")
-		}
-		first, end = parts[0].FirstOffset, parts[0].LastOffset
-		for _, p := range parts {
-			if p.Error != nil {
-				return p.Error
-			}
-			// kafka-go may answer each request on its own.
-			first, end = min(first, p.FirstOffset), max(end, p.LastOffset)
-		}
-		return nil
+	err = l.waitTransient(ctx, "listing the stats topic's offsets", func() (err error) {
+		first, end, err = kafkaconn.Offsets(ctx, l.r.client, topic, 0)
+		return err
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("refit: stats topic %s: %w", topic, err)

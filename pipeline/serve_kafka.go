@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/mvml/mvml/ingest"
@@ -15,10 +13,6 @@ import (
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
-
-// httpShutdownTimeout bounds the wait for the HTTP requests under way when
-// a KafkaRunner stops.
-const httpShutdownTimeout = 5 * time.Second
 
 // KafkaServeConfig describes the Kafka deployment of a Service, `mvml
 // serve`: a consumer group on an input topic of records (JSON objects or
@@ -97,7 +91,7 @@ type KafkaServeConfig struct {
 	LabelsTopic string
 	// StatsTopic, when set, receives the statistics of the labels joined
 	// and of in-record labels, as deltas for the refitter (see
-	// KafkaStatsConfig); their label offsets are committed only after. It
+	// StatsTopicConfig); their label offsets are committed only after. It
 	// needs Models (the refitter's checkpoints are there) and excludes
 	// refits here (Refit, ModelDir). Default ("") none: labels feed the
 	// service's own refits.
@@ -129,7 +123,7 @@ type KafkaRunner struct {
 	// dir is ModelDir's store, nil without one.
 	dir *registry.Dir
 	// stats is StatsTopic's publisher, nil without one.
-	stats *KafkaStats
+	stats *StatsTopic
 	// assigned is closed once svc is set: the source's generation hooks,
 	// which may run as soon as it opens, wait for it.
 	assigned chan struct{}
@@ -174,7 +168,7 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		// The stats topic is checked before the group is joined.
 		ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout+statsRequestTimeout)
 		var err error
-		r.stats, err = OpenKafkaStats(ctx, KafkaStatsConfig{Conn: cfg.Conn, Topic: cfg.StatsTopic, Models: cfg.Models, Logger: opts.Logger})
+		r.stats, err = OpenStatsTopic(ctx, StatsTopicConfig{Conn: cfg.Conn, Topic: cfg.StatsTopic, Models: cfg.Models, Logger: opts.Logger})
 		cancel()
 		if err != nil {
 			return nil, err
@@ -332,29 +326,7 @@ func (r *KafkaRunner) run(ctx context.Context) (err error) {
 			}
 		}()
 	}
-	if r.cfg.HTTPAddr == "" {
-		return r.svc.Run(ctx)
-	}
-	ln, err := net.Listen("tcp", r.cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("http: %w", err)
-	}
-	srv := &http.Server{Handler: r.svc, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
-	r.svc.cfg.Logger.Info("serving", "health", base+"/healthz", "ready", base+"/readyz", "metrics", base+"/metrics")
-	runErr := r.svc.Run(ctx)
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
-	defer cancel()
-	err = srv.Shutdown(shutdown)
-	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	if err != nil {
-		err = fmt.Errorf("http: %w", err)
-	}
-	return errors.Join(runErr, err)
+	return serveHTTP(ctx, r.cfg.HTTPAddr, r.svc, r.svc.cfg.Logger, r.svc.Run)
 }
 
 // close closes what the runner opened, within ctx; after a failure

@@ -39,7 +39,7 @@ type LabelSource interface {
 }
 
 // StatsPublisher is where a replica publishes the statistics of the
-// labels it joined, for the refitter: a stats topic (KafkaStats).
+// labels it joined, for the refitter: a stats topic (StatsTopic).
 type StatsPublisher interface {
 	// Publish writes d and returns once the brokers acknowledged it
 	// whole.

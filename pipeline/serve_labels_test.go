@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,6 +226,36 @@ func TestServePublishesStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSameStats(t, total, direct)
+}
+
+// A stats topic that refuses a write for a moment (a leader election)
+// costs the replica no restart: the delta is written again, and every
+// label is published once.
+func TestServeRetriesStatsPublication(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 100, 6)
+	c, models := statsCluster(t, m)
+	var refused atomic.Int32
+	c.FailProduce("stats", notLeader, func([]int32) bool { return refused.Add(1) <= 2 })
+	c.Produce(t, "in", recordMessages(t, spec, d, 0, 100)...)
+	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+		Labels: LateLabels{StatsInterval: 100 * time.Millisecond, StatsRows: 1000, Replica: "serve-a"}})
+	waitStats(t, r, "the records scored", func(st ServeStats) bool { return st.In >= 100 })
+	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
+	want := partitionEnds(t, c, "labels")
+	waitStats(t, r, "every label published", func(st ServeStats) bool {
+		return st.StatsRows == 100 && equalOffsets(c.CommittedOffsets(t, "g", "labels"), want)
+	})
+	if _, err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if refused.Load() <= 2 {
+		t.Fatalf("%d writes to the stats topic, want the two refused and more", refused.Load())
+	}
+	if _, published := readDeltas(t, c, m); published.Count() != 100 {
+		t.Errorf("the deltas hold %d label offsets, want 100", published.Count())
+	}
 }
 
 // readDeltas reads every delta of the stats topic, checks that no label is

@@ -27,12 +27,11 @@ const DefaultFollowWait = 5 * time.Second
 
 const (
 	// requestTimeout bounds a request to the brokers, so that a
-	// connection that hangs fails and is retried.
+	// connection that hangs fails and is retried; a produce request of a
+	// megabyte of chunks may take a host busy with other work more than
+	// kafka-go's default 10s to send and have acknowledged (a timed-out
+	// write is retried whole).
 	requestTimeout = 30 * time.Second
-	// writeTimeout bounds a produce request: a megabyte of chunks, which a
-	// host busy with other work may take more than kafka-go's default 10s
-	// to send and have acknowledged (a timed-out write is retried whole).
-	writeTimeout = 30 * time.Second
 	// fetchMaxBytes is what one fetch may bring: a few chunks.
 	fetchMaxBytes = 4 << 20
 	// readWait is the longest a fetch of messages known to be there waits.
@@ -81,12 +80,10 @@ type KafkaConfig struct {
 // the one model loaded. Then Current, Publish and Follow read on from
 // there.
 type Kafka struct {
-	cfg       KafkaConfig
-	logger    *slog.Logger
-	transport *kafka.Transport
-	client    *kafka.Client
-	writer    *kafka.Writer
-	refused   atomic.Int64
+	cfg     KafkaConfig
+	logger  *slog.Logger
+	clients kafkaconn.TopicClients
+	refused atomic.Int64
 
 	mu sync.Mutex // guards what follows
 	// cat is what the topic holds below next.
@@ -118,16 +115,8 @@ func OpenKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	transport := cfg.Conn.Transport()
 	k := &Kafka{
-		cfg: cfg, logger: logger.With("topic", cfg.Topic), transport: transport,
-		client: &kafka.Client{Addr: cfg.Conn.Addr(), Transport: transport, Timeout: requestTimeout},
-		writer: &kafka.Writer{
-			Addr: cfg.Conn.Addr(), Topic: cfg.Topic, Transport: transport, RequiredAcks: kafka.RequireAll,
-			BatchTimeout: time.Millisecond, WriteTimeout: writeTimeout,
-			// Retries are k.retry's, bounded by Conn.Retry.
-			MaxAttempts: 1,
-		},
+		cfg: cfg, logger: logger.With("topic", cfg.Topic), clients: cfg.Conn.TopicClients(cfg.Topic, requestTimeout),
 		cat: newCatalog(),
 	}
 	if err := k.open(ctx); err != nil {
@@ -138,23 +127,18 @@ func OpenKafka(ctx context.Context, cfg KafkaConfig) (*Kafka, error) {
 
 func (k *Kafka) open(ctx context.Context) error {
 	topic := k.cfg.Topic
-	var md *kafka.MetadataResponse
+	var n int
 	err := k.retry(ctx, "reading metadata", func() (err error) {
-		// Client.Metadata does not ask the broker to create a missing topic.
-		md, err = k.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+		n, err = kafkaconn.Partitions(ctx, k.clients.Client, topic)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("model topic %s: %w", topic, err)
-	}
-	i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == topic })
 	switch {
-	case i < 0 || errors.Is(md.Topics[i].Error, kafka.UnknownTopicOrPartition):
+	case err != nil:
+		return fmt.Errorf("model topic %s: %w", topic, err)
+	case n == 0:
 		return fmt.Errorf("model topic %s does not exist: create it with one partition and cleanup.policy=compact", topic)
-	case md.Topics[i].Error != nil:
-		return fmt.Errorf("model topic %s: %w", topic, md.Topics[i].Error)
-	case len(md.Topics[i].Partitions) != 1:
-		return fmt.Errorf("model topic %s has %d partitions, want 1: a model's chunks, manifest and pointer keep their order only within one", topic, len(md.Topics[i].Partitions))
+	case n != 1:
+		return fmt.Errorf("model topic %s has %d partitions, want 1: a model's chunks, manifest and pointer keep their order only within one", topic, n)
 	}
 	k.checkCompacted(ctx)
 	err = k.retry(ctx, "listing offsets", func() error {
@@ -176,7 +160,7 @@ func (k *Kafka) open(ctx context.Context) error {
 // retention would delete its models and pointer. A broker that does not
 // say is believed.
 func (k *Kafka) checkCompacted(ctx context.Context) {
-	res, err := k.client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+	res, err := k.clients.Client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: k.cfg.Topic, ConfigNames: []string{"cleanup.policy"},
 	}}})
 	if err != nil || len(res.Resources) != 1 || res.Resources[0].Error != nil {
@@ -201,30 +185,13 @@ func (k *Kafka) retry(ctx context.Context, what string, op func() error) error {
 // offsets returns the first offset of the topic's partition and the next
 // one to be written.
 func (k *Kafka) offsets(ctx context.Context) (first, end int64, err error) {
-	res, err := k.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-		k.cfg.Topic: {kafka.FirstOffsetOf(0), kafka.LastOffsetOf(0)}}})
-	if err != nil {
-		return 0, 0, err
-	}
-	parts := res.Topics[k.cfg.Topic]
-	if len(parts) == 0 {
-		return 0, 0, errors.New("no offsets listed")
-	}
-	first, end = parts[0].FirstOffset, parts[0].LastOffset
-	for _, p := range parts {
-		if p.Error != nil {
-			return 0, 0, p.Error
-		}
-		// kafka-go may answer each request on its own.
-		first, end = min(first, p.FirstOffset), max(end, p.LastOffset)
-	}
-	return first, end, nil
+	return kafkaconn.Offsets(ctx, k.clients.Client, k.cfg.Topic, 0)
 }
 
 // fetch returns the messages of the topic from offset on, as many as
 // one request brings, waiting up to wait for one.
 func (k *Kafka) fetch(ctx context.Context, offset int64, wait time.Duration) ([]kafka.Message, error) {
-	return kafkaconn.Fetch(ctx, k.client, k.cfg.Topic, 0, offset, fetchMaxBytes, wait)
+	return kafkaconn.Fetch(ctx, k.clients.Client, k.cfg.Topic, 0, offset, fetchMaxBytes, wait)
 }
 
 // read fetches the messages after those in the catalog, waiting up to wait
@@ -495,15 +462,7 @@ func (k *Kafka) stored(ctx context.Context, version string) (Manifest, bool, err
 // write writes msgs, retrying transient failures (the readers take a
 // chunk or message twice).
 func (k *Kafka) write(ctx context.Context, what string, msgs ...kafka.Message) error {
-	return k.retry(ctx, what, func() error {
-		err := k.writer.WriteMessages(ctx, msgs...)
-		var perMessage kafka.WriteErrors
-		if errors.As(err, &perMessage) {
-			// Each message's error, for Transient to look into.
-			err = errors.Join(perMessage...)
-		}
-		return err
-	})
+	return k.retry(ctx, what, func() error { return k.clients.Writer.WriteMessages(ctx, msgs...) })
 }
 
 func (k *Kafka) writeJSON(ctx context.Context, key string, v any) error {
@@ -779,5 +738,5 @@ func (k *Kafka) Checkpoint(ctx context.Context, lineage string) ([]byte, error) 
 // Close closes the writer, which waits for the writes under way, and the
 // connections; it returns early with ctx's error when ctx ends first.
 func (k *Kafka) Close(ctx context.Context) error {
-	return kafkaconn.CloseWriter(ctx, k.writer, k.transport)
+	return k.clients.Close(ctx)
 }

@@ -1,8 +1,6 @@
 package statsbus
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -75,38 +73,21 @@ func NewCheckpoint(acc *model.Accumulator, h CheckpointHeader) (*Checkpoint, err
 	return c, nil
 }
 
+// checkpointEnvelope seals checkpoints.
+var checkpointEnvelope = envelope{magic: checkpointMagic, what: "refitter checkpoint", format: CheckpointFormat, corrupt: ErrCorruptCheckpoint}
+
+func (c *Checkpoint) header() any       { return &c.CheckpointHeader }
+func (c *Checkpoint) headerFormat() int { return c.Format }
+func (c *Checkpoint) stats() *[]byte    { return &c.Stats }
+
 // Encode writes the checkpoint.
-func (c *Checkpoint) Encode() ([]byte, error) {
-	if err := c.check(); err != nil {
-		return nil, fmt.Errorf("encode refitter checkpoint: %w", err)
-	}
-	js, err := json.Marshal(c.CheckpointHeader)
-	if err != nil {
-		return nil, fmt.Errorf("encode refitter checkpoint: %w", err)
-	}
-	return seal(checkpointMagic, js, c.Stats), nil
-}
+func (c *Checkpoint) Encode() ([]byte, error) { return checkpointEnvelope.encode(c) }
 
 // DecodeCheckpoint reads a checkpoint written by Encode, verifying its
 // checksum and its header; the statistics are read with Accumulator.
 // Damaged bytes are an error wrapping ErrCorruptCheckpoint.
 func DecodeCheckpoint(data []byte) (*Checkpoint, error) {
-	js, stats, err := unseal(checkpointMagic, "refitter checkpoint", data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
-	}
-	var h CheckpointHeader
-	if err := json.Unmarshal(js, &h); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrCorruptCheckpoint, err)
-	}
-	if h.Format != CheckpointFormat {
-		return nil, fmt.Errorf("refitter checkpoint format %d, this build reads format %d", h.Format, CheckpointFormat)
-	}
-	c := &Checkpoint{CheckpointHeader: h, Stats: bytes.Clone(stats)}
-	if err := c.check(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
-	}
-	return c, nil
+	return open[Checkpoint](checkpointEnvelope, data)
 }
 
 // check says what a checkpoint lacks.

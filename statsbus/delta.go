@@ -1,9 +1,7 @@
 package statsbus
 
 import (
-	"bytes"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -97,39 +95,20 @@ func New(acc *model.Accumulator, h Header) (*Delta, error) {
 	return d, nil
 }
 
+// deltaEnvelope seals deltas.
+var deltaEnvelope = envelope{magic: deltaMagic, what: "statistics delta", format: Format, corrupt: ErrCorruptDelta}
+
+func (d *Delta) header() any       { return &d.Header }
+func (d *Delta) headerFormat() int { return d.Format }
+func (d *Delta) stats() *[]byte    { return &d.Stats }
+
 // Encode writes the delta.
-func (d *Delta) Encode() ([]byte, error) {
-	if err := d.check(); err != nil {
-		return nil, fmt.Errorf("encode statistics delta: %w", err)
-	}
-	js, err := json.Marshal(d.Header)
-	if err != nil {
-		return nil, fmt.Errorf("encode statistics delta: %w", err)
-	}
-	return seal(deltaMagic, js, d.Stats), nil
-}
+func (d *Delta) Encode() ([]byte, error) { return deltaEnvelope.encode(d) }
 
 // Decode reads a delta written by Encode, verifying its checksum and its
 // header; the statistics are read with Accumulator. Damaged bytes are an
 // error wrapping ErrCorruptDelta.
-func Decode(data []byte) (*Delta, error) {
-	js, stats, err := unseal(deltaMagic, "statistics delta", data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptDelta, err)
-	}
-	var h Header
-	if err := json.Unmarshal(js, &h); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrCorruptDelta, err)
-	}
-	if h.Format != Format {
-		return nil, fmt.Errorf("statistics delta format %d, this build reads format %d", h.Format, Format)
-	}
-	d := &Delta{Header: h, Stats: bytes.Clone(stats)}
-	if err := d.check(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptDelta, err)
-	}
-	return d, nil
-}
+func Decode(data []byte) (*Delta, error) { return open[Delta](deltaEnvelope, data) }
 
 // check says what a delta lacks.
 func (d *Delta) check() error {

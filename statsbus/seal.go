@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 )
 
@@ -43,4 +44,62 @@ func unseal(magic, what string, data []byte) (header, payload []byte, err error)
 		return nil, nil, fmt.Errorf("header of %d bytes in a %s of %d", hlen, what, len(data))
 	}
 	return body[pre : pre+int(hlen)], body[pre+int(hlen):], nil
+}
+
+// envelope is one kind of sealed binary, a delta or a checkpoint.
+type envelope struct {
+	magic string
+	// what names the kind in errors.
+	what string
+	// format is the header's format this build writes and reads.
+	format int
+	// corrupt is wrapped by the errors of damaged bytes.
+	corrupt error
+}
+
+// sealed is a value an envelope holds: a JSON header, which has a format,
+// and statistics.
+type sealed interface {
+	header() any
+	headerFormat() int
+	stats() *[]byte
+	// check says what the value lacks.
+	check() error
+}
+
+// encode checks v and seals it.
+func (e envelope) encode(v sealed) ([]byte, error) {
+	if err := v.check(); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", e.what, err)
+	}
+	js, err := json.Marshal(v.header())
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", e.what, err)
+	}
+	return seal(e.magic, js, *v.stats()), nil
+}
+
+// open unseals data sealed in e into a new T, with a copy of its
+// statistics, and checks it: damaged bytes are an error wrapping
+// e.corrupt, a header of another format one that names both formats.
+func open[T any, P interface {
+	*T
+	sealed
+}](e envelope, data []byte) (*T, error) {
+	js, stats, err := unseal(e.magic, e.what, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", e.corrupt, err)
+	}
+	v := P(new(T))
+	if err := json.Unmarshal(js, v.header()); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", e.corrupt, err)
+	}
+	if f := v.headerFormat(); f != e.format {
+		return nil, fmt.Errorf("%s format %d, this build reads format %d", e.what, f, e.format)
+	}
+	*v.stats() = bytes.Clone(stats)
+	if err := v.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", e.corrupt, err)
+	}
+	return v, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -205,6 +206,9 @@ func TestDeployManifests(t *testing.T) {
 		}
 	}
 	roles := map[string]bool{}
+	// topics are the topics every container names, by flag: the roles
+	// must meet on the same model and stats topics.
+	topics := map[string]map[string]bool{}
 	for _, m := range manifests {
 		spec := podSpec(m)
 		if spec == nil {
@@ -223,6 +227,14 @@ func TestDeployManifests(t *testing.T) {
 				continue
 			}
 			command := args[0]
+			for _, flag := range []string{"stats-topic", "model-topic"} {
+				if v, ok := flagValue(args, flag); ok {
+					if topics[flag] == nil {
+						topics[flag] = map[string]bool{}
+					}
+					topics[flag][v] = true
+				}
+			}
 			t.Run(name, func(t *testing.T) {
 				if !hasCommand(command) {
 					t.Fatalf("mvml has no command %q", command)
@@ -242,6 +254,7 @@ func TestDeployManifests(t *testing.T) {
 			switch {
 			case kind == "Deployment" && command == "serve":
 				checkServeProbes(t, name, c, args)
+				checkServeReplica(t, name, args)
 			case kind == "Deployment" && command == "refit":
 				if n, _ := at(m.doc, "spec", "replicas").(int); n != 2 {
 					t.Errorf("%s: %d refitters, want 2 (one active, one standing by)", name, n)
@@ -268,6 +281,11 @@ func TestDeployManifests(t *testing.T) {
 	for _, role := range []string{"serve", "refit", "retrain", "stats"} {
 		if !roles[role] {
 			t.Errorf("deploy/ has no %s workload", role)
+		}
+	}
+	for _, flag := range []string{"stats-topic", "model-topic"} {
+		if len(topics[flag]) != 1 {
+			t.Errorf("the containers of deploy/ name the --%s %v, want one", flag, slices.Sorted(maps.Keys(topics[flag])))
 		}
 	}
 	views, ok := configMaps["mvml-views"]["views.yaml"].(string)
@@ -306,6 +324,19 @@ func checkServeProbes(t *testing.T, name string, c any, args []string) {
 	}
 	if at(c, "resources", "requests") == nil || at(c, "resources", "limits", "memory") == nil {
 		t.Errorf("%s: no resource requests or memory limit", name)
+	}
+}
+
+// checkServeReplica checks that the serve Deployment is a replica of
+// Running at scale: it joins late labels and publishes their statistics
+// for the refitter, following the model topic, with the join's bounds and
+// the delta cadence given.
+func checkServeReplica(t *testing.T, name string, args []string) {
+	t.Helper()
+	for _, flag := range []string{"model-topic", "labels-topic", "label-window", "label-cache-bytes", "stats-topic", "stats-interval", "stats-rows"} {
+		if v, _ := flagValue(args, flag); v == "" {
+			t.Errorf("%s: no --%s", name, flag)
+		}
 	}
 }
 
