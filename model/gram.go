@@ -84,9 +84,8 @@ func addPanel(s blas64.Symmetric, sLo []float64, chunk blas64.General, r int) {
 	}
 }
 
-// ddAxpy adds a·x[j] (rounded) to the double-double hi[j] + lo[j]: hi[j]
-// takes the rounded sum, as a plain axpy would, lo[j] its error.
-func ddAxpy(a float64, x, hi, lo []float64) {
+// ddAxpyGo is ddAxpy in Go, for any processor.
+func ddAxpyGo(a float64, x, hi, lo []float64) {
 	x, lo = x[:len(hi)], lo[:len(hi)] // one bounds check for the loop
 	for j, h := range hi {
 		hi[j], lo[j] = addTerm(h, lo[j], float64(a*x[j]))

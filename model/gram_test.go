@@ -2,8 +2,10 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -55,6 +57,29 @@ func TestAddCrossIsExact(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// ddAxpy (eight lanes at a time where the processor has AVX2) gives
+// ddAxpyGo's values and residues bit for bit, at every length.
+func TestDDAxpyMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for n := range 40 {
+		a := rng.NormFloat64()
+		x, hi, lo := make([]float64, n), make([]float64, n), make([]float64, n)
+		for j := range n {
+			x[j] = math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20)
+			hi[j] = math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20)
+			lo[j] = hi[j] * 1e-17 * rng.NormFloat64()
+		}
+		wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
+		for range 3 {
+			ddAxpy(a, x, hi, lo)
+			ddAxpyGo(a, x, wantHi, wantLo)
+		}
+		if !slices.Equal(hi, wantHi) || !slices.Equal(lo, wantLo) {
+			t.Errorf("n = %d: ddAxpy %v + %v, ddAxpyGo %v + %v", n, hi, lo, wantHi, wantLo)
 		}
 	}
 }
