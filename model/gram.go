@@ -28,7 +28,8 @@ const (
 // errors are those of that order. But Dsyrk streams all of cat once per
 // row of S, serially: here the rows come in chunks that stay in cache, and
 // the panels of S's rows are shared by every CPU (each element is still
-// one worker's, in row order).
+// one worker's, in row order). Under -tags openblas, OpenBLAS sums S
+// instead (addPanel), without residues: see gram_openblas.go.
 func addCross(s blas64.Symmetric, sLo []float64, c blas64.General, cLo []float64, cat, y blas64.General) {
 	n, d := cat.Rows, cat.Cols
 	if n == 0 {
@@ -64,23 +65,6 @@ func addCross(s blas64.Symmetric, sLo []float64, c blas64.General, cLo []float64
 			})
 		}
 		wg.Wait()
-	}
-}
-
-// addPanel adds the rows [r, r+gramPanel) of chunkᵀchunk to the upper
-// triangle of s and their errors to sLo, summing over the chunk's rows in
-// order.
-func addPanel(s blas64.Symmetric, sLo []float64, chunk blas64.General, r int) {
-	d := s.N
-	for i := r; i < min(r+gramPanel, d); i++ {
-		hi, lo := s.Data[i*s.Stride+i:i*s.Stride+d], sLo[i*s.Stride+i:i*s.Stride+d]
-		for l := 0; l < chunk.Rows; l++ {
-			x := chunk.Data[l*chunk.Stride+i : l*chunk.Stride+d]
-			// Dsyrk skips a zero multiplier; so must its twin.
-			if a := x[0]; a != 0 {
-				ddAxpy(a, x, hi, lo)
-			}
-		}
 	}
 }
 

@@ -53,6 +53,7 @@ type Stats struct {
 // unit in the last place of hi, so hi comes out the same unless the sum
 // lies within that distance of a rounding boundary (probability ~1e-12
 // per element). N, a count of rows, is exact as it is until decayed.
+// Under -tags openblas, OpenBLAS sums S without residues (gram_openblas.go).
 type residue struct {
 	s, c, yty, uSum, ySum []float64
 }

