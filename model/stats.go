@@ -46,7 +46,7 @@ type Stats struct {
 // residue is what the rounded sums of Stats leave out: every sum is
 // hi + lo with hi the exported value and lo here, laid out as hi (S's
 // lower triangle unused). The rows' products are rounded one by one as
-// before; each addition's rounding error is caught exactly (twoSum) and
+// before; each addition's rounding error is caught exactly (addTerm) and
 // summed into lo, and after every batch and merge hi takes the nearest
 // float64 to hi + lo. Two passes over the same rows in different orders
 // then differ by about n·ε² of the terms' magnitude, far below half a
