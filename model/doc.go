@@ -19,7 +19,10 @@
 // any model of its lineage, travels as checksummed bytes
 // (MarshalBinary, UnmarshalAccumulator) and refits warm (Refit) or from
 // the paper's initialisation (RefitCold), so that statistics merged from
-// many processes refit to what one training run on their rows gives. A
+// many processes refit to what one training run on their rows gives: every
+// sum is a double-double whose float64 value is the same, bit for bit,
+// whatever the order and the grouping of the rows, which the learned
+// metric's fit needs (it amplifies a last-bit difference of S). A
 // row's projected features u(x) = [u_1(x) … u_v(x)] (Model.Project) serve
 // both its decision (Scorer.ScoreProjected) and, once its label comes,
 // the statistics (Accumulator.AddProjected).

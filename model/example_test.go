@@ -1,5 +1,7 @@
 // The examples print the default (pure-Go BLAS) build's figures: the
-// learned fits carry OpenBLAS's other rounding into their last digits.
+// learned fits carry OpenBLAS's other rounding into their last digits (and
+// the statistics' rounding: the figures changed when S became the sum
+// rounded once rather than added up row by row).
 
 //go:build !openblas
 
@@ -92,9 +94,9 @@ func ExampleScorer_Score() {
 	}
 	// Output:
 	// classes: [1 2 3]
-	// row 0: decisions [ 0.43 -0.29 -1.15] → class 1; shares [-3.32 -1.43] add up: true
-	// row 1: decisions [-1.07  0.96 -0.87] → class 2; shares [13.22  4.07] add up: true
-	// row 2: decisions [-1.14 -0.71  0.61] → class 3; shares [-5.42 -2.22] add up: true
+	// row 0: decisions [ 0.43 -0.29 -1.15] → class 1; shares [-3.37 -1.40] add up: true
+	// row 1: decisions [-1.06  0.97 -0.87] → class 2; shares [13.33  4.03] add up: true
+	// row 2: decisions [-1.14 -0.69  0.61] → class 3; shares [-5.42 -2.21] add up: true
 }
 
 // A regression model learns a number: here the distance of the point from

@@ -126,7 +126,7 @@ func (u labelUnits) stats(st *Stats, noIntercept bool) *Stats {
 	if u.scale == 1 && u.mean == 0 {
 		return st
 	}
-	out := st.Clone()
+	out := st.derived()
 	out.C.Scale(u.scale, st.C)
 	for c := range out.YtY {
 		out.YtY[c] = u.scale * u.scale * st.YtY[c]

@@ -1,44 +1,48 @@
 package model
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // The rows of a batch go through the sums in chunks of gramChunk rows, and
 // the rows of S in panels of gramPanel: a chunk of 3 × 128 features (384
 // KiB) stays in the second-level cache while every panel passes over it.
-// Chunks of 128 to 1024 rows and panels of 32 to 96 ran alike.
 const (
 	gramChunk = 128
 	gramPanel = 48
 )
 
 // addCross adds catᵀcat to the upper triangle of s (D×D) and catᵀy to c
-// (D×k), for the rows of cat (n×D) and their targets y (n×k).
+// (D×k), for the rows of cat (n×D) and their targets y (n×k), with the
+// rounding error of every addition summed into sLo and cLo (laid out as s
+// and c): see residue.
 //
 // These sums are most of a streamed training's work. Every element is
-// summed over the rows in their order, each product rounded alone, as
-// gonum's Dsyrk and Dgemm do it, so that statistics gathered batch by
-// batch equal those of one pass bit for bit (a learned metric amplifies a
-// difference in the last bit of S). But Dsyrk streams all of cat once per
+// summed over the rows in their order, each product rounded alone, so that
+// s and c take exactly the values of gonum's Dsyrk and Dgemm and the
+// errors are those of that order. But Dsyrk streams all of cat once per
 // row of S, serially: here the rows come in chunks that stay in cache, and
 // the panels of S's rows are shared by every CPU (each element is still
-// one worker's, in row order). catᵀy is one axpy per row and target
-// column, where Gemm made one call per element for one column.
-func addCross(s blas64.Symmetric, c, cat, y blas64.General) {
+// one worker's, in row order). Under -tags openblas, OpenBLAS sums S
+// instead (addPanel), without residues: see gram_openblas.go.
+func addCross(s blas64.Symmetric, sLo []float64, c blas64.General, cLo []float64, cat, y blas64.General) {
 	n, d := cat.Rows, cat.Cols
 	if n == 0 {
 		return
 	}
 	for l := 0; l < n; l++ {
-		row := blas64.Vector{N: d, Inc: 1, Data: cat.Data[l*cat.Stride : l*cat.Stride+d]}
+		row := cat.Data[l*cat.Stride : l*cat.Stride+d]
 		for col := 0; col < y.Cols; col++ {
-			blas64.Axpy(y.Data[l*y.Stride+col], row, column(c, col))
+			a := y.Data[l*y.Stride+col]
+			for i, x := range row {
+				at := i*c.Stride + col
+				c.Data[at], cLo[at] = addTerm(c.Data[at], cLo[at], float64(a*x))
+			}
 		}
 	}
 	panels := (d + gramPanel - 1) / gramPanel
@@ -47,7 +51,7 @@ func addCross(s blas64.Symmetric, c, cat, y blas64.General) {
 		chunk := blas64.General{Rows: min(gramChunk, n-lo), Cols: d, Stride: cat.Stride, Data: cat.Data[lo*cat.Stride:]}
 		if workers == 1 {
 			for p := 0; p < panels; p++ {
-				addPanel(s, chunk, p*gramPanel)
+				addPanel(s, sLo, chunk, p*gramPanel)
 			}
 			continue
 		}
@@ -56,7 +60,7 @@ func addCross(s blas64.Symmetric, c, cat, y blas64.General) {
 		for range workers {
 			wg.Go(func() {
 				for p := int(next.Add(1)) - 1; p < panels; p = int(next.Add(1)) - 1 {
-					addPanel(s, chunk, p*gramPanel)
+					addPanel(s, sLo, chunk, p*gramPanel)
 				}
 			})
 		}
@@ -64,19 +68,47 @@ func addCross(s blas64.Symmetric, c, cat, y blas64.General) {
 	}
 }
 
-// addPanel adds the rows [r, r+gramPanel) of chunkᵀchunk to the upper
-// triangle of s: the diagonal block by Dsyrk, the block right of it by
-// Dgemm, both summing over the chunk's rows in order.
-func addPanel(s blas64.Symmetric, chunk blas64.General, r int) {
-	d := s.N
-	w := min(gramPanel, d-r)
-	left := blas64.General{Rows: chunk.Rows, Cols: w, Stride: chunk.Stride, Data: chunk.Data[r:]}
-	diag := blas64.Symmetric{N: w, Stride: s.Stride, Uplo: blas.Upper, Data: s.Data[r*s.Stride+r:]}
-	blas64.Syrk(blas.Trans, 1, left, 1, diag)
-	if r+w == d {
-		return
+// ddAxpyGo is ddAxpy in Go, for any processor.
+func ddAxpyGo(a float64, x, hi, lo []float64) {
+	x, lo = x[:len(hi)], lo[:len(hi)] // one bounds check for the loop
+	for j, h := range hi {
+		hi[j], lo[j] = addTerm(h, lo[j], float64(a*x[j]))
 	}
-	right := blas64.General{Rows: chunk.Rows, Cols: d - r - w, Stride: chunk.Stride, Data: chunk.Data[r+w:]}
-	dst := blas64.General{Rows: w, Cols: d - r - w, Stride: s.Stride, Data: s.Data[r*s.Stride+r+w:]}
-	blas64.Gemm(blas.Trans, blas.NoTrans, 1, left, right, 1, dst)
+}
+
+// addTerm adds the term p to the double-double (hi, lo): hi + p rounded,
+// and lo plus the exact error of that rounding (Knuth's TwoSum). The
+// conversion of a product to float64 where addTerm is called keeps a
+// compiler from fusing it into the addition.
+func addTerm(hi, lo, p float64) (float64, float64) {
+	s := hi + p
+	b := s - hi
+	return s, lo + ((hi - (s - b)) + (p - b))
+}
+
+// renormalize replaces every double-double (hi[j], lo[j]) by the nearest
+// float64 to hi[j] + lo[j] and what remains of it.
+func renormalize(hi, lo []float64) {
+	lo = lo[:len(hi)]
+	for j, h := range hi {
+		hi[j], lo[j] = addTerm(h, 0, lo[j])
+	}
+}
+
+// ddAdd adds the double-doubles (oHi, oLo) to (hi, lo).
+func ddAdd(hi, lo, oHi, oLo []float64) {
+	lo, oHi, oLo = lo[:len(hi)], oHi[:len(hi)], oLo[:len(hi)]
+	for j, h := range hi {
+		hi[j], lo[j] = addTerm(h, lo[j]+oLo[j], oHi[j])
+	}
+}
+
+// ddScale multiplies the double-doubles (hi, lo) by f: the product of hi
+// is split exactly into its rounding and error (by a fused multiply-add).
+func ddScale(f float64, hi, lo []float64) {
+	lo = lo[:len(hi)]
+	for j, h := range hi {
+		p := float64(h * f)
+		hi[j], lo[j] = addTerm(p, 0, math.FMA(h, f, -p)+float64(lo[j]*f))
+	}
 }

@@ -2,8 +2,10 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -16,7 +18,7 @@ import (
 // that statistics gathered in batches equal one pass's.
 func TestAddCrossIsExact(t *testing.T) {
 	if !exactBLAS {
-		t.Skip("bit for bit with gonum's own kernels: under -tags openblas, addCross runs OpenBLAS's")
+		t.Skip("bit for bit with gonum's own kernels: under -tags openblas, addCross sums S with OpenBLAS's")
 	}
 	rng := rand.New(rand.NewPCG(6, 6))
 	for _, tc := range []struct{ n, d, k int }{
@@ -38,7 +40,7 @@ func TestAddCrossIsExact(t *testing.T) {
 				want := blas64.Symmetric{N: tc.d, Stride: tc.d, Uplo: blas.Upper, Data: append([]float64(nil), start.Data...)}
 				gotC := blas64.General{Rows: tc.d, Cols: tc.k, Stride: tc.k, Data: append([]float64(nil), c0.Data...)}
 				wantC := blas64.General{Rows: tc.d, Cols: tc.k, Stride: tc.k, Data: append([]float64(nil), c0.Data...)}
-				addCross(got, gotC, cat, y)
+				addCross(got, make([]float64, tc.d*tc.d), gotC, make([]float64, tc.d*tc.k), cat, y)
 				// gonum's own kernels, whatever BLAS blas64 uses in this
 				// build: addCross sums in their order.
 				native := gonum.Implementation{}
@@ -57,6 +59,29 @@ func TestAddCrossIsExact(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// ddAxpy (eight lanes at a time where the processor has AVX2) gives
+// ddAxpyGo's values and residues bit for bit, at every length.
+func TestDDAxpyMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for n := range 40 {
+		a := rng.NormFloat64()
+		x, hi, lo := make([]float64, n), make([]float64, n), make([]float64, n)
+		for j := range n {
+			x[j] = math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20)
+			hi[j] = math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20)
+			lo[j] = hi[j] * 1e-17 * rng.NormFloat64()
+		}
+		wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
+		for range 3 {
+			ddAxpy(a, x, hi, lo)
+			ddAxpyGo(a, x, wantHi, wantLo)
+		}
+		if !slices.Equal(hi, wantHi) || !slices.Equal(lo, wantLo) {
+			t.Errorf("n = %d: ddAxpy %v + %v, ddAxpyGo %v + %v", n, hi, lo, wantHi, wantLo)
 		}
 	}
 }

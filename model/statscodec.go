@@ -17,18 +17,23 @@ import (
 //	magic "MVMLSTAT" | uint32 format version | uint32 lineage length |
 //	lineage | uint32 views | uint32 rank per view | uint32 outputs |
 //	float64 N | S, upper triangle row by row | C (D×k, row by row) |
-//	YtY (k) | USum (D) | YSum (k) | SHA-256 of everything before it
+//	YtY (k) | USum (D) | YSum (k) | the residues of S, C, YtY, USum and
+//	YSum, laid out as they are (format 2) | SHA-256 of everything before it
 //
-// Integers and floats are little endian. The size is about
-// 8·(D(D+1)/2 + D(k+1)) bytes: 426 KB at D = 324 and 2.4 MB at D = 768
-// with one output. The lineage says which model's feature space the sums
-// live in, so that they are only ever merged into statistics of the same
-// lineage.
+// Integers and floats are little endian. The residues (see residue) are
+// what makes merged statistics equal those of one pass over the rows;
+// format 1, without them, is still read (as residues of zero). The size is
+// about 16·(D(D+1)/2 + D(k+1)) bytes: 852 KB at D = 324 and 4.7 MB at
+// D = 768 with one output. The lineage says which model's feature space
+// the sums live in, so that they are only ever merged into statistics of
+// the same lineage.
 const (
 	statsMagic = "MVMLSTAT"
-	// StatsFormatVersion is the statistics format this build writes and
-	// reads.
-	StatsFormatVersion = 1
+	// StatsFormatVersion is the statistics format this build writes; it
+	// reads it and statsFormatPlain.
+	StatsFormatVersion = 2
+	// statsFormatPlain is the format of the values without their residues.
+	statsFormatPlain = 1
 	// maxStatsLineage bounds the lineage field so that a corrupt length
 	// is caught before it is used (a lineage is 16 hex digits).
 	maxStatsLineage = 256
@@ -49,7 +54,7 @@ func (a *Accumulator) MarshalBinary() ([]byte, error) {
 	st := a.stats
 	lineage := a.Lineage()
 	d, k := st.Dim(), st.Outputs()
-	out := make([]byte, 0, statsHeaderSize(len(lineage), len(st.Ranks))+8*statsValues(d, k)+sha256.Size)
+	out := make([]byte, 0, statsHeaderSize(len(lineage), len(st.Ranks))+8*statsValues(d, k, StatsFormatVersion)+sha256.Size)
 	out = append(out, statsMagic...)
 	out = binary.LittleEndian.AppendUint32(out, StatsFormatVersion)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(lineage)))
@@ -76,6 +81,13 @@ func (a *Accumulator) MarshalBinary() ([]byte, error) {
 	put(st.YtY...)
 	put(st.USum...)
 	put(st.YSum...)
+	for i := range d {
+		put(st.res.s[i*s.Stride+i : i*s.Stride+d]...)
+	}
+	put(st.res.c...)
+	put(st.res.yty...)
+	put(st.res.uSum...)
+	put(st.res.ySum...)
 	sum := sha256.Sum256(out)
 	return append(out, sum[:]...), nil
 }
@@ -83,11 +95,19 @@ func (a *Accumulator) MarshalBinary() ([]byte, error) {
 // statsHeaderSize is the length of everything before N.
 func statsHeaderSize(lineage, views int) int { return 8 + 4 + 4 + lineage + 4 + 4*views + 4 }
 
-// statsValues is the number of float64 values after the header: N, S's
-// upper triangle, C, YtY, USum and YSum.
-func statsValues(d, k int) int { return 1 + d*(d+1)/2 + d*k + k + d + k }
+// statsValues is the number of float64 values after the header in a
+// format: N, S's upper triangle, C, YtY, USum and YSum, and in format 2
+// the residues of all but N.
+func statsValues(d, k int, format uint32) int {
+	sums := d*(d+1)/2 + d*k + k + d + k
+	if format == statsFormatPlain {
+		return 1 + sums
+	}
+	return 1 + 2*sums
+}
 
-// UnmarshalAccumulator reads statistics written by MarshalBinary into a
+// UnmarshalAccumulator reads statistics written by MarshalBinary (in this
+// format or format 1) into a
 // new accumulator of m, which must be of the lineage they were gathered
 // on (a refit of that model or a copy of it will do). Damaged bytes are
 // an error wrapping ErrCorruptStats that says what is wrong (checksum,
@@ -97,8 +117,9 @@ func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
 	if len(data) < statsHeaderSize(0, 0)+sha256.Size || string(data[:8]) != statsMagic {
 		return nil, fmt.Errorf("%w: not mvml statistics (bad magic or %d bytes, too short)", ErrCorruptStats, len(data))
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != StatsFormatVersion {
-		return nil, fmt.Errorf("statistics format version %d, this build reads version %d", v, StatsFormatVersion)
+	format := binary.LittleEndian.Uint32(data[8:])
+	if format != StatsFormatVersion && format != statsFormatPlain {
+		return nil, fmt.Errorf("statistics format version %d, this build reads versions %d and %d", format, statsFormatPlain, StatsFormatVersion)
 	}
 	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
@@ -128,7 +149,7 @@ func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
 			ErrCorruptStats, ranks, k, st.Ranks, st.Outputs())
 	}
 	d := st.Dim()
-	if want := 8 * statsValues(d, k); len(r.buf) != want {
+	if want := 8 * statsValues(d, k, format); len(r.buf) != want {
 		return nil, fmt.Errorf("%w: %d bytes of values, the shape needs %d", ErrCorruptStats, len(r.buf), want)
 	}
 	if st.N = r.float(); !(st.N >= 0) || math.IsInf(st.N, 0) {
@@ -151,6 +172,18 @@ func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
 			xs[j] = r.float()
 		}
 	}
+	if format == StatsFormatVersion {
+		for i := range d {
+			for j := i; j < d; j++ {
+				st.res.s[i*s.Stride+j] = r.float()
+			}
+		}
+		for _, xs := range [][]float64{st.res.c, st.res.yty, st.res.uSum, st.res.ySum} {
+			for j := range xs {
+				xs[j] = r.float()
+			}
+		}
+	}
 	if err := nonFiniteStats(st); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptStats, err)
 	}
@@ -158,33 +191,48 @@ func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
 }
 
 // nonFiniteStats names the first statistic that is not a finite number:
-// one would spoil every refit of the statistics it is merged into.
+// one would spoil every refit of the statistics it is merged into. A
+// residue must also be below half a unit in the last place of its value,
+// as it is after every batch and merge.
 func nonFiniteStats(st *Stats) error {
 	d, k := st.Dim(), st.Outputs()
 	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	badResidue := func(v, lo float64) bool { return bad(lo) || math.Abs(lo) > ulp(v)/2 }
 	for i := range d {
 		for j := i; j < d; j++ {
 			if v := st.S.At(i, j); bad(v) {
 				return fmt.Errorf("S[%d,%d] is %v", i, j, v)
+			} else if lo := st.res.s[i*d+j]; badResidue(v, lo) {
+				return fmt.Errorf("the residue of S[%d,%d] = %v is %v", i, j, v, lo)
 			}
 		}
 		for j := range k {
 			if v := st.C.At(i, j); bad(v) {
 				return fmt.Errorf("C[%d,%d] is %v", i, j, v)
+			} else if lo := st.res.c[i*k+j]; badResidue(v, lo) {
+				return fmt.Errorf("the residue of C[%d,%d] = %v is %v", i, j, v, lo)
 			}
 		}
 	}
 	for _, vec := range []struct {
-		name string
-		xs   []float64
-	}{{"YtY", st.YtY}, {"USum", st.USum}, {"YSum", st.YSum}} {
+		name    string
+		xs, res []float64
+	}{{"YtY", st.YtY, st.res.yty}, {"USum", st.USum, st.res.uSum}, {"YSum", st.YSum, st.res.ySum}} {
 		for j, v := range vec.xs {
 			if bad(v) {
 				return fmt.Errorf("%s[%d] is %v", vec.name, j, v)
+			} else if lo := vec.res[j]; badResidue(v, lo) {
+				return fmt.Errorf("the residue of %s[%d] = %v is %v", vec.name, j, v, lo)
 			}
 		}
 	}
 	return nil
+}
+
+// ulp is the distance from |v| to the next float64 away from zero.
+func ulp(v float64) float64 {
+	v = math.Abs(v)
+	return math.Nextafter(v, math.Inf(1)) - v
 }
 
 // statsReader reads little-endian values off a buffer, remembering

@@ -45,6 +45,16 @@ func resum(data []byte) []byte {
 	return append(bytes.Clone(body), sum[:]...)
 }
 
+// plainFormat rewrites statistics of format 2 in format 1: the values
+// without their residues, as a build before the residues wrote them.
+func plainFormat(data []byte, st *Stats) []byte {
+	resid := 8 * (statsValues(st.Dim(), st.Outputs(), StatsFormatVersion) - statsValues(st.Dim(), st.Outputs(), statsFormatPlain))
+	out := bytes.Clone(data[:len(data)-sha256.Size-resid])
+	binary.LittleEndian.PutUint32(out[8:], statsFormatPlain)
+	sum := sha256.Sum256(out)
+	return append(out, sum[:]...)
+}
+
 // Statistics read back on a copy of their model (another process's) are
 // the statistics written, bit for bit, and refit to the same model.
 func TestAccumulatorRoundTrip(t *testing.T) {
@@ -83,6 +93,18 @@ func TestAccumulatorRoundTrip(t *testing.T) {
 	if a.Version != b.Version {
 		t.Errorf("refit of the statistics read back is version %s, of the original %s", b.Version, a.Version)
 	}
+	// Format 1 (a delta of a replica not yet upgraded) is read with
+	// residues of zero: the same values, which refit to the same model.
+	plain, err := UnmarshalAccumulator(plainFormat(data, acc.stats), copyOf(t, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := statsDiffer(plain.stats, acc.stats); diff != "" || slices.ContainsFunc(plain.stats.res.s, func(v float64) bool { return v != 0 }) {
+		t.Errorf("format 1 read back: %s", diff)
+	}
+	if c, err := plain.RefitCold(context.Background(), m.Config.Fit); err != nil || c.Version != a.Version {
+		t.Errorf("refit of format 1 statistics: %v, want version %s", err, a.Version)
+	}
 	empty, err := m.NewAccumulator().MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +142,11 @@ func TestUnmarshalAccumulatorRefuses(t *testing.T) {
 	flipped := bytes.Clone(data)
 	flipped[len(flipped)/2] ^= 0x10
 	wrongVersion := bytes.Clone(data)
-	binary.LittleEndian.PutUint32(wrongVersion[8:], 2)
+	binary.LittleEndian.PutUint32(wrongVersion[8:], 3)
+	// The residues follow the values: the last value, YSum[2], comes
+	// before them, and the first residue is S[0,0]'s.
+	st := acc.stats
+	residuesAt := len(data) - sha256.Size - 8*(statsValues(st.Dim(), st.Outputs(), StatsFormatVersion)-statsValues(st.Dim(), st.Outputs(), statsFormatPlain))
 
 	for _, tc := range []struct {
 		name string
@@ -133,7 +159,8 @@ func TestUnmarshalAccumulatorRefuses(t *testing.T) {
 		{"not statistics", []byte("MVMLMODL and then some more bytes to pass the length check, yes"), m, ErrCorruptStats, "bad magic"},
 		{"truncated", data[:len(data)-100], m, ErrCorruptStats, "checksum mismatch"},
 		{"a changed byte", flipped, m, ErrCorruptStats, "checksum mismatch"},
-		{"another format", wrongVersion, m, nil, "format version 2, this build reads version 1"},
+		{"another format", wrongVersion, m, nil, "format version 3, this build reads versions 1 and 2"},
+		{"format 1 of format 2's length", patched(8, le32(1)...), m, ErrCorruptStats, "bytes of values, the shape needs"},
 		{"another lineage", data, stranger, ErrOtherLineage, acc.Lineage()},
 		{"another lineage's name", data, stranger, ErrOtherLineage, stranger.Lineage()},
 		{"changed lineage", patched(lineageAt, 'x'), m, ErrOtherLineage, "lineage \"x"},
@@ -144,7 +171,9 @@ func TestUnmarshalAccumulatorRefuses(t *testing.T) {
 		{"extra values", resum(append(bytes.Clone(data[:len(data)-sha256.Size]), make([]byte, 8+sha256.Size)...)), m, ErrCorruptStats, "bytes of values, the shape needs"},
 		{"negative rows", patched(nAt, le64(-1)...), m, ErrCorruptStats, "row count -1"},
 		{"NaN in S", patched(sAt+8, le64(math.NaN())...), m, ErrCorruptStats, "S[0,1] is NaN"},
-		{"infinity in YSum", patched(len(data)-sha256.Size-8, le64(math.Inf(1))...), m, ErrCorruptStats, "YSum[2] is +Inf"},
+		{"infinity in YSum", patched(residuesAt-8, le64(math.Inf(1))...), m, ErrCorruptStats, "YSum[2] is +Inf"},
+		{"a residue as large as its value", patched(residuesAt, le64(st.S.At(0, 0))...), m, ErrCorruptStats, "the residue of S[0,0]"},
+		{"NaN in a residue", patched(len(data)-sha256.Size-8, le64(math.NaN())...), m, ErrCorruptStats, "the residue of YSum[2]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := UnmarshalAccumulator(tc.data, tc.m)
@@ -159,18 +188,18 @@ func TestUnmarshalAccumulatorRefuses(t *testing.T) {
 }
 
 // Size of the statistics at the design's dimensions: 84 bytes of header
-// and checksum (three views) and 8·(1 + D(D+1)/2 + D(k+1) + 2k) bytes of
-// values, O((vp)²).
+// and checksum (three views) and 8·(1 + 2·(D(D+1)/2 + D(k+1) + 2k)) bytes
+// of values and residues, O((vp)²).
 func TestStatsSize(t *testing.T) {
 	for _, tc := range []struct {
 		ranks []int
 		k     int
 		want  int
 	}{
-		{[]int{108, 108, 108}, 1, 426_492},
-		{[]int{108, 108, 108}, 8, 444_748},
-		{[]int{256, 256, 256}, 1, 2_374_764},
-		{[]int{256, 256, 256}, 8, 2_417_884},
+		{[]int{108, 108, 108}, 1, 852_892},
+		{[]int{108, 108, 108}, 8, 889_404},
+		{[]int{256, 256, 256}, 1, 4_749_436},
+		{[]int{256, 256, 256}, 8, 4_835_676},
 	} {
 		acc := &Accumulator{stats: NewStats(tc.ranks, tc.k), lineage: "0123456789abcdef"}
 		data, err := acc.MarshalBinary()
@@ -185,7 +214,8 @@ func TestStatsSize(t *testing.T) {
 }
 
 // The decoder never panics; what it accepts it encodes back to the same
-// bytes; and no byte of valid statistics can change unnoticed.
+// bytes (format 1 in format 2, with residues of zero); and no byte of
+// valid statistics can change unnoticed.
 func FuzzUnmarshalAccumulator(f *testing.F) {
 	m, acc := gatheredToy(f)
 	data, err := acc.MarshalBinary()
@@ -196,6 +226,7 @@ func FuzzUnmarshalAccumulator(f *testing.F) {
 	f.Add(data, uint32(len(data)/2), byte(1))
 	f.Add(data[:60], uint32(8), byte(0x80))
 	f.Add([]byte(statsMagic), uint32(0), byte(0))
+	f.Add(plainFormat(data, acc.stats), uint32(0), byte(0))
 	f.Fuzz(func(t *testing.T, in []byte, pos uint32, flip byte) {
 		for _, candidate := range [][]byte{in, resum(append(bytes.Clone(in), make([]byte, sha256.Size)...))} {
 			got, err := UnmarshalAccumulator(candidate, m)
@@ -205,6 +236,9 @@ func FuzzUnmarshalAccumulator(f *testing.F) {
 			out, err := got.MarshalBinary()
 			if err != nil {
 				t.Fatal(err)
+			}
+			if binary.LittleEndian.Uint32(candidate[8:]) == statsFormatPlain {
+				out = plainFormat(out, got.stats)
 			}
 			if !bytes.Equal(out, candidate) {
 				t.Fatal("accepted statistics encode to other bytes")

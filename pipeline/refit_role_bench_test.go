@@ -15,7 +15,7 @@ import (
 // BenchmarkRefitterMergeAndRefit is the active refitter's work on a
 // stream of 100 deltas of 100 rows each at the production shape, 3 views
 // × 64 features with 12% of 900 rows as landmarks (D = 3 × 108 = 324, a
-// delta of 426 KB): taking the messages (decode, checksums, ledger,
+// delta of 853 KB): taking the messages (decode, checksums, ledger,
 // merge), then one refit of the merged statistics, warm-started as the
 // refitter does by default and cold in two metric modes. merge_ms and
 // refit_ms split an operation's time. Run with -benchtime=3x.

@@ -22,8 +22,8 @@ import (
 // p = 128, so D = 384) scored into an output topic, and, but for
 // labels=none, a label for every record on a labels topic (keyed by id,
 // as the records), joined with its record; with stats=on the statistics
-// of the joined rows are published to a stats topic (deltas of about 600
-// KB, in chunks, every 5000 rows or 200 ms) and the labels committed after
+// of the joined rows are published to a stats topic (deltas of about 1.2
+// MB, in chunks, every 5000 rows or 200 ms) and the labels committed after
 // them. A run ends when every record is committed and every label joined
 // (and published). The labels are in their topic before the run, so that
 // many wait for their record; every record is labelled late. "cpu-µs/row"

@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultDeltaRows is StatsJob.DeltaRows's default: a delta of D features
-// holds about 8·D²/2 bytes whatever its rows (2.4 MB at D = 768), and a
+// holds about 16·D²/2 bytes whatever its rows (4.7 MB at D = 768), and a
 // restarted shard reads its files again from the start anyway.
 const DefaultDeltaRows = 100_000
 

@@ -84,24 +84,14 @@ func inputArgs(files []string) []string {
 	return args
 }
 
-// sameFit fails the test unless got fits as want: decisions on views to
-// 1e-8 in the identity and cov modes; in the learned mode, whose
-// Ã-step carries the merged sums' rounding into the decisions (see
-// model.TestMergedShardsRefitColdEqualsOne), the final objective of every
-// head to 1%, which a lost or doubled shard moves by tens of per cent.
+// sameFit fails the test unless got fits as want: the same lineage and
+// rows, and decisions on views to 1e-8 in every metric mode (the learned
+// one included: merged statistics round to one pass's, see
+// model.TestMergedStatsAnyPartitionAnyOrder).
 func sameFit(t *testing.T, got, want *model.Model, views []*mat.Dense) {
 	t.Helper()
 	if got.Lineage() != want.Lineage() || got.Meta.Rows != want.Meta.Rows {
 		t.Fatalf("lineage %s, %d rows; want %s, %d rows", got.Lineage(), got.Meta.Rows, want.Lineage(), want.Meta.Rows)
-	}
-	if want.Config.Fit.Mode == model.ModeLearned {
-		for h := range want.Heads {
-			w, g := want.Heads[h].Trace.Objective, got.Heads[h].Trace.Objective
-			if d := math.Abs(g[len(g)-1]-w[len(w)-1]) / w[len(w)-1]; d > 1e-2 {
-				t.Errorf("head %d: objective %g, train --like's %g", h, g[len(g)-1], w[len(w)-1])
-			}
-		}
-		return
 	}
 	var a, b mat.Dense
 	got.NewScorer().Score(&a, nil, views)
@@ -121,8 +111,10 @@ func sameFit(t *testing.T, got, want *model.Model, views []*mat.Dense) {
 // `mvml stats` over 4 shards of 6 files (shard 3 told its index by
 // $JOB_COMPLETION_INDEX, as a Kubernetes indexed job does), its deltas
 // merged as the refitter merges them and refitted cold, equals `mvml
-// train --like BASE` on all the files: identity and cov decisions to
-// 1e-8, the learned mode's objective to 1%.
+// train --like BASE` on all the files: decisions to 1e-8 in every mode,
+// on base models of 50 landmarks per view of 3 and 2 dimensions, whose
+// learned metric starts from Ã₀ ill-conditioned enough that sums merged in
+// plain float64 moved them by 3e-7.
 func TestStatsShardsEqualTrainLike(t *testing.T) {
 	dir := t.TempDir()
 	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 150, 1, nil)
@@ -138,7 +130,7 @@ func TestStatsShardsEqualTrainLike(t *testing.T) {
 	for _, mode := range []string{"identity", "cov", "learned"} {
 		t.Run(mode, func(t *testing.T) {
 			base := filepath.Join(t.TempDir(), "base.mvml")
-			mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", base, "--landmarks", "30", "--mode", mode)
+			mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", base, "--landmarks", "50", "--mode", mode)
 			b := loadModel(t, base)
 			cluster := kafkatest.Start(t, 1, "stats")
 			brokers := strings.Join(cluster.Brokers, ",")
@@ -264,7 +256,7 @@ func TestStatsThenRefitOnce(t *testing.T) {
 			cluster := kafkatest.Start(t, 1, "stats", "models")
 			brokers := strings.Join(cluster.Brokers, ",")
 			base := filepath.Join(t.TempDir(), "base.mvml")
-			mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", base, "--landmarks", "30", "--mode", mode,
+			mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", base, "--landmarks", "50", "--mode", mode,
 				"--brokers", brokers, "--model-topic", "models")
 			for shard := range 4 {
 				mustRun(t, append(append([]string{"stats"}, inputArgs(files)...), "--like", base, "--brokers", brokers,
