@@ -206,6 +206,7 @@ func (d *arrowDecoder) decodeAlone(b *Batch, rb *schemas.RecordBuilder, topic st
 		for range msg.rows {
 			b.Rows = append(b.Rows, m.Offset)
 			b.Partitions = append(b.Partitions, int32(m.Partition))
+			b.Times = append(b.Times, m.Time)
 		}
 		msg.release()
 		d.arrowRows = make([]bool, msg.rows)
@@ -253,6 +254,7 @@ func (d *arrowDecoder) add(b *Batch, rb *schemas.RecordBuilder, topic string, m 
 			}
 			b.Rows = append(b.Rows, m.Offset)
 			b.Partitions = append(b.Partitions, int32(m.Partition))
+			b.Times = append(b.Times, m.Time)
 			d.arrowRows = append(d.arrowRows, true)
 		}
 		first += int(rec.NumRows())
