@@ -426,11 +426,23 @@ func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic strin
 			dec.arrow.decodeInto(&b, rb, topic, m)
 			continue
 		}
-		if bad := dec.json.decode(m.Value); bad != nil {
+		// The views are decoded straight into the next row of the record's
+		// buffers; a rejected message's row is written over by the next.
+		row := rb.Len()
+		if row == rb.Cap() { // Arrow messages took the rows reserved
+			rb.Reserve(2 * row)
+		}
+		for l := range dec.views {
+			dim := rb.Dim(l)
+			dec.views[l] = rb.View(l)[row*dim : (row+1)*dim : (row+1)*dim]
+		}
+		if bad := dec.json.decode(m.Value, dec.views); bad != nil {
 			b.Rejects = append(b.Rejects, messageReject(topic, m, bad))
 			continue
 		}
-		rb.Append(dec.json.id, dec.json.label, dec.json.hasLabel, dec.json.vals)
+		rb.IDs()[row] = dec.json.id
+		rb.SetLabel(row, dec.json.label, dec.json.hasLabel)
+		rb.SetLen(row + 1)
 		b.Rows = append(b.Rows, m.Offset)
 		b.Partitions = append(b.Partitions, int32(m.Partition))
 		b.Times = append(b.Times, m.Time)

@@ -48,10 +48,11 @@ type prefixView struct {
 }
 
 // kafkaDecoder decodes message values into rows: one JSON object per
-// message (see the package documentation for the format). It keeps its
-// scratch space between messages, so decoding a row allocates nothing
-// unless the row is rejected or a field name has escapes. It is not safe
-// for concurrent use.
+// message (see the package documentation for the format). It writes a
+// row's views where its caller says (the batch's Arrow buffers) and keeps
+// its other scratch space between messages, so decoding a row allocates
+// nothing unless the row is rejected or a field name has escapes. It is
+// not safe for concurrent use.
 type kafkaDecoder struct {
 	spec         *schemas.ViewSpec
 	requireLabel bool
@@ -64,7 +65,8 @@ type kafkaDecoder struct {
 	label    float64
 	hasLabel bool
 	sawLabel bool        // the label field was given, maybe as null
-	vals     [][]float64 // per view, its dimension
+	vals     [][]float64 // per view, its dimension: where decode writes
+	dims     []int
 	form     []viewForm
 	count    []int      // values given so far per view (array items or flat fields)
 	seen     [][]uint32 // per flat view and feature, the gen of the row that set it
@@ -79,14 +81,13 @@ func newKafkaDecoder(spec *schemas.ViewSpec, requireLabel bool) *kafkaDecoder {
 		spec:         spec,
 		requireLabel: requireLabel,
 		fields:       map[string]fieldRef{},
-		vals:         make([][]float64, len(spec.Views)),
+		dims:         spec.Dims(),
 		form:         make([]viewForm, len(spec.Views)),
 		count:        make([]int, len(spec.Views)),
 		seen:         make([][]uint32, len(spec.Views)),
 	}
 	for l := range spec.Views {
 		v := &spec.Views[l]
-		d.vals[l] = make([]float64, v.Dimension())
 		switch {
 		case v.List != "":
 			// A list view has no flat form.
@@ -149,8 +150,10 @@ type rowError struct {
 }
 
 // decode decodes one message value into d.id, d.label, d.hasLabel and
-// d.vals. It returns nil or the first problem found.
-func (d *kafkaDecoder) decode(data []byte) *rowError {
+// vals, one slice of each view's dimension. It returns nil or the first
+// problem found; the values of a rejected message are left half written.
+func (d *kafkaDecoder) decode(data []byte, vals [][]float64) *rowError {
+	d.vals = vals
 	d.gen++
 	if d.gen == 0 { // wrapped: forget every mark
 		for _, s := range d.seen {
@@ -318,7 +321,7 @@ func (d *kafkaDecoder) decodeArray(l int) *rowError {
 		if err := s.skipValue(0); err != nil {
 			return err
 		}
-		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is %s, want an array of %d numbers", v.Name, describeKind(c), len(d.vals[l]))}
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is %s, want an array of %d numbers", v.Name, describeKind(c), d.dims[l])}
 	}
 	d.form[l] = formArray
 	dst := d.vals[l]
@@ -414,7 +417,7 @@ func (d *kafkaDecoder) finish() *rowError {
 		case formNone:
 			return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is missing", v.Name)}
 		case formFlat:
-			if d.count[l] == len(d.vals[l]) {
+			if d.count[l] == d.dims[l] {
 				continue
 			}
 			for j, g := range d.seen[l] {
