@@ -213,6 +213,7 @@ type KafkaSource struct {
 	dec      *recordDecoder // of records, used by Next only
 	labelDec *kafkaDecoder  // of labels, used by NextLabels only
 	rb       *schemas.RecordBuilder
+	recycled *recycler // rb's allocator
 	health   *kafkaHealth
 	totals   readerTotals
 	closed   bool
@@ -310,7 +311,8 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		s.transport.CloseIdleConnections()
 		return nil, fmt.Errorf("ingest: kafka: %w", err)
 	}
-	s.rb = schemas.NewRecordBuilder(opts.Allocator, spec)
+	s.recycled = newRecycler(opts.Allocator)
+	s.rb = schemas.NewRecordBuilder(s.recycled, spec)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.running.Go(s.follow)
 	return s, nil
@@ -546,6 +548,7 @@ func (s *KafkaSource) Close() error {
 	s.labelMu.Unlock()
 	s.transport.CloseIdleConnections()
 	s.rb.Release()
+	s.recycled.close()
 	s.dec.close()
 	if err != nil {
 		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)

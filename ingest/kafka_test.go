@@ -757,7 +757,10 @@ func BenchmarkKafkaDecode(b *testing.B) {
 				msgs[i] = kafka.Message{Topic: "t", Offset: int64(i), Value: v}
 				size += len(v)
 			}
-			dec, rb := newRecordDecoder(spec, FormatJSON, false, memory.NewGoAllocator()), schemas.NewRecordBuilder(memory.NewGoAllocator(), spec)
+			// The records are allocated as a KafkaSource allocates them.
+			recycled := newRecycler(memory.NewGoAllocator())
+			dec, rb := newRecordDecoder(spec, FormatJSON, false, memory.NewGoAllocator()), schemas.NewRecordBuilder(recycled, spec)
+			defer recycled.close()
 			defer rb.Release()
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
