@@ -421,6 +421,10 @@ func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic strin
 		dec.arrow.decodeAlone(&b, rb, topic, &msgs[0])
 		return b
 	}
+	// A row per message, unless Arrow messages bring more.
+	b.Rows = make([]int64, 0, len(msgs))
+	b.Partitions = make([]int32, 0, len(msgs))
+	b.Times = make([]time.Time, 0, len(msgs))
 	rb.Reserve(len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
