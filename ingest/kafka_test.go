@@ -215,7 +215,7 @@ func TestKafkaReadFloatMatchesStrconv(t *testing.T) {
 	var s jsonScanner
 	check := func(tok string) {
 		s.reset([]byte(tok))
-		got, _, overflow, bad := s.readFloat()
+		got, overflow, bad := s.readFloat()
 		want, err := strconv.ParseFloat(tok, 64)
 		switch {
 		case bad != nil:
