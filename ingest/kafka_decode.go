@@ -326,49 +326,60 @@ func (d *kafkaDecoder) decodeArray(l int) *rowError {
 	}
 	d.form[l] = formArray
 	dst := d.vals[l]
-	s.pos++
-	s.skipSpace()
+	// The items are read with the position in a local variable (see
+	// scanFloat); s takes it back for anything but a number and a comma.
+	data, i := s.data, skipSpaces(s.data, s.pos+1)
 	n := 0
-	if !s.consume(']') {
+	if i < len(data) && data[i] == ']' {
+		i++
+	} else {
 		for {
-			s.skipSpace()
-			c := s.peek()
-			if c == '-' || isDigit(c) {
-				start := s.pos
-				val, overflow, err := s.readFloat()
-				if err != nil {
-					return err
-				}
-				if overflow {
-					return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d: %s overflows float64", v.Name, n, quoteCell(s.data[start:s.pos]))}
-				}
-				if n < len(dst) {
-					dst[n] = val
-				}
-			} else {
-				if err := s.skipValue(1); err != nil {
-					return err
-				}
-				return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d is %s, want a number", v.Name, n, describeKind(c))}
+			i = skipSpaces(data, i)
+			val, end, fault := scanFloat(data, i)
+			if fault != numberOK {
+				s.pos = i
+				return d.badItem(v, n, fault, end)
+			}
+			if n < len(dst) {
+				dst[n] = val
 			}
 			n++
-			if s.consume(',') { // the usual separator, without a call
+			if i = skipSpaces(data, end); i < len(data) && data[i] == ',' {
+				i++
 				continue
 			}
-			more, err := s.separator(']', "in an array")
-			if err != nil {
-				return err
-			}
-			if !more {
+			if i < len(data) && data[i] == ']' {
+				i++
 				break
 			}
+			s.pos = i
+			return s.syntaxError("want ',' or ']' in an array")
 		}
 	}
+	s.pos = i
 	if n != len(dst) {
 		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q has %d values, want %d", v.Name, n, len(dst))}
 	}
 	d.count[l] = n
 	return nil
+}
+
+// badItem is the reject of item n of array view v, at s.pos, which is not
+// a number that fits a float64: its kind, or scanFloat's fault, met at end.
+func (d *kafkaDecoder) badItem(v *schemas.View, n int, fault numberFault, end int) *rowError {
+	s := &d.s
+	c := s.peek()
+	switch {
+	case c != '-' && !isDigit(c):
+		if err := s.skipValue(1); err != nil {
+			return err
+		}
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d is %s, want a number", v.Name, n, describeKind(c))}
+	case fault == numberOverflow:
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d: %s overflows float64", v.Name, n, quoteCell(s.data[s.pos:end]))}
+	}
+	s.pos = end
+	return s.syntaxError(fault.want())
 }
 
 // decodeFeature reads feature j of view l given as its own field. The
@@ -482,15 +493,15 @@ func (s *jsonScanner) consume(c byte) bool {
 	return false
 }
 
-func (s *jsonScanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+func (s *jsonScanner) skipSpace() { s.pos = skipSpaces(s.data, s.pos) }
+
+// skipSpaces returns the index of the first byte of b from i that is not
+// JSON white space.
+func skipSpaces(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
+	return i
 }
 
 // end checks that only white space follows the value.
@@ -569,15 +580,52 @@ func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
 	return s.data[start:s.pos], integer, nil
 }
 
-// readFloat reads a JSON number as a float64 in one pass: the syntax is
-// checked while the digits are gathered, and decimal.float converts them;
-// only the rare numbers it declines go to strconv. overflow says the number
-// is too large for a float64; a number too small for one is zero, as for
-// strconv. The number's text is what s advanced over, left to the rare
-// caller that needs it (an overflow's message): slicing it in the loop
-// over an array's numbers showed in its profile.
+// numberFault is why scanFloat did not read a finite float64.
+type numberFault uint8
+
+const (
+	numberOK numberFault = iota
+	numberNoDigit
+	numberNoFraction
+	numberNoExponent
+	numberOverflow // too large for a float64
+)
+
+// readFloat reads a JSON number as a float64 (see scanFloat). overflow
+// says the number is too large for a float64; a number too small for one
+// is zero, as for strconv. The number's text is what s advanced over,
+// left to the rare caller that needs it (an overflow's message).
 func (s *jsonScanner) readFloat() (v float64, overflow bool, err *rowError) {
-	data, i := s.data, s.pos
+	v, end, fault := scanFloat(s.data, s.pos)
+	s.pos = end
+	switch fault {
+	case numberOK:
+		return v, false, nil
+	case numberOverflow:
+		return v, true, nil
+	}
+	return 0, false, s.syntaxError(fault.want())
+}
+
+// want says what a number of that fault lacks.
+func (f numberFault) want() string {
+	switch f {
+	case numberNoFraction:
+		return "want a digit after '.'"
+	case numberNoExponent:
+		return "want a digit in the exponent"
+	}
+	return "want a digit"
+}
+
+// scanFloat reads the JSON number of data at i as a float64 in one pass:
+// the syntax is checked while the digits are gathered, and decimal.float
+// converts them; only the rare numbers it declines go to strconv. It
+// returns the index after the number, or where its syntax fails. The
+// position stays in a register: the loop over an array's numbers, whose
+// every step depends on where the last number ended, would otherwise
+// wait for it to be stored and loaded again for every number.
+func scanFloat(data []byte, i int) (v float64, end int, fault numberFault) {
 	start := i
 	neg := i < len(data) && data[i] == '-'
 	if neg {
@@ -592,8 +640,7 @@ func (s *jsonScanner) readFloat() (v float64, overflow bool, err *rowError) {
 		i, mant = gatherEights(data, i, 0)
 		i, mant = gatherDigits(data, i, mant)
 	default:
-		s.pos = i
-		return 0, false, s.syntaxError("want a digit")
+		return 0, i, numberNoDigit
 	}
 	nd, exp := i-digits, 0
 	if i < len(data) && data[i] == '.' {
@@ -601,8 +648,7 @@ func (s *jsonScanner) readFloat() (v float64, overflow bool, err *rowError) {
 		frac := i
 		i, mant = gatherEights(data, i, mant)
 		if i, mant = gatherDigits(data, i, mant); i == frac {
-			s.pos = i
-			return 0, false, s.syntaxError("want a digit after '.'")
+			return 0, i, numberNoFraction
 		}
 		nd += i - frac
 		exp = frac - i
@@ -611,24 +657,25 @@ func (s *jsonScanner) readFloat() (v float64, overflow bool, err *rowError) {
 	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
 		var ok bool
 		if i, e, ok = readExponent(data, i+1); !ok {
-			s.pos = i
-			return 0, false, s.syntaxError("want a digit in the exponent")
+			return 0, i, numberNoExponent
 		}
 	}
-	s.pos = i
 	d := decimal{mant: mant, exp: exp + e, neg: neg}
 	if nd > maxMantDigits {
 		d = longDecimal(data[digits:mantEnd], e, neg)
 	} else if v, ok := exactDecimal(d.mant, d.exp, d.neg); ok {
-		return v, false, nil
+		return v, i, numberOK
 	}
 	if v, ok := d.float(); ok {
-		return v, false, nil
+		return v, i, numberOK
 	}
 	// The token has JSON's number syntax, which strconv accepts; only its
 	// magnitude can fail.
-	v, perr := strconv.ParseFloat(string(data[start:i]), 64)
-	return v, perr != nil, nil
+	v, err := strconv.ParseFloat(string(data[start:i]), 64)
+	if err != nil {
+		return v, i, numberOverflow
+	}
+	return v, i, numberOK
 }
 
 func (s *jsonScanner) digits() int {
