@@ -222,7 +222,7 @@ func BenchmarkNumbers(b *testing.B) {
 				for range b.N {
 					s.reset(joined)
 					for {
-						if _, _, _, bad := s.readFloat(); bad != nil {
+						if _, _, bad := s.readFloat(); bad != nil {
 							b.Fatal(bad.reason)
 						}
 						if !s.consume(',') {

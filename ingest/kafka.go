@@ -213,6 +213,7 @@ type KafkaSource struct {
 	dec      *recordDecoder // of records, used by Next only
 	labelDec *kafkaDecoder  // of labels, used by NextLabels only
 	rb       *schemas.RecordBuilder
+	recycled *recycler // rb's allocator
 	health   *kafkaHealth
 	totals   readerTotals
 	closed   bool
@@ -310,7 +311,8 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		s.transport.CloseIdleConnections()
 		return nil, fmt.Errorf("ingest: kafka: %w", err)
 	}
-	s.rb = schemas.NewRecordBuilder(opts.Allocator, spec)
+	s.recycled = newRecycler(opts.Allocator)
+	s.rb = schemas.NewRecordBuilder(s.recycled, spec)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.running.Go(s.follow)
 	return s, nil
@@ -419,6 +421,10 @@ func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic strin
 		dec.arrow.decodeAlone(&b, rb, topic, &msgs[0])
 		return b
 	}
+	// A row per message, unless Arrow messages bring more.
+	b.Rows = make([]int64, 0, len(msgs))
+	b.Partitions = make([]int32, 0, len(msgs))
+	b.Times = make([]time.Time, 0, len(msgs))
 	rb.Reserve(len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
@@ -426,11 +432,23 @@ func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic strin
 			dec.arrow.decodeInto(&b, rb, topic, m)
 			continue
 		}
-		if bad := dec.json.decode(m.Value); bad != nil {
+		// The views are decoded straight into the next row of the record's
+		// buffers; a rejected message's row is written over by the next.
+		row := rb.Len()
+		if row == rb.Cap() { // Arrow messages took the rows reserved
+			rb.Reserve(2 * row)
+		}
+		for l := range dec.views {
+			dim := rb.Dim(l)
+			dec.views[l] = rb.View(l)[row*dim : (row+1)*dim : (row+1)*dim]
+		}
+		if bad := dec.json.decode(m.Value, dec.views); bad != nil {
 			b.Rejects = append(b.Rejects, messageReject(topic, m, bad))
 			continue
 		}
-		rb.Append(dec.json.id, dec.json.label, dec.json.hasLabel, dec.json.vals)
+		rb.IDs()[row] = dec.json.id
+		rb.SetLabel(row, dec.json.label, dec.json.hasLabel)
+		rb.SetLen(row + 1)
 		b.Rows = append(b.Rows, m.Offset)
 		b.Partitions = append(b.Partitions, int32(m.Partition))
 		b.Times = append(b.Times, m.Time)
@@ -534,6 +552,7 @@ func (s *KafkaSource) Close() error {
 	s.labelMu.Unlock()
 	s.transport.CloseIdleConnections()
 	s.rb.Release()
+	s.recycled.close()
 	s.dec.close()
 	if err != nil {
 		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)

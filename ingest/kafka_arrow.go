@@ -89,6 +89,7 @@ type recordDecoder struct {
 	format Format
 	json   *kafkaDecoder
 	arrow  *arrowDecoder
+	views  [][]float64 // where json writes the views of the next row
 }
 
 // newRecordDecoder returns the decoder of records of spec in format; mem
@@ -98,6 +99,7 @@ func newRecordDecoder(spec *schemas.ViewSpec, format Format, requireLabel bool, 
 		format: format,
 		json:   newKafkaDecoder(spec, requireLabel),
 		arrow:  newArrowDecoder(spec, requireLabel, mem),
+		views:  make([][]float64, len(spec.Views)),
 	}
 }
 

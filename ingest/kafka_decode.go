@@ -48,10 +48,11 @@ type prefixView struct {
 }
 
 // kafkaDecoder decodes message values into rows: one JSON object per
-// message (see the package documentation for the format). It keeps its
-// scratch space between messages, so decoding a row allocates nothing
-// unless the row is rejected or a field name has escapes. It is not safe
-// for concurrent use.
+// message (see the package documentation for the format). It writes a
+// row's views where its caller says (the batch's Arrow buffers) and keeps
+// its other scratch space between messages, so decoding a row allocates
+// nothing unless the row is rejected or a field name has escapes. It is
+// not safe for concurrent use.
 type kafkaDecoder struct {
 	spec         *schemas.ViewSpec
 	requireLabel bool
@@ -64,7 +65,8 @@ type kafkaDecoder struct {
 	label    float64
 	hasLabel bool
 	sawLabel bool        // the label field was given, maybe as null
-	vals     [][]float64 // per view, its dimension
+	vals     [][]float64 // per view, its dimension: where decode writes
+	dims     []int
 	form     []viewForm
 	count    []int      // values given so far per view (array items or flat fields)
 	seen     [][]uint32 // per flat view and feature, the gen of the row that set it
@@ -79,14 +81,13 @@ func newKafkaDecoder(spec *schemas.ViewSpec, requireLabel bool) *kafkaDecoder {
 		spec:         spec,
 		requireLabel: requireLabel,
 		fields:       map[string]fieldRef{},
-		vals:         make([][]float64, len(spec.Views)),
+		dims:         spec.Dims(),
 		form:         make([]viewForm, len(spec.Views)),
 		count:        make([]int, len(spec.Views)),
 		seen:         make([][]uint32, len(spec.Views)),
 	}
 	for l := range spec.Views {
 		v := &spec.Views[l]
-		d.vals[l] = make([]float64, v.Dimension())
 		switch {
 		case v.List != "":
 			// A list view has no flat form.
@@ -149,8 +150,10 @@ type rowError struct {
 }
 
 // decode decodes one message value into d.id, d.label, d.hasLabel and
-// d.vals. It returns nil or the first problem found.
-func (d *kafkaDecoder) decode(data []byte) *rowError {
+// vals, one slice of each view's dimension. It returns nil or the first
+// problem found; the values of a rejected message are left half written.
+func (d *kafkaDecoder) decode(data []byte, vals [][]float64) *rowError {
+	d.vals = vals
 	d.gen++
 	if d.gen == 0 { // wrapped: forget every mark
 		for _, s := range d.seen {
@@ -292,12 +295,13 @@ func (d *kafkaDecoder) decodeLabel() *rowError {
 		}
 		return &rowError{column: name, reason: fmt.Sprintf("label is %s, want a number or null", describeKind(c))}
 	}
-	v, tok, overflow, err := s.readFloat()
+	start := s.pos
+	v, overflow, err := s.readFloat()
 	if err != nil {
 		return err
 	}
 	if overflow {
-		return &rowError{column: name, reason: fmt.Sprintf("label %s overflows float64", quoteCell(tok))}
+		return &rowError{column: name, reason: fmt.Sprintf("label %s overflows float64", quoteCell(s.data[start:s.pos]))}
 	}
 	d.label, d.hasLabel = v, true
 	return nil
@@ -318,52 +322,64 @@ func (d *kafkaDecoder) decodeArray(l int) *rowError {
 		if err := s.skipValue(0); err != nil {
 			return err
 		}
-		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is %s, want an array of %d numbers", v.Name, describeKind(c), len(d.vals[l]))}
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is %s, want an array of %d numbers", v.Name, describeKind(c), d.dims[l])}
 	}
 	d.form[l] = formArray
 	dst := d.vals[l]
-	s.pos++
-	s.skipSpace()
+	// The items are read with the position in a local variable (see
+	// scanFloat); s takes it back for anything but a number and a comma.
+	data, i := s.data, skipSpaces(s.data, s.pos+1)
 	n := 0
-	if !s.consume(']') {
+	if i < len(data) && data[i] == ']' {
+		i++
+	} else {
 		for {
-			s.skipSpace()
-			c := s.peek()
-			if c == '-' || isDigit(c) {
-				val, tok, overflow, err := s.readFloat()
-				if err != nil {
-					return err
-				}
-				if overflow {
-					return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d: %s overflows float64", v.Name, n, quoteCell(tok))}
-				}
-				if n < len(dst) {
-					dst[n] = val
-				}
-			} else {
-				if err := s.skipValue(1); err != nil {
-					return err
-				}
-				return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d is %s, want a number", v.Name, n, describeKind(c))}
+			i = skipSpaces(data, i)
+			val, end, fault := scanFloat(data, i)
+			if fault != numberOK {
+				s.pos = i
+				return d.badItem(v, n, fault, end)
+			}
+			if n < len(dst) {
+				dst[n] = val
 			}
 			n++
-			if s.consume(',') { // the usual separator, without a call
+			if i = skipSpaces(data, end); i < len(data) && data[i] == ',' {
+				i++
 				continue
 			}
-			more, err := s.separator(']', "in an array")
-			if err != nil {
-				return err
-			}
-			if !more {
+			if i < len(data) && data[i] == ']' {
+				i++
 				break
 			}
+			s.pos = i
+			return s.syntaxError("want ',' or ']' in an array")
 		}
 	}
+	s.pos = i
 	if n != len(dst) {
 		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q has %d values, want %d", v.Name, n, len(dst))}
 	}
 	d.count[l] = n
 	return nil
+}
+
+// badItem is the reject of item n of array view v, at s.pos, which is not
+// a number that fits a float64: its kind, or scanFloat's fault, met at end.
+func (d *kafkaDecoder) badItem(v *schemas.View, n int, fault numberFault, end int) *rowError {
+	s := &d.s
+	c := s.peek()
+	switch {
+	case c != '-' && !isDigit(c):
+		if err := s.skipValue(1); err != nil {
+			return err
+		}
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d is %s, want a number", v.Name, n, describeKind(c))}
+	case fault == numberOverflow:
+		return &rowError{column: v.Name, reason: fmt.Sprintf("view %q item %d: %s overflows float64", v.Name, n, quoteCell(s.data[s.pos:end]))}
+	}
+	s.pos = end
+	return s.syntaxError(fault.want())
 }
 
 // decodeFeature reads feature j of view l given as its own field. The
@@ -386,13 +402,14 @@ func (d *kafkaDecoder) decodeFeature(l, j int) *rowError {
 		column := v.FeatureName(j)
 		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s) is %s, want a number", v.Name, j, column, describeKind(c))}
 	}
-	val, tok, overflow, err := s.readFloat()
+	start := s.pos
+	val, overflow, err := s.readFloat()
 	if err != nil {
 		return err
 	}
 	if overflow {
 		column := v.FeatureName(j)
-		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s): %s overflows float64", v.Name, j, column, quoteCell(tok))}
+		return &rowError{column: column, reason: fmt.Sprintf("view %q feature %d (%s): %s overflows float64", v.Name, j, column, quoteCell(s.data[start:s.pos]))}
 	}
 	d.vals[l][j] = val
 	d.seen[l][j] = d.gen
@@ -414,7 +431,7 @@ func (d *kafkaDecoder) finish() *rowError {
 		case formNone:
 			return &rowError{column: v.Name, reason: fmt.Sprintf("view %q is missing", v.Name)}
 		case formFlat:
-			if d.count[l] == len(d.vals[l]) {
+			if d.count[l] == d.dims[l] {
 				continue
 			}
 			for j, g := range d.seen[l] {
@@ -476,15 +493,15 @@ func (s *jsonScanner) consume(c byte) bool {
 	return false
 }
 
-func (s *jsonScanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+func (s *jsonScanner) skipSpace() { s.pos = skipSpaces(s.data, s.pos) }
+
+// skipSpaces returns the index of the first byte of b from i that is not
+// JSON white space.
+func skipSpaces(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
+	return i
 }
 
 // end checks that only white space follows the value.
@@ -563,18 +580,61 @@ func (s *jsonScanner) readNumber() (tok []byte, integer bool, err *rowError) {
 	return s.data[start:s.pos], integer, nil
 }
 
-// readFloat reads a JSON number as a float64 in one pass: the syntax is
-// checked while the digits are gathered, and decimal.float converts them;
-// only the rare numbers it declines go to strconv. overflow says the number
-// is too large for a float64; a number too small for one is zero, as for
-// strconv.
-func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *rowError) {
-	data, i := s.data, s.pos
+// numberFault is why scanFloat did not read a finite float64.
+type numberFault uint8
+
+const (
+	numberOK numberFault = iota
+	numberNoDigit
+	numberNoFraction
+	numberNoExponent
+	numberOverflow // too large for a float64
+)
+
+// readFloat reads a JSON number as a float64 (see scanFloat). overflow
+// says the number is too large for a float64; a number too small for one
+// is zero, as for strconv. The number's text is what s advanced over,
+// left to the rare caller that needs it (an overflow's message).
+func (s *jsonScanner) readFloat() (v float64, overflow bool, err *rowError) {
+	v, end, fault := scanFloat(s.data, s.pos)
+	s.pos = end
+	switch fault {
+	case numberOK:
+		return v, false, nil
+	case numberOverflow:
+		return v, true, nil
+	}
+	return 0, false, s.syntaxError(fault.want())
+}
+
+// want says what a number of that fault lacks.
+func (f numberFault) want() string {
+	switch f {
+	case numberNoFraction:
+		return "want a digit after '.'"
+	case numberNoExponent:
+		return "want a digit in the exponent"
+	}
+	return "want a digit"
+}
+
+// scanFloat reads the JSON number of data at i as a float64 in one pass:
+// the syntax is checked while the digits are gathered, and decimal.float
+// converts them; only the rare numbers it declines go to strconv. It
+// returns the index after the number, or where its syntax fails. The
+// position stays in a register: the loop over an array's numbers, whose
+// every step depends on where the last number ended, would otherwise
+// wait for it to be stored and loaded again for every number.
+func scanFloat(data []byte, i int) (v float64, end int, fault numberFault) {
 	start := i
 	neg := i < len(data) && data[i] == '-'
+	// Without a branch (SETEQ): the sign of sensor values is a coin toss,
+	// which a branch would mispredict half the time.
+	sign := 0
 	if neg {
-		i++
+		sign = 1
 	}
+	i += sign
 	digits := i
 	var mant uint64
 	switch {
@@ -584,8 +644,7 @@ func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *ro
 		i, mant = gatherEights(data, i, 0)
 		i, mant = gatherDigits(data, i, mant)
 	default:
-		s.pos = i
-		return 0, nil, false, s.syntaxError("want a digit")
+		return 0, i, numberNoDigit
 	}
 	nd, exp := i-digits, 0
 	if i < len(data) && data[i] == '.' {
@@ -593,8 +652,7 @@ func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *ro
 		frac := i
 		i, mant = gatherEights(data, i, mant)
 		if i, mant = gatherDigits(data, i, mant); i == frac {
-			s.pos = i
-			return 0, nil, false, s.syntaxError("want a digit after '.'")
+			return 0, i, numberNoFraction
 		}
 		nd += i - frac
 		exp = frac - i
@@ -603,25 +661,25 @@ func (s *jsonScanner) readFloat() (v float64, tok []byte, overflow bool, err *ro
 	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
 		var ok bool
 		if i, e, ok = readExponent(data, i+1); !ok {
-			s.pos = i
-			return 0, nil, false, s.syntaxError("want a digit in the exponent")
+			return 0, i, numberNoExponent
 		}
 	}
-	s.pos = i
-	tok = data[start:i]
 	d := decimal{mant: mant, exp: exp + e, neg: neg}
 	if nd > maxMantDigits {
 		d = longDecimal(data[digits:mantEnd], e, neg)
 	} else if v, ok := exactDecimal(d.mant, d.exp, d.neg); ok {
-		return v, tok, false, nil
+		return v, i, numberOK
 	}
 	if v, ok := d.float(); ok {
-		return v, tok, false, nil
+		return v, i, numberOK
 	}
 	// The token has JSON's number syntax, which strconv accepts; only its
 	// magnitude can fail.
-	v, perr := strconv.ParseFloat(string(tok), 64)
-	return v, tok, perr != nil, nil
+	v, err := strconv.ParseFloat(string(data[start:i]), 64)
+	if err != nil {
+		return v, i, numberOverflow
+	}
+	return v, i, numberOK
 }
 
 func (s *jsonScanner) digits() int {

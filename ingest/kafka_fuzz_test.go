@@ -31,8 +31,9 @@ func FuzzKafkaDecode(f *testing.F) {
 		}
 	}
 	d := newKafkaDecoder(spec, false)
+	vals := viewScratch(spec)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		bad := d.decode(data)
+		bad := d.decode(data, vals)
 		if bad != nil {
 			if bad.reason == "" {
 				t.Fatalf("reject without a reason, column %q", bad.column)

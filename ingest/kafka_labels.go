@@ -57,7 +57,7 @@ func newLabelDecoder(spec *schemas.ViewSpec) *kafkaDecoder {
 
 // decodeLabel decodes one label message with d, a label decoder.
 func decodeLabel(d *kafkaDecoder, value []byte) *rowError {
-	if bad := d.decode(value); bad != nil {
+	if bad := d.decode(value, nil); bad != nil { // a label message has no views
 		return bad
 	}
 	if !d.sawLabel {

@@ -96,12 +96,13 @@ type KafkaRangeSource struct {
 	// parts are the partitions with offsets to read, in partition order;
 	// cur indexes the one being read, and reader reads it (nil before its
 	// first message is fetched).
-	parts  []kafkaPartitionRange
-	cur    int
-	reader *kafka.Reader
-	dec    *recordDecoder
-	rb     *schemas.RecordBuilder
-	msgs   []kafka.Message // the messages of the batch being filled
+	parts    []kafkaPartitionRange
+	cur      int
+	reader   *kafka.Reader
+	dec      *recordDecoder
+	rb       *schemas.RecordBuilder
+	recycled *recycler       // rb's allocator
+	msgs     []kafka.Message // the messages of the batch being filled
 	// pending is a fetch error met after a batch had messages; the next
 	// Next returns it.
 	pending error
@@ -159,12 +160,14 @@ func NewKafkaRange(ctx context.Context, spec *schemas.ViewSpec, cfg KafkaRangeCo
 }
 
 func newKafkaRangeSource(spec *schemas.ViewSpec, cfg KafkaRangeConfig, opts Options, parts []kafkaPartitionRange) *KafkaRangeSource {
+	recycled := newRecycler(opts.Allocator)
 	return &KafkaRangeSource{
-		cfg:   cfg,
-		opts:  opts,
-		parts: parts,
-		dec:   newRecordDecoder(spec, FormatByHeader, opts.RequireLabel, opts.Allocator),
-		rb:    schemas.NewRecordBuilder(opts.Allocator, spec),
+		cfg:      cfg,
+		opts:     opts,
+		parts:    parts,
+		dec:      newRecordDecoder(spec, FormatByHeader, opts.RequireLabel, opts.Allocator),
+		rb:       schemas.NewRecordBuilder(recycled, spec),
+		recycled: recycled,
 	}
 }
 
@@ -443,6 +446,7 @@ func (s *KafkaRangeSource) Close() error {
 	}
 	s.closed = true
 	s.rb.Release()
+	s.recycled.close()
 	s.dec.close()
 	s.msgs = nil
 	var err error

@@ -206,7 +206,7 @@ func checkAgainstStrconv(t *testing.T, text string) {
 	}
 	var s jsonScanner
 	s.reset([]byte(text))
-	got, _, overflow, bad := s.readFloat()
+	got, overflow, bad := s.readFloat()
 	switch {
 	case bad != nil:
 		t.Errorf("JSON %s: %s", text, bad.reason)
@@ -239,7 +239,8 @@ func FuzzReadFloat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data string) {
 		var s jsonScanner
 		s.reset([]byte(data))
-		got, tok, overflow, bad := s.readFloat()
+		got, overflow, bad := s.readFloat()
+		tok := s.data[:s.pos]
 		prefix := jsonNumberish.FindString(data)
 		if !jsonNumber.MatchString(prefix) {
 			if bad == nil {

@@ -84,6 +84,9 @@ type Options struct {
 	// DefaultBatchSize.
 	BatchSize int
 	// Allocator allocates the records' buffers; nil means a Go allocator.
+	// A Kafka source hands the buffers of records released to later
+	// batches, and gives them back to Allocator when it closes: records
+	// must not be read after their Release.
 	Allocator memory.Allocator
 	// RequireLabel makes a file without the label column an error.
 	RequireLabel bool
