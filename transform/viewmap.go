@@ -151,13 +151,30 @@ func (m *ViewMap) Project(dst, x *mat.Dense) {
 }
 
 func (m *ViewMap) project(dst, x *mat.Dense, workers int) {
+	m.kernelMul(dst, x, m.Proj, workers)
+}
+
+// KernelMul sets dst (n×c, or empty to be sized) to k(x, Z)·b for the rows
+// of x (n×d) and b (p×c), as KernelTo followed by a product would, equal
+// to it bit for bit in the pure-Go build, without the n×p kernel: a
+// scorer's product with β that reads it back from memory costs as much as
+// the kernel's own exp. It panics on a shape mismatch.
+func (m *ViewMap) KernelMul(dst, x, b *mat.Dense) {
+	m.kernelMul(dst, x, b, defaultWorkers())
+}
+
+func (m *ViewMap) kernelMul(dst, x, b *mat.Dense, workers int) {
 	n := m.checkInput(x)
+	p, _ := m.Landmarks.Dims()
+	if bp, _ := b.Dims(); bp != p {
+		panic(mat.ErrShape)
+	}
 	if m.Standardize != nil {
 		x = m.Standardize.Apply(x)
 	}
-	p, r := m.Proj.Dims()
-	prepareDst(dst, n, r)
-	out, in, proj := dst.RawMatrix(), x.RawMatrix(), m.Proj.RawMatrix()
+	_, c := b.Dims()
+	prepareDst(dst, n, c)
+	out, in, right := dst.RawMatrix(), x.RawMatrix(), b.RawMatrix()
 	// Each worker keeps one kernel block, which goes from the first product
 	// to the second while still in cache.
 	newScratch := func() blas64.General {
@@ -167,7 +184,7 @@ func (m *ViewMap) project(dst, x *mat.Dense, workers int) {
 	runBlocks(n, workers, newScratch, func(kb blas64.General, lo, hi int) {
 		kb = rowsOf(kb, 0, hi-lo)
 		m.Kernel.crossBlock(kb, rowsOf(in, lo, hi), &m.rhs)
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, kb, proj, 0, rowsOf(out, lo, hi))
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, kb, right, 0, rowsOf(out, lo, hi))
 	})
 }
 
