@@ -174,8 +174,13 @@ func (s *Scorer) explain(i int, views []*mat.Dense) Unscorable {
 			off += r
 		}
 	} else {
-		for l, k := range s.kern {
-			if !finiteRow(k, i) {
+		// The kernels of a batch are not kept (Score multiplies each row
+		// block's by β while in cache): a bad row's are computed again.
+		var k mat.Dense
+		for l, vm := range s.m.Features.Views {
+			k.Reset()
+			vm.KernelTo(&k, views[l].Slice(i, i+1, 0, views[l].RawMatrix().Cols).(*mat.Dense))
+			if !finiteRow(&k, 0) {
 				return culprit(l, fmt.Sprintf("view %s: its %s kernel against the landmarks overflows (values too large for it)",
 					spec.Views[l].Name, s.m.Features.Views[l].Kernel.Type))
 			}

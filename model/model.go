@@ -501,7 +501,6 @@ func (m *Model) Predict(decision []float64) float64 {
 // is not safe for concurrent use; make one per goroutine.
 type Scorer struct {
 	m       *Model
-	kern    []*mat.Dense // per view n×p kernel against the landmarks
 	partial []*mat.Dense // per view n×outputs contribution
 	// feats are the projected features the last batch was scored from
 	// (ScoreProjected), nil when it was scored from its views (Score):
@@ -512,7 +511,7 @@ type Scorer struct {
 // NewScorer returns a scorer of m.
 func (m *Model) NewScorer() *Scorer {
 	v := len(m.Features.Views)
-	return &Scorer{m: m, kern: make([]*mat.Dense, v), partial: make([]*mat.Dense, v)}
+	return &Scorer{m: m, partial: make([]*mat.Dense, v)}
 }
 
 // Score sets dec (n×outputs) to the decision values of the rows of views
@@ -526,10 +525,8 @@ func (s *Scorer) Score(dec, contrib *mat.Dense, views []*mat.Dense) {
 	n, _ := views[0].Dims()
 	s.feats = nil
 	for l, vm := range m.Features.Views {
-		s.kern[l] = reuse(s.kern[l])
-		vm.KernelTo(s.kern[l], views[l])
 		s.partial[l] = reuse(s.partial[l])
-		s.partial[l].Mul(s.kern[l], m.coef[l])
+		vm.KernelMul(s.partial[l], views[l], m.coef[l])
 	}
 	s.combine(dec, contrib, n)
 }

@@ -13,7 +13,8 @@ type Options struct {
 	// BatchSize is the number of rows per input batch; 0 means
 	// ingest.DefaultBatchSize.
 	BatchSize int
-	// Allocator allocates the Arrow buffers; nil means a Go allocator.
+	// Allocator allocates the Arrow buffers; nil means a Go allocator (for
+	// Score, one that hands out again the buffers of released records).
 	Allocator memory.Allocator
 	// Logger receives the job's log lines; nil means none.
 	Logger *slog.Logger

@@ -131,6 +131,9 @@ func (c ScoreConfig) resolve() (ScoreConfig, error) {
 	case c.QueueDepth == 0:
 		c.QueueDepth = 2 * c.Workers
 	}
+	if c.Allocator == nil {
+		c.Allocator = &bufferPool{}
+	}
 	c.Options = c.Options.withDefaults()
 	return c, nil
 }

@@ -20,10 +20,14 @@ func defaultWorkers() int { return runtime.GOMAXPROCS(0) }
 
 // runBlocks calls work(state, lo, hi) for the consecutive blocks of rowBlock
 // rows of [0, n), on at most workers goroutines. Each goroutine gets its own
-// state from newState (scratch buffers), so workers share nothing mutable.
+// state from newState (scratch buffers), so workers share nothing mutable,
+// and hands it to done, when not nil, once it has no more blocks to do.
 // Block boundaries do not depend on workers, which keeps results identical
 // for any worker count.
-func runBlocks[S any](n, workers int, newState func() S, work func(s S, lo, hi int)) {
+func runBlocks[S any](n, workers int, newState func() S, work func(s S, lo, hi int), done func(S)) {
+	if done == nil {
+		done = func(S) {}
+	}
 	blocks := (n + rowBlock - 1) / rowBlock
 	workers = min(workers, blocks)
 	if workers <= 1 {
@@ -31,6 +35,7 @@ func runBlocks[S any](n, workers int, newState func() S, work func(s S, lo, hi i
 		for lo := 0; lo < n; lo += rowBlock {
 			work(s, lo, min(lo+rowBlock, n))
 		}
+		done(s)
 		return
 	}
 	var next atomic.Int64
@@ -38,6 +43,7 @@ func runBlocks[S any](n, workers int, newState func() S, work func(s S, lo, hi i
 	for range workers {
 		wg.Go(func() {
 			s := newState()
+			defer done(s)
 			for {
 				b := int(next.Add(1)) - 1
 				if b >= blocks {

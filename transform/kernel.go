@@ -224,7 +224,7 @@ func newRightSide(k Kernel, z *mat.Dense) rightSide {
 func (k Kernel) crossRows(dst, x blas64.General, rhs *rightSide, workers int) {
 	runBlocks(x.Rows, workers, func() struct{} { return struct{}{} }, func(_ struct{}, lo, hi int) {
 		k.crossBlock(rowsOf(dst, lo, hi), rowsOf(x, lo, hi), rhs)
-	})
+	}, nil)
 }
 
 // crossBlock sets dst to k(x, z) with one matrix product.

@@ -93,7 +93,7 @@ func pairwiseDistance(x *mat.Dense, rows []int, median bool) float64 {
 	sq := d2.RawMatrix()
 	runBlocks(m, defaultWorkers(), func() struct{} { return struct{}{} }, func(_ struct{}, lo, hi int) {
 		sqDistBlock(rowsOf(sq, lo, hi), rowsOf(s.RawMatrix(), lo, hi), &rhs)
-	})
+	}, nil)
 	if median {
 		dists := make([]float64, 0, m*(m-1)/2)
 		for i := range m {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -40,6 +41,11 @@ type ViewMap struct {
 	Standardize *Standardizer
 
 	rhs rightSide
+	// blocks keeps kernelMul's row-block scratch (*[]float64) between
+	// calls: a fresh 64 KiB per worker and call is memory the Go heap may
+	// have returned to the system, and page faults on its first write
+	// cost more than the product's own copies.
+	blocks sync.Pool
 }
 
 // NewViewMap builds the feature map of kernel k on the given landmark rows
@@ -151,24 +157,45 @@ func (m *ViewMap) Project(dst, x *mat.Dense) {
 }
 
 func (m *ViewMap) project(dst, x *mat.Dense, workers int) {
+	m.kernelMul(dst, x, m.Proj, workers)
+}
+
+// KernelMul sets dst (n×c, or empty to be sized) to k(x, Z)·b for the rows
+// of x (n×d) and b (p×c), as KernelTo followed by a product would, equal
+// to it bit for bit in the pure-Go build, without the n×p kernel: a
+// scorer's product with β that reads it back from memory costs as much as
+// the kernel's own exp. It panics on a shape mismatch.
+func (m *ViewMap) KernelMul(dst, x, b *mat.Dense) {
+	m.kernelMul(dst, x, b, defaultWorkers())
+}
+
+func (m *ViewMap) kernelMul(dst, x, b *mat.Dense, workers int) {
 	n := m.checkInput(x)
+	p, _ := m.Landmarks.Dims()
+	if bp, _ := b.Dims(); bp != p {
+		panic(mat.ErrShape)
+	}
 	if m.Standardize != nil {
 		x = m.Standardize.Apply(x)
 	}
-	p, r := m.Proj.Dims()
-	prepareDst(dst, n, r)
-	out, in, proj := dst.RawMatrix(), x.RawMatrix(), m.Proj.RawMatrix()
+	_, c := b.Dims()
+	prepareDst(dst, n, c)
+	out, in, right := dst.RawMatrix(), x.RawMatrix(), b.RawMatrix()
 	// Each worker keeps one kernel block, which goes from the first product
 	// to the second while still in cache.
-	newScratch := func() blas64.General {
-		rows := min(n, rowBlock)
-		return blas64.General{Rows: rows, Cols: p, Stride: p, Data: make([]float64, rows*p)}
+	getBlock := func() *[]float64 {
+		buf, _ := m.blocks.Get().(*[]float64)
+		if buf == nil {
+			buf = new([]float64)
+			*buf = make([]float64, rowBlock*p)
+		}
+		return buf
 	}
-	runBlocks(n, workers, newScratch, func(kb blas64.General, lo, hi int) {
-		kb = rowsOf(kb, 0, hi-lo)
+	runBlocks(n, workers, getBlock, func(buf *[]float64, lo, hi int) {
+		kb := blas64.General{Rows: hi - lo, Cols: p, Stride: p, Data: (*buf)[:(hi-lo)*p]}
 		m.Kernel.crossBlock(kb, rowsOf(in, lo, hi), &m.rhs)
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, kb, proj, 0, rowsOf(out, lo, hi))
-	})
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, kb, right, 0, rowsOf(out, lo, hi))
+	}, func(buf *[]float64) { m.blocks.Put(buf) })
 }
 
 func (m *ViewMap) checkInput(x *mat.Dense) int {

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -220,6 +221,44 @@ func TestProjectIndependentOfWorkersAndBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// KernelMul is the kernel followed by its product, without the kernel
+// matrix in between: bit for bit in the pure-Go build (every element of
+// the product is summed over the landmarks in order, whatever the rows of
+// a call), to rounding on OpenBLAS; with any number of columns (a scorer's
+// β has one per output) and of workers.
+func TestKernelMulEqualsKernelThenProduct(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	x := randDense(rng, 2*rowBlock+5, 9, 1, 0) // three blocks, the last partial
+	for _, tc := range testKernels {
+		m, err := NewViewMap(tc.k, gatherRows(x, drawRows(2*rowBlock+5, 40, 1, landmarkStream)), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k mat.Dense
+		m.KernelTo(&k, x)
+		for _, cols := range []int{1, 2, 9} {
+			t.Run(fmt.Sprintf("%s/%d columns", tc.name, cols), func(t *testing.T) {
+				b := randDense(rng, 40, cols, 1, 0)
+				var want mat.Dense
+				want.Mul(&k, b)
+				scale := mat.Norm(&k, math.Inf(1)) * mat.Norm(b, math.Inf(1))
+				for _, workers := range []int{1, 3} {
+					var got mat.Dense
+					m.kernelMul(&got, x, b, workers)
+					r, c := want.Dims()
+					for i := range r {
+						for j := range c {
+							if !equalToRounding(got.At(i, j), want.At(i, j), scale) {
+								t.Fatalf("%d workers: row %d, column %d: %v, want %v", workers, i, j, got.At(i, j), want.At(i, j))
+							}
+						}
+					}
+				}
+			})
+		}
 	}
 }
 
