@@ -320,6 +320,7 @@ func (s *KafkaSource) fetch(ctx context.Context, g *groupGen, topic string, offs
 // feed passes the messages r fetches to out until ctx ends, waiting
 // through transient errors.
 func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, partition int, out chan<- kafka.Message) {
+	lag := s.totals.lagOf(topic, partition)
 	for {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
@@ -338,6 +339,7 @@ func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, p
 			}
 			continue
 		}
+		lag.Store(max(m.HighWaterMark-m.Offset-1, 0))
 		select {
 		case out <- m:
 		case <-ctx.Done():
@@ -364,8 +366,9 @@ func (s *KafkaSource) readerConfig(topic string, partition int) kafka.ReaderConf
 		MinBytes:  s.cfg.MinBytes,
 		MaxBytes:  s.cfg.MaxBytes,
 		MaxWait:   max(s.cfg.MaxWait, minFetchWait),
-		// Polled by PartitionStats (the lag gauges of /metrics).
-		ReadLagInterval: kafkaLagInterval,
+		// The lag is kept from the messages' high-water marks (see
+		// PartitionStats.Lag).
+		ReadLagInterval: -1,
 		// The queue of fetched messages need not outgrow a batch.
 		QueueCapacity: min(s.opts.BatchSize, 1024),
 		ErrorLogger:   s.kafkaLogger(topic, partition),

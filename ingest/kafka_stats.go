@@ -4,16 +4,10 @@ import (
 	"cmp"
 	"slices"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/segmentio/kafka-go"
 )
-
-// kafkaLagInterval is how often a partition reader asks the partition's
-// leader for its last offset, so that the lag grows while the member
-// fetches nothing (a slow output holds the fetches back) as well as
-// shrinking when it fetches.
-const kafkaLagInterval = 10 * time.Second
 
 // PartitionStats are what the reader of one partition of a KafkaSource
 // reports (kafka-go's reader statistics). The counters add up over every
@@ -25,8 +19,12 @@ type PartitionStats struct {
 	// in service; Lag is current only while it does.
 	Owned bool `json:"owned"`
 	// Lag is the number of messages in the partition after the last one
-	// the member took: the partition's last offset, learned with every
-	// fetch and every kafkaLagInterval, less the member's position.
+	// the member took: the partition's high-water mark as the fetch of
+	// that message learned it, less the offset after it. (kafka-go's own
+	// periodic lag read is not used: it computes the lag from a position
+	// read before its request and stores it after, over the lag of
+	// messages fetched meanwhile, so a member that had caught up showed
+	// an old lag until the next read.)
 	Lag int64 `json:"lag"`
 	// Messages and Bytes count the messages fetched and the bytes of their
 	// keys and values, Fetches the fetch requests, and Errors the errors
@@ -48,6 +46,9 @@ type topicPartition struct {
 type readerTotals struct {
 	mu    sync.Mutex
 	parts map[topicPartition]*PartitionStats
+	// lags holds each partition's Lag, stored by the goroutine that takes
+	// its messages.
+	lags map[topicPartition]*atomic.Int64
 	// sum adds up every reader's counters, and readySeen is sum as the
 	// last Ready saw it.
 	sum, readySeen kafka.ReaderStats
@@ -78,7 +79,9 @@ func (t *readerTotals) collect(readers []*kafka.Reader, owned bool) {
 			t.parts[key] = p
 		}
 		p.Owned = owned
-		p.Lag = st.Lag
+		if lag := t.lags[key]; lag != nil {
+			p.Lag = lag.Load()
+		}
 		p.Messages += st.Messages
 		p.Bytes += st.Bytes
 		p.Fetches += st.Fetches
@@ -88,6 +91,21 @@ func (t *readerTotals) collect(readers []*kafka.Reader, owned bool) {
 		t.sum.Messages += st.Messages
 		t.sum.Errors += st.Errors
 	}
+}
+
+// lagOf returns where the lag of partition of topic is kept: the
+// goroutine taking its messages stores it with every message.
+func (t *readerTotals) lagOf(topic string, partition int) *atomic.Int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := topicPartition{topic, partition}
+	if t.lags == nil {
+		t.lags = map[topicPartition]*atomic.Int64{}
+	}
+	if t.lags[key] == nil {
+		t.lags[key] = new(atomic.Int64)
+	}
+	return t.lags[key]
 }
 
 // partitions returns the statistics of every partition read so far, by

@@ -929,3 +929,45 @@ func TestKafkaSourcePartitionStats(t *testing.T) {
 	}
 	check(false)
 }
+
+// The lag is what is left after the messages taken: positive while the
+// member is behind, and 0, not an older reading, once it has caught up.
+func TestKafkaSourceLag(t *testing.T) {
+	const n = 200
+	c := kafkatest.Start(t, 1, "lagging")
+	msgs := make([]kafkatest.Message, n)
+	for i := range msgs {
+		msgs[i] = kafkatest.Message{Value: kafkaMessage(i)}
+	}
+	c.Produce(t, "lagging", msgs...)
+	src := newTestKafka(t, c, "lagging", "g", checkedAllocator(t), 10, 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lag := func() int64 {
+		t.Helper()
+		st := src.PartitionStats()
+		if len(st) != 1 {
+			t.Fatalf("stats of %d partitions, want 1: %+v", len(st), st)
+		}
+		return st[0].Lag
+	}
+	for seen := 0; seen < n; {
+		b, err := src.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen += len(b.Rows)
+		b.Record.Release()
+		if err := b.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The source takes at most a batch in hand, one queued and the one
+		// its partition reader waits to queue ahead of what was read.
+		if l := lag(); l > int64(n-seen) || seen < n-30 && l <= 0 {
+			t.Errorf("lag %d after %d of %d messages", l, seen, n)
+		}
+	}
+	if l := lag(); l != 0 {
+		t.Errorf("lag %d after every message was taken", l)
+	}
+}
