@@ -49,7 +49,7 @@ func BenchmarkServeKafkaArrow(b *testing.B) {
 				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
 				cluster.ProduceBulk(b, "in", values...)
 				bare += drain(b, cluster, len(values), c.rows)
-				elapsed, cpuSeconds := serveArrow(b, cluster, m, c.rows, max(1, 1024/c.perMessage))
+				elapsed, cpuSeconds := serveTopic(b, cluster, m, c.rows, max(1, 1024/c.perMessage), ingest.FormatArrow)
 				serve += elapsed
 				cpu += cpuSeconds
 			}
@@ -152,18 +152,24 @@ func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n, rows int) float64 {
 	return s.seconds()
 }
 
-// serveArrow serves topic "in" (rows in all) until every row is scored
-// and returns the seconds it takes at its steady rate and the CPU time of
-// the process meanwhile.
-func serveArrow(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, batch int) (float64, float64) {
+// serveTopic serves topic "in" (rows in all, read in batches of batch
+// rows, messages of format) until every row is scored, into topic "out"
+// in the same format, and returns the seconds it takes at its steady rate
+// and the CPU time of the process meanwhile.
+func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, batch int, format ingest.Format) (float64, float64) {
 	b.Helper()
 	conn := kafkaconn.Config{Brokers: cluster.Brokers}
-	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: "in", Format: ingest.FormatArrow, GroupID: "serve", MaxBytes: fetchMaxBytes},
+	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: "in", Format: format, GroupID: "serve", MaxBytes: fetchMaxBytes},
 		ingest.Options{BatchSize: batch})
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: conn, Topic: "out"}, nil)
+	var out sink.Sink
+	if format == ingest.FormatArrow {
+		out, err = sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: conn, Topic: "out"}, nil)
+	} else {
+		out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: "out"})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,0 +1,54 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/model"
+)
+
+// BenchmarkServeKafkaJSON measures the service on JSON records against the
+// bare consumer, in one run, as BenchmarkServeKafkaArrow does on Arrow IPC
+// input: a topic of 4 partitions holds one JSON object per record (an id,
+// no label, 3 views × dim float64 numbers in shortest round-trip text, 16–17 digits, about
+// 3.6 KB a record at dim 64 and 17 KB at 315); in every iteration kafka-go's
+// own Readers drain it (three passes averaged), then the service reads it
+// in a consumer group in batches of 1024, decodes it, scores it (p = 128)
+// into an output topic (one JSON score per record) with broker acks, and
+// commits, the refit statistics off. Each is timed at its steady rate.
+// Metrics: the rows per second of each, their ratio (serve/bare, the goal
+// is 0.5), and the CPU time of the process per second of the service. Run
+// with -benchtime=1x and -count ≥ 6 (make bench-serve).
+func BenchmarkServeKafkaJSON(b *testing.B) {
+	for _, c := range []struct{ dim, rows int }{{64, 40_000}, {315, 10_000}} {
+		b.Run(fmt.Sprintf("shape=3x%d", c.dim), func(b *testing.B) {
+			spec := benchSpec(b, c.dim)
+			d := makeData(spec, c.rows, 22)
+			train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
+			m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			values := jsonRecords(b, spec, d)
+			var bare, serve, cpu float64
+			for range b.N {
+				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
+				cluster.ProduceBulk(b, "in", values...)
+				bare += drain(b, cluster, len(values), c.rows)
+				elapsed, cpuSeconds := serveTopic(b, cluster, m, c.rows, 1024, ingest.FormatJSON)
+				serve += elapsed
+				cpu += cpuSeconds
+			}
+			rows := float64(c.rows * b.N)
+			b.ReportMetric(rows/bare, "bare-rows/s")
+			b.ReportMetric(rows/serve, "serve-rows/s")
+			b.ReportMetric(bare/serve, "serve/bare")
+			b.ReportMetric(cpu/serve, "cpus")
+			// ns/op is the service's time.
+			b.ReportMetric(serve*1e9/float64(b.N), "ns/op")
+		})
+	}
+}
