@@ -3,7 +3,10 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -152,12 +155,44 @@ func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n, rows int) float64 {
 	return s.seconds()
 }
 
+var serveProfile = flag.String("serve-cpuprofile", "", "write a CPU profile of the service alone (the broker included, not the bare consumer) in the serve benchmarks to `FILE`")
+
+// profileCPU profiles the CPU into a new file path, or the one after the
+// last written (path.1, path.2, ...), until stop.
+func profileCPU(b *testing.B, path string) (stop func()) {
+	b.Helper()
+	name := path
+	for i := 1; ; i++ {
+		if _, err := os.Stat(name); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		name = fmt.Sprintf("%s.%d", path, i)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // serveTopic serves topic "in" (rows in all, read in batches of batch
 // rows, messages of format) until every row is scored, into topic "out"
 // in the same format, and returns the seconds it takes at its steady rate
 // and the CPU time of the process meanwhile.
 func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, batch int, format ingest.Format) (float64, float64) {
 	b.Helper()
+	if *serveProfile != "" {
+		stop := profileCPU(b, *serveProfile)
+		defer stop()
+	}
 	conn := kafkaconn.Config{Brokers: cluster.Brokers}
 	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: "in", Format: format, GroupID: "serve", MaxBytes: fetchMaxBytes},
 		ingest.Options{BatchSize: batch})
