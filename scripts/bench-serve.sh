@@ -29,11 +29,15 @@ fi
 echo "# $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs, $(go env GOVERSION), load average $(cut -d' ' -f1-3 /proc/loadavg)${BASE:+, base $BASE}"
 for _ in $(seq "$count"); do
   for b in "${builds[@]}"; do
-    "$dir/$b.test" -test.run '^$' -test.bench "$bench" -test.benchtime 1x -test.count 1 | tee -a "$dir/$b.out" | grep '^Benchmark' | sed "s/^/$b: /"
+    # A run that fails (a benchmark's b.Fatal) says so and the others go on.
+    "$dir/$b.test" -test.run '^$' -test.bench "$bench" -test.benchtime 1x -test.count 1 >"$dir/run.out" 2>&1 ||
+      { echo "# $b: a run failed:"; grep -v '^Benchmark' "$dir/run.out" | tail -n 20; }
+    grep '^Benchmark' "$dir/run.out" | tee -a "$dir/$b.out" | sed "s/^/$b: /" || true
   done
 done
 echo "# load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 out=bench-serve.out
+touch "$dir/current.out" "$dir/base.out"
 cp "$dir/current.out" "$out"
 if [ -n "${BASE:-}" ]; then
   cp "$dir/base.out" bench-serve-base.out
