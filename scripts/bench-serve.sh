@@ -5,10 +5,10 @@
 # turn, so that their ratio (serve/bare) is measured under the same load;
 # COUNT runs (default 6), then a benchstat table.
 #
-# BASE=REVISION also builds the benchmarks at that git revision (which must
-# have them) and runs the two builds in turn, COUNT times each, so that the
-# service's figures before and after are measured in one run on a machine
-# whose load changes; benchstat then sets them side by side.
+# BASE=REVISION also builds the package at that git revision, with this
+# tree's benchmark files, and runs the two builds in turn, COUNT times
+# each, so that the service's figures before and after are measured in one
+# run on a machine whose load changes; benchstat sets them side by side.
 # BENCH=REGEXP narrows the benchmarks (default both formats, every shape).
 # Usage: [BASE=REV] [COUNT=N] [BENCH=REGEXP] scripts/bench-serve.sh
 set -euo pipefail
@@ -23,6 +23,9 @@ go test -c -o "$dir/current.test" ./pipeline
 if [ -n "${BASE:-}" ]; then
   mkdir "$dir/base"
   git archive "$BASE" | tar -x -C "$dir/base"
+  # Both builds run this tree's benchmarks: the measurement is the same,
+  # only the code it measures differs.
+  cp pipeline/*_bench_test.go "$dir/base/pipeline/"
   (cd "$dir/base" && go test -c -o "$dir/base.test" ./pipeline)
   builds=(base current)
 fi
@@ -32,7 +35,7 @@ for _ in $(seq "$count"); do
     # A run that fails (a benchmark's b.Fatal) says so and the others go on.
     "$dir/$b.test" -test.run '^$' -test.bench "$bench" -test.benchtime 1x -test.count 1 >"$dir/run.out" 2>&1 ||
       { echo "# $b: a run failed:"; grep -v '^Benchmark' "$dir/run.out" | tail -n 20; }
-    grep '^Benchmark' "$dir/run.out" | tee -a "$dir/$b.out" | sed "s/^/$b: /" || true
+    grep -E '^(Benchmark|goos|goarch|pkg|cpu)' "$dir/run.out" | tee -a "$dir/$b.out" | grep '^Benchmark' | sed "s/^/$b: /" || true
   done
 done
 echo "# load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
