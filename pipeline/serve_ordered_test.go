@@ -212,6 +212,7 @@ func TestServeCommitsInOrderWhenScoredOutOfOrder(t *testing.T) {
 		}
 	}
 	noGoroutinesIn(t, "pipeline.startOrdered")
+	noGoroutinesIn(t, "pipeline.(*Service).prefetch")
 }
 
 // A model put in service while batches are scored ahead serves every
