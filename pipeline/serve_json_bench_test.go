@@ -14,17 +14,22 @@ import (
 // BenchmarkServeKafkaJSON measures the service on JSON records against the
 // bare consumer, in one run, as BenchmarkServeKafkaArrow does on Arrow IPC
 // input: a topic of 4 partitions holds one JSON object per record (an id,
-// no label, 3 views × dim float64 numbers in shortest round-trip text, 16–17 digits, about
-// 3.6 KB a record at dim 64 and 17 KB at 315); in every iteration kafka-go's
-// own Readers drain it (three passes averaged), then the service reads it
-// in a consumer group in batches of 1024, decodes it, scores it (p = 128)
+// no label, 3 views × dim float64 numbers in shortest round-trip text,
+// 16–17 digits: 3.6 KB a record at dim 64, 17 KB at 315, 140 and 170 MB
+// in all); in every iteration kafka-go's own Readers drain it (three
+// passes averaged), then the service reads it in a consumer group in
+// batches of 256 rows (128 at dim 315), decodes it, scores it (p = 128)
 // into an output topic (one JSON score per record) with broker acks, and
 // commits, the refit statistics off. Each is timed at its steady rate.
 // Metrics: the rows per second of each, their ratio (serve/bare, the goal
 // is 0.5), and the CPU time of the process per second of the service. Run
 // with -benchtime=1x and -count ≥ 6 (make bench-serve).
 func BenchmarkServeKafkaJSON(b *testing.B) {
-	for _, c := range []struct{ dim, rows int }{{64, 30_000}, {315, 8_000}} {
+	// The service holds up to InFlight + 2 batches (2 × GOMAXPROCS + 2),
+	// and its partition readers a batch's worth of messages each, before
+	// the first rows are scored: the batches are small enough that what
+	// was fetched before the timed window is a few percent of it.
+	for _, c := range []struct{ dim, rows, batch int }{{64, 40_000, 256}, {315, 10_000, 128}} {
 		b.Run(fmt.Sprintf("shape=3x%d", c.dim), func(b *testing.B) {
 			spec := benchSpec(b, c.dim)
 			d := makeData(spec, c.rows, 22)
@@ -43,7 +48,7 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 					cluster.ProduceBulk(b, "in", part...)
 				}
 				bare += drain(b, cluster, len(values), c.rows)
-				elapsed, cpuSeconds := serveTopic(b, cluster, m, c.rows, 1024, ingest.FormatJSON)
+				elapsed, cpuSeconds := serveTopic(b, cluster, m, c.rows, c.batch, ingest.FormatJSON)
 				serve += elapsed
 				cpu += cpuSeconds
 			}
