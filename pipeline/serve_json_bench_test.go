@@ -22,8 +22,9 @@ import (
 // into an output topic (one JSON score per record) with broker acks, and
 // commits, the refit statistics off. Each is timed at its steady rate.
 // Metrics: the rows per second of each, their ratio (serve/bare, the goal
-// is 0.5), and the CPU time of the process per second of the service. Run
-// with -benchtime=1x and -count ≥ 6 (make bench-serve).
+// is 0.5), the CPU time of the process per second of the service, and the
+// share of its time that its writes and commits waited for the broker
+// (broker-wait). Run with -benchtime=1x and -count ≥ 6 (make bench-serve).
 func BenchmarkServeKafkaJSON(b *testing.B) {
 	// The service holds up to InFlight + 2 batches (2 × GOMAXPROCS + 2),
 	// and its partition readers a batch's worth of messages each, before
@@ -39,7 +40,8 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 				b.Fatal(err)
 			}
 			values := jsonRecords(b, spec, d)
-			var bare, serve, cpu float64
+			var bare float64
+			var serve served
 			for range b.N {
 				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
 				// In parts: each has the broker's deadline, which a loaded
@@ -48,17 +50,9 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 					cluster.ProduceBulk(b, "in", part...)
 				}
 				bare += drain(b, cluster, len(values), c.rows)
-				elapsed, cpuSeconds := serveTopic(b, cluster, m, c.rows, c.batch, ingest.FormatJSON)
-				serve += elapsed
-				cpu += cpuSeconds
+				serve.add(serveTopic(b, cluster, m, c.rows, c.batch, ingest.FormatJSON))
 			}
-			rows := float64(c.rows * b.N)
-			b.ReportMetric(rows/bare, "bare-rows/s")
-			b.ReportMetric(rows/serve, "serve-rows/s")
-			b.ReportMetric(bare/serve, "serve/bare")
-			b.ReportMetric(cpu/serve, "cpus")
-			// ns/op is the service's time.
-			b.ReportMetric(serve*1e9/float64(b.N), "ns/op")
+			serve.report(b, c.rows, bare)
 		})
 	}
 }
