@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,16 +72,21 @@ type ServeConfig struct {
 	ShutdownGrace time.Duration
 	// Workers is the number of goroutines that score batches, each with
 	// a scorer of its own: batch k+1 is scored while batch k is written
-	// and committed, and the next ones decoded. Everything but the scoring
-	// (writes, dead letters, acknowledgements, the statistics, the join
-	// of late labels, refits and swaps) happens in input order on Run's
-	// goroutine. 0 means GOMAXPROCS, or InFlight when that is fewer.
+	// and committed, and the next one fetched and decoded. Everything but
+	// the scoring (writes, dead letters, acknowledgements, the statistics,
+	// the join of late labels, refits and swaps) happens in input order on
+	// Run's goroutine. The kernel products of one batch are spread over
+	// GOMAXPROCS goroutines already (in blocks of 64 rows), so one worker
+	// keeps every core busy unless batches are smaller than 64 rows a
+	// core; more workers then only contend for the cores (measured in
+	// BENCHMARKS.md). 0 means 1.
 	Workers int
 	// InFlight bounds the batches taken from the source and not yet
 	// written: being scored, scored and waiting for their turn, or being
 	// written. The source holds up to two more (one fetched, one being
 	// decoded), so the service holds about InFlight + 2 batches of
-	// records. It must be at least Workers; 0 means 2 × Workers.
+	// records. It must be at least Workers; 0 means Workers + 1, a batch
+	// for each worker and the one being written.
 	InFlight int
 	// Allocator allocates the output records; nil means a Go allocator.
 	Allocator memory.Allocator
@@ -177,13 +181,10 @@ func NewService(cfg ServeConfig) (*Service, error) {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
 	if cfg.Workers == 0 {
-		cfg.Workers = runtime.GOMAXPROCS(0)
-		if cfg.InFlight > 0 {
-			cfg.Workers = min(cfg.Workers, cfg.InFlight)
-		}
+		cfg.Workers = 1
 	}
 	if cfg.InFlight == 0 {
-		cfg.InFlight = 2 * cfg.Workers
+		cfg.InFlight = cfg.Workers + 1
 	}
 	if cfg.Allocator == nil {
 		cfg.Allocator = memory.NewGoAllocator()

@@ -47,8 +47,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	statsInterval := fs.Duration("stats-interval", pipeline.DefaultStatsInterval, "with --stats-topic, publish the statistics at least this often")
 	statsRows := fs.Int("stats-rows", pipeline.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
 	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
-	workers := fs.Int("workers", 0, "goroutines scoring batches while the batch before is written and committed, each with its own scorer; 0 means one per CPU (GOMAXPROCS), or --in-flight when that is fewer")
-	inFlight := fs.Int("in-flight", 0, "most batches taken from the topic and not yet written: being scored, waiting for their turn, or being written (two more are fetched and decoded meanwhile); 0 means twice --workers")
+	workers := fs.Int("workers", 1, "goroutines scoring batches while the batch before is written and committed; one batch's kernel products are spread over every CPU already, so more pay off only with batches under 64 rows per CPU")
+	inFlight := fs.Int("in-flight", 0, "most batches taken from the topic and not yet written: being scored, waiting for their turn, or being written (two more are fetched and decoded meanwhile); 0 means --workers + 1")
 	read := registerRead(fs)
 	config := registerConfig(fs)
 	if err := parseConfigured(a, fs, config, args); err != nil {
@@ -90,9 +90,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return usagef("--decay %g must be in (0, 1]", *decay)
 	}
 	switch {
-	case *workers < 0 || *inFlight < 0:
-		return usagef("--workers %d and --in-flight %d must not be negative", *workers, *inFlight)
-	case *workers > 0 && *inFlight > 0 && *inFlight < *workers:
+	case *workers < 1 || *inFlight < 0:
+		return usagef("--workers %d must be at least 1 and --in-flight %d not negative", *workers, *inFlight)
+	case *inFlight > 0 && *inFlight < *workers:
 		return usagef("--in-flight %d keeps only %d of --workers %d busy: give at least as many batches in flight as workers", *inFlight, *inFlight, *workers)
 	}
 	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
