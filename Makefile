@@ -8,7 +8,7 @@ COUNT     ?= 6
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval
 
-.PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score bench-stream bench-arrow demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score bench-stream bench-arrow bench-serve demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
@@ -23,6 +23,8 @@ help:
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn"
 	@echo "make bench-stream    mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
 	@echo "make bench-arrow     serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
+	@echo "make bench-serve     serve on JSON and on Arrow IPC input against the bare consumer (COUNT=$(COUNT));"
+	@echo "                     BASE=REV measures the service built at REV too, in turn with this one"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 	@echo "make docs            rewrite README's reference of the configuration keys and tables of the metrics (serve, refit) from the code"
@@ -94,6 +96,9 @@ bench-arrow:
 	bin/pipeline.test -test.run '^$$' -test.bench 'BenchmarkServeKafkaArrow' -test.benchtime 1x -test.count $(COUNT) | tee bench-arrow.out
 	$(BENCHSTAT) bench-arrow.out
 
+bench-serve:
+	COUNT=$(COUNT) BENCHSTAT="$(BENCHSTAT)" ./scripts/bench-serve.sh
+
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
@@ -111,4 +116,4 @@ docs:
 	$(GO) test -count=1 -run '^TestMetricsTableInREADME$$' ./pipeline -update-readme
 
 clean:
-	rm -rf bin bench.out bench-blas.out bench-arrow.out
+	rm -rf bin bench.out bench-blas.out bench-arrow.out bench-serve.out bench-serve-base.out

@@ -3,18 +3,23 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -29,8 +34,9 @@ import (
 // TCP against the in-process broker, which shares the CPU with them. Each
 // is timed between its tenth and nine tenths of the rows, its steady rate.
 // Metrics: the rows per second of each, their ratio (serve/bare, the goal
-// is 0.8), and the CPU time of the process per second of the service. Run
-// with -benchtime=1x and -count ≥ 6.
+// is 0.8), the CPU time of the process per second of the service, and the
+// share of the service's time that its writes and offset commits waited
+// for the broker (broker-wait). Run with -benchtime=1x and -count ≥ 6.
 func BenchmarkServeKafkaArrow(b *testing.B) {
 	for _, c := range []struct {
 		dim, rows, perMessage int
@@ -44,22 +50,15 @@ func BenchmarkServeKafkaArrow(b *testing.B) {
 				b.Fatal(err)
 			}
 			values := arrowRecords(b, spec, d, c.perMessage)
-			var bare, serve, cpu float64
+			var bare float64
+			var serve served
 			for range b.N {
 				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
 				cluster.ProduceBulk(b, "in", values...)
 				bare += drain(b, cluster, len(values), c.rows)
-				elapsed, cpuSeconds := serveArrow(b, cluster, m, c.rows, max(1, 1024/c.perMessage))
-				serve += elapsed
-				cpu += cpuSeconds
+				serve.add(serveTopic(b, cluster, m, c.rows, max(1, 1024/c.perMessage), ingest.FormatArrow))
 			}
-			rows := float64(c.rows * b.N)
-			b.ReportMetric(rows/bare, "bare-rows/s")
-			b.ReportMetric(rows/serve, "serve-rows/s")
-			b.ReportMetric(bare/serve, "serve/bare")
-			b.ReportMetric(cpu/serve, "cpus")
-			// ns/op is the service's time.
-			b.ReportMetric(serve*1e9/float64(b.N), "ns/op")
+			serve.report(b, c.rows, bare)
 		})
 	}
 }
@@ -152,18 +151,130 @@ func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n, rows int) float64 {
 	return s.seconds()
 }
 
-// serveArrow serves topic "in" (rows in all) until every row is scored
-// and returns the seconds it takes at its steady rate and the CPU time of
-// the process meanwhile.
-func serveArrow(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, batch int) (float64, float64) {
+var serveProfile = flag.String("serve-cpuprofile", "", "write a CPU profile of the service alone (the broker included, not the bare consumer) in the serve benchmarks to `FILE`")
+
+// profileCPU profiles the CPU into a new file path, or the one after the
+// last written (path.1, path.2, ...), until stop.
+func profileCPU(b *testing.B, path string) (stop func()) {
 	b.Helper()
+	name := path
+	for i := 1; ; i++ {
+		if _, err := os.Stat(name); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		name = fmt.Sprintf("%s.%d", path, i)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// served is how long a service took to serve a topic at its steady rate,
+// the CPU time of the process meanwhile, and how long of it the service
+// waited for the broker to acknowledge its writes (scores, dead letters)
+// and offset commits.
+type served struct {
+	seconds, cpu, waited float64
+}
+
+// add adds the figures of another run.
+func (s *served) add(o served) {
+	s.seconds += o.seconds
+	s.cpu += o.cpu
+	s.waited += o.waited
+}
+
+// report reports the figures of a serve benchmark of rows rows, against
+// bare seconds of the bare consumer, over b.N runs.
+func (s served) report(b *testing.B, rows int, bare float64) {
+	n := float64(rows * b.N)
+	b.ReportMetric(n/bare, "bare-rows/s")
+	b.ReportMetric(n/s.seconds, "serve-rows/s")
+	b.ReportMetric(bare/s.seconds, "serve/bare")
+	b.ReportMetric(s.cpu/s.seconds, "cpus")
+	b.ReportMetric(s.waited/s.seconds, "broker-wait")
+	// ns/op is the service's time.
+	b.ReportMetric(s.seconds*1e9/float64(b.N), "ns/op")
+}
+
+// waitClock adds the time the calls it times take.
+type waitClock struct{ ns atomic.Int64 }
+
+func (w *waitClock) since(start time.Time) { w.ns.Add(int64(time.Since(start))) }
+
+func (w *waitClock) seconds() float64 { return time.Duration(w.ns.Load()).Seconds() }
+
+// timedSink times the writes of a sink.
+type timedSink struct {
+	sink.Sink
+	clock *waitClock
+}
+
+func (t timedSink) Write(ctx context.Context, rec arrow.Record) error {
+	defer t.clock.since(time.Now())
+	return t.Sink.Write(ctx, rec)
+}
+
+// timedDeadLetters times the writes of dead letters.
+type timedDeadLetters struct {
+	sink.DeadLetters
+	clock *waitClock
+}
+
+func (t timedDeadLetters) WriteRejects(ctx context.Context, rejects []schemas.RowError) error {
+	defer t.clock.since(time.Now())
+	return t.DeadLetters.WriteRejects(ctx, rejects)
+}
+
+// timedAcks times the acknowledgements (offset commits) of a source's
+// batches.
+type timedAcks struct {
+	ingest.Source
+	clock *waitClock
+}
+
+func (t timedAcks) Next(ctx context.Context) (ingest.Batch, error) {
+	batch, err := t.Source.Next(ctx)
+	if ack := batch.Ack; ack != nil {
+		batch.Ack = func(ctx context.Context) error {
+			defer t.clock.since(time.Now())
+			return ack(ctx)
+		}
+	}
+	return batch, err
+}
+
+// serveTopic serves topic "in" (rows in all, read in batches of batch
+// rows, messages of format) until every row is scored, into topic "out"
+// in the same format.
+func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, batch int, format ingest.Format) served {
+	b.Helper()
+	if *serveProfile != "" {
+		stop := profileCPU(b, *serveProfile)
+		defer stop()
+	}
 	conn := kafkaconn.Config{Brokers: cluster.Brokers}
-	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: "in", Format: ingest.FormatArrow, GroupID: "serve", MaxBytes: fetchMaxBytes},
+	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: "in", Format: format, GroupID: "serve", MaxBytes: fetchMaxBytes},
 		ingest.Options{BatchSize: batch})
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: conn, Topic: "out"}, nil)
+	var out sink.Sink
+	if format == ingest.FormatArrow {
+		out, err = sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: conn, Topic: "out"}, nil)
+	} else {
+		out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: "out"})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,7 +282,9 @@ func serveArrow(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead})
+	var clock waitClock
+	svc, err := NewService(ServeConfig{Model: m, Source: timedAcks{src, &clock}, Output: timedSink{out, &clock},
+		DeadLetters: timedDeadLetters{dead, &clock}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,17 +292,19 @@ func serveArrow(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, 
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 	s := steady{n: rows}
-	var cpu0, cpu float64
+	var cpu0, cpu, waited0, waited float64
 	for scored := 0; s.end.IsZero(); scored = int(svc.Stats().Scored) {
 		started := !s.start.IsZero()
 		s.note(scored)
 		switch {
 		case !started && !s.start.IsZero():
-			cpu0 = cpuSeconds(b)
+			cpu0, waited0 = cpuSeconds(b), clock.seconds()
 		case !s.end.IsZero():
-			cpu = cpuSeconds(b) - cpu0
+			cpu, waited = cpuSeconds(b)-cpu0, clock.seconds()-waited0
 		}
-		time.Sleep(200 * time.Microsecond)
+		// Stats gathers every counter of the service: asked for more
+		// often, it takes a share of the CPU the service is timed on.
+		time.Sleep(2 * time.Millisecond)
 	}
 	for svc.Stats().Scored < int64(rows) {
 		time.Sleep(time.Millisecond)
@@ -204,5 +319,6 @@ func serveArrow(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, 
 	if err := errors.Join(src.Close(), out.Close(context.Background()), dead.Close(context.Background())); err != nil {
 		b.Fatal(err)
 	}
-	return s.seconds(), cpu * float64(rows) / float64(s.to-s.from)
+	scale := float64(rows) / float64(s.to-s.from)
+	return served{seconds: s.seconds(), cpu: cpu * scale, waited: waited * scale}
 }

@@ -70,6 +70,24 @@ type ServeConfig struct {
 	// their own writes (the Kafka sinks by their write timeout and retry
 	// policy).
 	ShutdownGrace time.Duration
+	// Workers is the number of goroutines that score batches, each with
+	// a scorer of its own: batch k+1 is scored while batch k is written
+	// and committed, and the next one fetched and decoded. Everything but
+	// the scoring (writes, dead letters, acknowledgements, the statistics,
+	// the join of late labels, refits and swaps) happens in input order on
+	// Run's goroutine. The kernel products of one batch are spread over
+	// GOMAXPROCS goroutines already (in blocks of 64 rows), so one worker
+	// keeps every core busy unless batches are smaller than 64 rows a
+	// core; more workers then only contend for the cores (measured in
+	// BENCHMARKS.md). 0 means 1.
+	Workers int
+	// InFlight bounds the batches taken from the source and not yet
+	// written: being scored, scored and waiting for their turn, or being
+	// written. The source holds up to two more (one fetched, one being
+	// decoded), so the service holds about InFlight + 2 batches of
+	// records. It must be at least Workers; 0 means Workers + 1, a batch
+	// for each worker and the one being written.
+	InFlight int
 	// Allocator allocates the output records; nil means a Go allocator.
 	Allocator memory.Allocator
 	// Logger receives a line per refit and per failure; nil means none.
@@ -145,6 +163,11 @@ func NewService(cfg ServeConfig) (*Service, error) {
 		return nil, fmt.Errorf("serve: refit decay %g outside (0, 1]", cfg.Refit.Decay)
 	case cfg.ShutdownGrace < 0:
 		return nil, fmt.Errorf("serve: negative shutdown grace %v", cfg.ShutdownGrace)
+	case cfg.Workers < 0 || cfg.InFlight < 0:
+		return nil, fmt.Errorf("serve: %d workers and %d batches in flight: neither may be negative", cfg.Workers, cfg.InFlight)
+	case cfg.Workers > 0 && cfg.InFlight > 0 && cfg.InFlight < cfg.Workers:
+		return nil, fmt.Errorf("serve: %d batches in flight keep only %d of %d workers busy: give at least as many batches in flight as workers",
+			cfg.InFlight, cfg.InFlight, cfg.Workers)
 	case cfg.Labels != nil && cfg.Labels.Stats != nil && cfg.Refit.enabled():
 		return nil, errors.New("serve: the statistics are published for a refitter: this service does not refit them itself")
 	}
@@ -156,6 +179,12 @@ func NewService(cfg ServeConfig) (*Service, error) {
 	}
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
+	}
+	if cfg.InFlight == 0 {
+		cfg.InFlight = cfg.Workers + 1
 	}
 	if cfg.Allocator == nil {
 		cfg.Allocator = memory.NewGoAllocator()
@@ -250,7 +279,8 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	close(s.begun)
 	defer close(s.stopped)
-	r := &serviceRun{Service: s, refits: newRefitScheduler(s), scorer: newBatchScorer(s.Model(), s.schema, s.cfg.Allocator)}
+	r := &serviceRun{Service: s, refits: newRefitScheduler(s), scorer: newBatchScorer(s.Model(), s.schema, s.cfg.Allocator),
+		scorers: make([]*batchScorer, s.cfg.InFlight)}
 	if c, ok := s.cfg.Output.(sink.Committer); ok {
 		r.committer = c
 		t := time.NewTicker(commitCheckInterval)
@@ -259,8 +289,11 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	fetched, stopFetching := s.prefetch(ctx)
 	defer stopFetching()
+	// Stopped before the fetching (deferred after it): it reads fetched.
+	r.scoring = startOrdered(ctx, fetched, s.cfg.Workers, s.cfg.InFlight, r.scoreAhead)
+	defer r.scoring.stop(scoring.release)
 	stopLabels := r.startLabels(ctx)
-	sourceEnded, err := r.loop(ctx, fetched)
+	sourceEnded, err := r.loop(ctx)
 	err = errors.Join(err, stopLabels())
 	if err == nil {
 		err = r.acknowledge(ctx)
@@ -275,7 +308,13 @@ func (s *Service) Run(ctx context.Context) error {
 type serviceRun struct {
 	*Service
 	refits *refitScheduler
-	scorer *batchScorer
+	// scoring scores the fetched batches ahead on ServeConfig.Workers
+	// goroutines, scorers[slot] the scorer of each of its slots; scorer
+	// scores again, in turn, a batch scored by a model no longer in
+	// service.
+	scoring *orderedWork[scoring]
+	scorers []*batchScorer
+	scorer  *batchScorer
 	// committer is the output when it commits (a directory of files),
 	// which commitCheck asks about while the source is idle; nil for an
 	// output whose writes are durable at once.
@@ -326,70 +365,89 @@ func (r *serviceRun) startLabels(ctx context.Context) (stop func() error) {
 	}
 }
 
-// loop serves the fetched batches until ctx is cancelled (nil), the
-// source ends (sourceEnded) or something fails.
-func (r *serviceRun) loop(ctx context.Context, fetched <-chan fetchResult) (sourceEnded bool, err error) {
+// scoreAhead scores a fetched batch with the model in service, on a
+// goroutine of r.scoring, with the scorer of its slot.
+func (r *serviceRun) scoreAhead(ctx context.Context, slot int, f fetchResult) scoring {
+	if f.err != nil || ctx.Err() != nil {
+		return scoring{fetch: f}
+	}
+	m := r.Model()
+	if r.scorers[slot] == nil || r.scorers[slot].model != m {
+		r.scorers[slot] = newBatchScorer(m, r.schema, r.cfg.Allocator)
+	}
+	return r.score(r.scorers[slot], f)
+}
+
+// loop serves the scored batches in input order until ctx is cancelled
+// (nil), the source ends (sourceEnded) or something fails.
+func (r *serviceRun) loop(ctx context.Context) (sourceEnded bool, err error) {
 	for {
-		f, ok, err := r.await(ctx, fetched)
+		t, err := r.await(ctx)
+		if t == nil { // the scoring saw ctx done
+			return false, err
+		}
+		sc := t.value
 		switch {
 		case err != nil:
-			f.release()
+			sc.release()
 			return false, err
-		case !ok: // the fetcher saw ctx done
-			return false, nil
-		case errors.Is(f.err, io.EOF):
+		case errors.Is(sc.fetch.err, io.EOF):
 			return true, nil
 		case ctx.Err() != nil:
-			f.release() // not acknowledged: delivered again
+			sc.release() // not acknowledged: delivered again
 			return false, nil
-		case f.err != nil:
-			return false, fmt.Errorf("serve: %w", f.err)
+		case sc.fetch.err != nil:
+			return false, fmt.Errorf("serve: %w", sc.fetch.err)
 		}
-		if err := r.serve(ctx, f.batch); err != nil {
+		err = r.serve(ctx, sc)
+		r.scoring.free(t)
+		if err != nil {
 			return false, err
 		}
 	}
 }
 
-// await waits for the next batch; meanwhile it puts finished refits and
-// swapped models in service, starts a refit that comes due by time and
-// commits an output that is due, so that all of it happens while the
-// source is idle too. The refits and swaps ready when the batch arrives
-// go first, so that the batch is scored by the newest model.
-func (r *serviceRun) await(ctx context.Context, fetched <-chan fetchResult) (fetchResult, bool, error) {
+// await waits for the next batch in input order and its scores; meanwhile
+// it puts finished refits and swapped models in service, starts a refit
+// that comes due by time and commits an output that is due, so that all
+// of it happens while the source is idle too. The refits and swaps ready
+// when the batch is scored go first, so that the batch is served by the
+// newest model. It returns nil when the scoring ended (ctx is done).
+func (r *serviceRun) await(ctx context.Context) (*ticket[scoring], error) {
 	for {
 		select {
 		case res := <-r.refits.done:
 			if err := r.refits.finished(ctx, res); err != nil {
-				return fetchResult{}, true, err
+				return nil, err
 			}
 		case req := <-r.swaps:
 			r.swap(req)
 		case <-r.refits.timer():
 			if err := r.refits.start(ctx); err != nil {
-				return fetchResult{}, true, err
+				return nil, err
 			}
 		case <-r.commitCheck:
 			if r.committer.Due() {
 				if err := r.acknowledge(ctx); err != nil {
-					return fetchResult{}, true, err
+					return nil, err
 				}
 			}
 		case err := <-r.labelsFailed:
-			return fetchResult{}, true, err
+			return nil, err
 		case <-r.published:
 			if r.committer == nil || r.committer.Due() {
 				if err := r.acknowledge(ctx); err != nil {
-					return fetchResult{}, true, err
+					return nil, err
 				}
 			}
 		case acc := <-r.local:
 			r.merge(acc)
-		case f, ok := <-fetched:
+		case t, ok := <-r.scoring.results():
 			if !ok {
-				return f, false, nil
+				return nil, nil
 			}
-			return f, true, r.takeReady(ctx)
+			t.wait()
+			return t, r.takeReady(ctx)
 		}
 	}
 }
@@ -450,17 +508,25 @@ func (r *serviceRun) swap(req swapRequest) {
 	req.done <- nil
 }
 
-// serve scores one batch with the model in service, writes it,
-// acknowledges what is due and starts a refit if one is.
-func (r *serviceRun) serve(ctx context.Context, b ingest.Batch) error {
-	if m := r.Model(); m != r.scorer.model {
-		r.scorer = newBatchScorer(m, r.schema, r.cfg.Allocator)
+// serve writes one scored batch, acknowledges what is due and starts a
+// refit if one is. A batch scored ahead by a model no longer in service is
+// scored again by the one in service, so that every batch is served by
+// the model in service when its turn comes, and its features are those
+// the statistics and the join hold.
+func (r *serviceRun) serve(ctx context.Context, sc scoring) error {
+	if m := r.Model(); sc.scorer.model != m {
+		sc.releaseScores()
+		if r.scorer.model != m {
+			r.scorer = newBatchScorer(m, r.schema, r.cfg.Allocator)
+		}
+		sc = r.score(r.scorer, sc.fetch)
 	}
-	h, err := r.handle(ctx, r.scorer, r.refits.acc, b)
+	ack := sc.fetch.batch.Ack
+	h, err := r.handle(ctx, r.refits.acc, sc)
 	if err != nil {
 		return err
 	}
-	r.pending = append(r.pending, pendingBatch{ack: b.Ack, counts: h.counts, statsSeq: h.statsSeq})
+	r.pending = append(r.pending, pendingBatch{ack: ack, counts: h.counts, statsSeq: h.statsSeq})
 	r.metrics.set(metricPending, int64(len(r.pending)))
 	if r.committer == nil || r.committer.Due() {
 		if err := r.acknowledge(ctx); err != nil {

@@ -99,59 +99,96 @@ type handled struct {
 	statsSeq uint64
 }
 
-// handle scores one batch, writes its outputs and dead letters, keeps its
+// scoring is a fetched batch as a worker scored it, waiting for its turn
+// to be written: the scores are computed out of order, on every core, and
+// everything else happens in input order (handle).
+type scoring struct {
+	fetch fetchResult
+	// scorer scored it (nil when it was not scored: a failed fetch, or the
+	// service stopping); its u and pred hold the rows' projected features
+	// and predictions until the batch is handled.
+	scorer *batchScorer
+	// scores holds the rows scored, nil when none is left; bad the rows
+	// that cannot be scored, in input order, and skip marks them.
+	scores arrow.Record
+	bad    []schemas.RowError
+	skip   []bool
+	// labelled says whether a row has a label; project whether the rows'
+	// projected features were kept (scorer.u), for the join of late
+	// labels or the statistics.
+	labelled, project bool
+}
+
+// release frees the batch and its scores, when it will not be handled:
+// it is not acknowledged and will be delivered again.
+func (sc scoring) release() {
+	sc.releaseScores()
+	sc.fetch.release()
+}
+
+func (sc *scoring) releaseScores() {
+	if sc.scores != nil {
+		sc.scores.Release()
+		sc.scores = nil
+	}
+}
+
+// score scores the rows of batch b with scorer; it may run on any
+// goroutine, concurrently with others on other scorers.
+func (s *Service) score(scorer *batchScorer, f fetchResult) scoring {
+	b := f.batch
+	sc := scoring{fetch: f, scorer: scorer}
+	bad, skip := badRows(scorer.model.Spec, b, false)
+	// The projected features serve the join and the statistics: computed
+	// once, and scored from.
+	sc.labelled = b.Record.NumRows() > 0 && int64(schemas.Labels(b.Record).NullN()) < b.Record.NumRows()
+	sc.project = s.join != nil || sc.labelled && (s.cfg.Refit.enabled() || s.publishes())
+	start := time.Now()
+	scores, unscorable, skip := scorer.scoreRows(b, skip, sc.project)
+	s.metrics.observe(metricScoreSeconds, time.Since(start).Seconds())
+	sc.scores, sc.bad, sc.skip = scores, mergeRowErrors(bad, unscorable), skip
+	return sc
+}
+
+// handle writes the outputs and dead letters of a scored batch, keeps its
 // scored records for their late labels (ServeConfig.Labels), and adds its
 // labelled rows to acc, or to the statistics to publish; the caller
-// acknowledges it. Once the batch is taken, cancellation of ctx gives it
-// the shutdown grace to finish.
-func (s *Service) handle(ctx context.Context, scorer *batchScorer, acc *model.Accumulator, b ingest.Batch) (handled, error) {
-	defer b.Record.Release()
+// acknowledges it. It releases the batch. Once the batch is taken,
+// cancellation of ctx gives it the shutdown grace to finish.
+func (s *Service) handle(ctx context.Context, acc *model.Accumulator, sc scoring) (handled, error) {
+	defer sc.release()
 	ctx, cancel := s.withGrace(ctx)
 	defer cancel()
-	m := scorer.model
+	b, m := sc.fetch.batch, sc.scorer.model
 	counts := batchCounts{in: int64(len(b.Rows) + len(b.Rejects))}
 	s.metrics.add(metricIn, counts.in)
 	s.metrics.add(metricNotCommitted, counts.in)
-	bad, skip := badRows(m.Spec, b, false)
-	// The projected features serve the join and the statistics: computed
-	// once, and scored from.
-	labelled := b.Record.NumRows() > 0 && int64(schemas.Labels(b.Record).NullN()) < b.Record.NumRows()
-	project := s.join != nil || labelled && (s.cfg.Refit.enabled() || s.publishes())
-	start := time.Now()
-	scores, unscorable, skip := scorer.scoreRows(b, skip, project)
-	s.metrics.observe(metricScoreSeconds, time.Since(start).Seconds())
-	bad = mergeRowErrors(bad, unscorable)
-	if len(bad) > 0 {
-		if err := s.cfg.DeadLetters.WriteRejects(ctx, bad); err != nil {
-			if scores != nil {
-				scores.Release()
-			}
+	if len(sc.bad) > 0 {
+		if err := s.cfg.DeadLetters.WriteRejects(ctx, sc.bad); err != nil {
 			return handled{}, fmt.Errorf("serve: dead letters: %w", err)
 		}
-		counts.deadLettered = int64(len(bad))
+		counts.deadLettered = int64(len(sc.bad))
 	}
-	if scores != nil {
-		counts.scored = scores.NumRows()
-		err := s.cfg.Output.Write(ctx, scores)
-		scores.Release()
-		if err != nil {
+	if sc.scores != nil {
+		counts.scored = sc.scores.NumRows()
+		if err := s.cfg.Output.Write(ctx, sc.scores); err != nil {
 			return handled{}, fmt.Errorf("serve: output: %w", err)
 		}
-		counts.scoredTimes = scoredTimes(b, skip)
+		counts.scoredTimes = scoredTimes(b, sc.skip)
 		if _, commits := s.cfg.Output.(sink.Committer); !commits {
 			counts.durable = time.Now()
 		}
 	}
 	var u *mat.Dense
-	if project && counts.scored > 0 {
-		u = &scorer.u
+	if sc.project && counts.scored > 0 {
+		u = &sc.scorer.u
 	}
 	if s.join != nil && u != nil {
-		s.join.scored(m, b, u, scorer.pred, skip)
+		s.join.scored(m, b, u, sc.scorer.pred, sc.skip)
 	}
 	h := handled{counts: counts}
-	if labelled {
-		h.labelled, h.statsSeq = s.learn(acc, m, b, skip, u)
+	if sc.labelled {
+		h.labelled, h.statsSeq = s.learn(acc, m, b, sc.skip, u)
 	}
 	return h, nil
 }

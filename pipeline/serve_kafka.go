@@ -76,11 +76,13 @@ type KafkaServeConfig struct {
 	// NewKafkaRunner, not at the first refit. Default ("") refitted models
 	// are saved nowhere but in Models.
 	ModelDir string
-	// Refit, Contributions and ShutdownGrace are the Service's (see
-	// ServeConfig).
+	// Refit, Contributions, ShutdownGrace, Workers and InFlight are the
+	// Service's (see ServeConfig).
 	Refit         RefitPolicy
 	Contributions bool
 	ShutdownGrace time.Duration
+	Workers       int
+	InFlight      int
 	// LabelsTopic, when set, is a topic of labels that arrive apart from
 	// their records ({"id": …, "label": …}, keyed by id), read by the same
 	// group: it must be co-partitioned with Topic (as many partitions,
@@ -200,7 +202,8 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 	if err == nil {
 		sc := ServeConfig{
 			Model: m, Source: src, Output: r.out, DeadLetters: r.dead, Contributions: cfg.Contributions,
-			Refit: cfg.Refit, OnRefit: r.publish, ShutdownGrace: cfg.ShutdownGrace, Allocator: opts.Allocator, Logger: opts.Logger,
+			Refit: cfg.Refit, OnRefit: r.publish, ShutdownGrace: cfg.ShutdownGrace, Workers: cfg.Workers, InFlight: cfg.InFlight,
+			Allocator: opts.Allocator, Logger: opts.Logger,
 		}
 		if late {
 			labels := cfg.Labels

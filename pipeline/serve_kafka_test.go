@@ -132,7 +132,7 @@ func TestServeKafkaOutputFailureLosesNothing(t *testing.T) {
 
 // jsonRecords are the rows of d as the JSON records of a Kafka topic, one
 // array per view.
-func jsonRecords(t *testing.T, spec *schemas.ViewSpec, d *dataset) [][]byte {
+func jsonRecords(t testing.TB, spec *schemas.ViewSpec, d *dataset) [][]byte {
 	t.Helper()
 	values := make([][]byte, d.rows())
 	for i := range values {

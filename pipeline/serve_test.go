@@ -295,12 +295,15 @@ func TestNewServiceErrors(t *testing.T) {
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
 	ok := ServeConfig{Model: m, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)}
 	for name, edit := range map[string]func(*ServeConfig){
-		"no model":       func(c *ServeConfig) { c.Model = nil },
-		"no source":      func(c *ServeConfig) { c.Source = nil },
-		"no output":      func(c *ServeConfig) { c.Output = nil },
-		"no dead letter": func(c *ServeConfig) { c.DeadLetters = nil },
-		"decay above 1":  func(c *ServeConfig) { c.Refit.Decay = 1.5 },
-		"negative rows":  func(c *ServeConfig) { c.Refit.Rows = -1 },
+		"no model":                     func(c *ServeConfig) { c.Model = nil },
+		"no source":                    func(c *ServeConfig) { c.Source = nil },
+		"no output":                    func(c *ServeConfig) { c.Output = nil },
+		"no dead letter":               func(c *ServeConfig) { c.DeadLetters = nil },
+		"decay above 1":                func(c *ServeConfig) { c.Refit.Decay = 1.5 },
+		"negative rows":                func(c *ServeConfig) { c.Refit.Rows = -1 },
+		"negative workers":             func(c *ServeConfig) { c.Workers = -1 },
+		"negative in flight":           func(c *ServeConfig) { c.InFlight = -2 },
+		"fewer in flight than workers": func(c *ServeConfig) { c.Workers, c.InFlight = 4, 3 },
 	} {
 		c := ok
 		edit(&c)

@@ -47,6 +47,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	statsInterval := fs.Duration("stats-interval", pipeline.DefaultStatsInterval, "with --stats-topic, publish the statistics at least this often")
 	statsRows := fs.Int("stats-rows", pipeline.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
 	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
+	workers := fs.Int("workers", 1, "goroutines scoring batches while the batch before is written and committed; one batch's kernel products are spread over every CPU already, so more pay off only with batches under 64 rows per CPU")
+	inFlight := fs.Int("in-flight", 0, "most batches taken from the topic and not yet written: being scored, waiting for their turn, or being written (two more are fetched and decoded meanwhile); 0 means --workers + 1")
 	read := registerRead(fs)
 	config := registerConfig(fs, serveInapplicableFlags)
 	if err := parseConfigured(a, fs, config, args); err != nil {
@@ -86,6 +88,12 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	if *decay <= 0 || *decay > 1 {
 		return usagef("--decay %g must be in (0, 1]", *decay)
+	}
+	switch {
+	case *workers < 1 || *inFlight < 0:
+		return usagef("--workers %d must be at least 1 and --in-flight %d not negative", *workers, *inFlight)
+	case *inFlight > 0 && *inFlight < *workers:
+		return usagef("--in-flight %d keeps only %d of --workers %d busy: give at least as many batches in flight as workers", *inFlight, *inFlight, *workers)
 	}
 	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
 		return usagef("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
@@ -128,7 +136,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		OutputTopic: *outTopic, ArrowOutput: arrowOutput, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
 		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
 		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
-		Contributions: *contributions, HTTPAddr: *httpAddr, Options: pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
+		Contributions: *contributions, HTTPAddr: *httpAddr, Workers: *workers, InFlight: *inFlight,
+		Options:     pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
 		LabelsTopic: *labelsTopic, StatsTopic: *statsTopic, Labels: labels,
 	}
 	if models != nil {

@@ -1,0 +1,58 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/model"
+)
+
+// BenchmarkServeKafkaJSON measures the service on JSON records against the
+// bare consumer, in one run, as BenchmarkServeKafkaArrow does on Arrow IPC
+// input: a topic of 4 partitions holds one JSON object per record (an id,
+// no label, 3 views × dim float64 numbers in shortest round-trip text,
+// 16–17 digits: 3.6 KB a record at dim 64, 17 KB at 315, 140 and 170 MB
+// in all); in every iteration kafka-go's own Readers drain it (three
+// passes averaged), then the service reads it in a consumer group in
+// batches of 256 rows (128 at dim 315), decodes it, scores it (p = 128)
+// into an output topic (one JSON score per record) with broker acks, and
+// commits, the refit statistics off. Each is timed at its steady rate.
+// Metrics: the rows per second of each, their ratio (serve/bare, the goal
+// is 0.5), the CPU time of the process per second of the service, and the
+// share of its time that its writes and commits waited for the broker
+// (broker-wait). Run with -benchtime=1x and -count ≥ 6 (make bench-serve).
+func BenchmarkServeKafkaJSON(b *testing.B) {
+	// The service holds up to InFlight + 2 batches (2 × GOMAXPROCS + 2),
+	// and its partition readers a batch's worth of messages each, before
+	// the first rows are scored: the batches are small enough that what
+	// was fetched before the timed window is a few percent of it.
+	for _, c := range []struct{ dim, rows, batch int }{{64, 40_000, 256}, {315, 10_000, 128}} {
+		b.Run(fmt.Sprintf("shape=3x%d", c.dim), func(b *testing.B) {
+			spec := benchSpec(b, c.dim)
+			d := makeData(spec, c.rows, 22)
+			train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
+			m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			values := jsonRecords(b, spec, d)
+			var bare float64
+			var serve served
+			for range b.N {
+				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
+				// In parts: each has the broker's deadline, which a loaded
+				// machine does not meet for the whole topic at once.
+				for part := range slices.Chunk(values, 2000) {
+					cluster.ProduceBulk(b, "in", part...)
+				}
+				bare += drain(b, cluster, len(values), c.rows)
+				serve.add(serveTopic(b, cluster, m, c.rows, c.batch, ingest.FormatJSON))
+			}
+			serve.report(b, c.rows, bare)
+		})
+	}
+}
