@@ -144,30 +144,11 @@ func (c *refitterCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends every number of one Stats; a row whose field does not fit
-// its kind is an error of the scrape rather than a number left out.
+// Collect sends every number of one Stats.
 func (c *refitterCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.r.Stats()
 	for m, def := range refitMetricDefs {
-		desc, vt := c.descs[m], def.kind.valueType()
-		send := func(x prometheus.Metric, err error) {
-			if err != nil {
-				x = prometheus.NewInvalidMetric(desc, err)
-			}
-			ch <- x
-		}
-		switch field := def.field(&st).(type) {
-		case *int64:
-			send(prometheus.NewConstMetric(desc, vt, float64(*field)))
-		case *float64:
-			send(prometheus.NewConstMetric(desc, vt, *field))
-		case []sample:
-			for _, x := range field {
-				send(prometheus.NewConstMetric(desc, vt, x.value, x.labels...))
-			}
-		default:
-			send(nil, fmt.Errorf("%s: field of type %T", def.name, field))
-		}
+		sendField(ch, c.descs[m], def.kind.valueType(), def.name, def.field(&st))
 	}
 }
 

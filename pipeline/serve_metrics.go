@@ -532,42 +532,47 @@ func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends every number of one Stats; a row whose field does not fit
-// its kind is an error of the scrape rather than a number left out.
+// Collect sends every number of one Stats.
 func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.Stats()
 	for m, def := range serveMetricDefs {
-		desc, vt := c.descs[m], def.kind.valueType()
-		send := func(x prometheus.Metric, err error) {
-			if err != nil {
-				x = prometheus.NewInvalidMetric(desc, err)
-			}
-			ch <- x
+		sendField(ch, c.descs[m], def.kind.valueType(), def.name, def.field(&st))
+	}
+}
+
+// sendField sends the samples of field, a metric's field of a role's
+// Stats, as metrics of desc; a field of a type no row should have is an
+// error of the scrape rather than a number left out.
+func sendField(ch chan<- prometheus.Metric, desc *prometheus.Desc, vt prometheus.ValueType, name string, field any) {
+	send := func(x prometheus.Metric, err error) {
+		if err != nil {
+			x = prometheus.NewInvalidMetric(desc, err)
 		}
-		switch field := def.field(&st).(type) {
-		case *int64:
-			send(prometheus.NewConstMetric(desc, vt, float64(*field)))
-		case *float64:
-			send(prometheus.NewConstMetric(desc, vt, *field))
-		case *map[string]int64:
-			for label, n := range *field {
-				send(prometheus.NewConstMetric(desc, vt, float64(n), label))
-			}
-		case []sample:
-			for _, x := range field {
-				send(prometheus.NewConstMetric(desc, vt, x.value, x.labels...))
-			}
-		case labelledInt:
-			send(prometheus.NewConstMetric(desc, vt, float64(*field.Value), field.Label))
-		case *Histogram:
-			buckets := make(map[float64]uint64, len(field.Bounds))
-			for i, b := range field.Bounds {
-				buckets[b] = field.Counts[i]
-			}
-			send(prometheus.NewConstHistogram(desc, field.Count, field.Sum, buckets))
-		default:
-			send(nil, fmt.Errorf("%s: field of type %T", def.name, field))
+		ch <- x
+	}
+	switch field := field.(type) {
+	case *int64:
+		send(prometheus.NewConstMetric(desc, vt, float64(*field)))
+	case *float64:
+		send(prometheus.NewConstMetric(desc, vt, *field))
+	case *map[string]int64:
+		for label, n := range *field {
+			send(prometheus.NewConstMetric(desc, vt, float64(n), label))
 		}
+	case []sample:
+		for _, x := range field {
+			send(prometheus.NewConstMetric(desc, vt, x.value, x.labels...))
+		}
+	case labelledInt:
+		send(prometheus.NewConstMetric(desc, vt, float64(*field.Value), field.Label))
+	case *Histogram:
+		buckets := make(map[float64]uint64, len(field.Bounds))
+		for i, b := range field.Bounds {
+			buckets[b] = field.Counts[i]
+		}
+		send(prometheus.NewConstHistogram(desc, field.Count, field.Sum, buckets))
+	default:
+		send(nil, fmt.Errorf("%s: field of type %T", name, field))
 	}
 }
 
