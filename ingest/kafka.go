@@ -13,6 +13,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/internal/arrowalloc"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
@@ -213,7 +214,7 @@ type KafkaSource struct {
 	dec      *recordDecoder // of records, used by Next only
 	labelDec *kafkaDecoder  // of labels, used by NextLabels only
 	rb       *schemas.RecordBuilder
-	recycled *recycler // rb's allocator
+	recycled *arrowalloc.Recycler // rb's allocator
 	health   *kafkaHealth
 	totals   readerTotals
 	closed   bool
@@ -311,7 +312,7 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		s.transport.CloseIdleConnections()
 		return nil, fmt.Errorf("ingest: kafka: %w", err)
 	}
-	s.recycled = newRecycler(opts.Allocator)
+	s.recycled = arrowalloc.New(opts.Allocator, arrowalloc.Options{})
 	s.rb = schemas.NewRecordBuilder(s.recycled, spec)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.running.Go(s.follow)
@@ -552,7 +553,7 @@ func (s *KafkaSource) Close() error {
 	s.labelMu.Unlock()
 	s.transport.CloseIdleConnections()
 	s.rb.Release()
-	s.recycled.close()
+	s.recycled.Close()
 	s.dec.close()
 	if err != nil {
 		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)

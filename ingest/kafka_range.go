@@ -11,6 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/internal/arrowalloc"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
@@ -101,8 +102,8 @@ type KafkaRangeSource struct {
 	reader   *kafka.Reader
 	dec      *recordDecoder
 	rb       *schemas.RecordBuilder
-	recycled *recycler       // rb's allocator
-	msgs     []kafka.Message // the messages of the batch being filled
+	recycled *arrowalloc.Recycler // rb's allocator
+	msgs     []kafka.Message      // the messages of the batch being filled
 	// pending is a fetch error met after a batch had messages; the next
 	// Next returns it.
 	pending error
@@ -160,7 +161,7 @@ func NewKafkaRange(ctx context.Context, spec *schemas.ViewSpec, cfg KafkaRangeCo
 }
 
 func newKafkaRangeSource(spec *schemas.ViewSpec, cfg KafkaRangeConfig, opts Options, parts []kafkaPartitionRange) *KafkaRangeSource {
-	recycled := newRecycler(opts.Allocator)
+	recycled := arrowalloc.New(opts.Allocator, arrowalloc.Options{})
 	return &KafkaRangeSource{
 		cfg:      cfg,
 		opts:     opts,
@@ -446,7 +447,7 @@ func (s *KafkaRangeSource) Close() error {
 	}
 	s.closed = true
 	s.rb.Release()
-	s.recycled.close()
+	s.recycled.Close()
 	s.dec.close()
 	s.msgs = nil
 	var err error

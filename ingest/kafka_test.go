@@ -19,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mvml/mvml/internal/arrowalloc"
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
@@ -758,9 +759,9 @@ func BenchmarkKafkaDecode(b *testing.B) {
 				size += len(v)
 			}
 			// The records are allocated as a KafkaSource allocates them.
-			recycled := newRecycler(memory.NewGoAllocator())
+			recycled := arrowalloc.New(memory.NewGoAllocator(), arrowalloc.Options{})
 			dec, rb := newRecordDecoder(spec, FormatJSON, false, memory.NewGoAllocator()), schemas.NewRecordBuilder(recycled, spec)
-			defer recycled.close()
+			defer recycled.Close()
 			defer rb.Release()
 			b.SetBytes(int64(size))
 			b.ReportAllocs()

@@ -2,97 +2,13 @@ package ingest
 
 import (
 	"testing"
-	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/internal/arrowalloc"
 	"github.com/mvml/mvml/schemas"
 )
-
-// The recycler hands a freed buffer out again when it fits closely, keeps
-// no more than recycleMaxBytes, and gives everything back to the
-// allocator under it once closed (the checked allocator ends at zero).
-func TestRecycler(t *testing.T) {
-	same := func(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
-	tests := []struct {
-		name string
-		run  func(t *testing.T, r *recycler, mem *memory.CheckedAllocator)
-	}{
-		{"a freed buffer is reused", func(t *testing.T, r *recycler, mem *memory.CheckedAllocator) {
-			a := r.Allocate(4096)
-			r.Free(a)
-			b := r.Allocate(4000)
-			if !same(a, b) || len(b) != 4000 {
-				t.Errorf("got a new buffer of %d bytes, want the freed one cut to 4000", len(b))
-			}
-			if mem.CurrentAlloc() != 4096 {
-				t.Errorf("%d bytes allocated, want 4096", mem.CurrentAlloc())
-			}
-			r.Free(b)
-		}},
-		{"a buffer more than twice the size is not", func(t *testing.T, r *recycler, mem *memory.CheckedAllocator) {
-			a := r.Allocate(4096)
-			r.Free(a)
-			b := r.Allocate(1000)
-			if same(a, b) {
-				t.Error("a 4096-byte buffer was handed out for 1000 bytes")
-			}
-			r.Free(b)
-		}},
-		{"the closest fit is taken", func(t *testing.T, r *recycler, mem *memory.CheckedAllocator) {
-			big, small := r.Allocate(8000), r.Allocate(5000)
-			r.Free(big)
-			r.Free(small)
-			b := r.Allocate(4500)
-			if !same(b, small) {
-				t.Error("the 8000-byte buffer was taken for 4500 bytes, want the 5000-byte one")
-			}
-			r.Free(b)
-		}},
-		{"the kept bytes are bounded", func(t *testing.T, r *recycler, mem *memory.CheckedAllocator) {
-			bufs := make([][]byte, 3)
-			for i := range bufs {
-				bufs[i] = r.Allocate(recycleMaxBytes / 2)
-			}
-			for _, b := range bufs {
-				r.Free(b)
-			}
-			if got := mem.CurrentAlloc(); got != recycleMaxBytes {
-				t.Errorf("%d bytes held, want %d", got, recycleMaxBytes)
-			}
-		}},
-		{"reallocate keeps the contents", func(t *testing.T, r *recycler, mem *memory.CheckedAllocator) {
-			a := r.Allocate(64)
-			for i := range a {
-				a[i] = byte(i)
-			}
-			a = r.Reallocate(1000, a)
-			for i := range 64 {
-				if a[i] != byte(i) {
-					t.Fatalf("byte %d is %d after growing, want %d", i, a[i], i)
-				}
-			}
-			r.Free(a)
-		}},
-		{"after close buffers go back at once", func(t *testing.T, r *recycler, mem *memory.CheckedAllocator) {
-			a := r.Allocate(4096)
-			r.close()
-			r.Free(a)
-			if mem.CurrentAlloc() != 0 {
-				t.Errorf("%d bytes held after close", mem.CurrentAlloc())
-			}
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			mem := checkedAllocator(t)
-			r := newRecycler(mem)
-			tt.run(t, r, mem)
-			r.close()
-		})
-	}
-}
 
 // A batch decoded into dirty memory or into the buffers of the batch
 // before, as a Kafka source reuses them, has exactly the rows of one
@@ -134,17 +50,17 @@ func TestKafkaBatchInRecycledBuffers(t *testing.T) {
 	}
 	// Memory fresh from a pool, full of ones, then the buffers of a batch
 	// before.
-	dirty := newRecycler(dirtyAllocator{mem})
-	defer dirty.close()
+	dirty := arrowalloc.New(dirtyAllocator{mem}, arrowalloc.Options{})
+	defer dirty.Close()
 	if got := decode(dirty, second); !rowsEqual(got, want) {
 		t.Errorf("rows in dirty buffers\n%v\nwant\n%v", got, want)
 	}
-	recycled := newRecycler(mem)
-	defer recycled.close()
+	recycled := arrowalloc.New(mem, arrowalloc.Options{})
+	defer recycled.Close()
 	if got := decode(recycled, first, second); !rowsEqual(got, want) {
 		t.Errorf("rows in recycled buffers\n%v\nwant\n%v", got, want)
 	}
-	if recycled.bytes == 0 {
+	if mem.CurrentAlloc() == 0 {
 		t.Error("the buffers were not kept")
 	}
 }

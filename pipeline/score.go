@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/arrowalloc"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -131,12 +132,14 @@ func (c ScoreConfig) resolve() (ScoreConfig, error) {
 	case c.QueueDepth == 0:
 		c.QueueDepth = 2 * c.Workers
 	}
-	if c.Allocator == nil {
-		c.Allocator = &bufferPool{}
-	}
 	c.Options = c.Options.withDefaults()
 	return c, nil
 }
+
+// scoreRecycleBytes bounds what a scoring job keeps of released batches'
+// buffers for the next ones: a few batches of 4096 rows of 3 × 64
+// features with their outputs (about 7 MiB each).
+const scoreRecycleBytes = 64 << 20
 
 // Score streams the inputs through the model into the output: one reader,
 // Workers scoring goroutines and one writer that restores input order.
@@ -147,6 +150,14 @@ func (c ScoreConfig) resolve() (ScoreConfig, error) {
 // Arrow record is released on every path. The counts say how far the job
 // got, also when it returns an error.
 func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
+	if cfg.Allocator == nil {
+		// The job allocates the same few megabytes for every batch: hand
+		// a released batch's buffers to the next, cleared as a Go
+		// allocation is.
+		recycled := arrowalloc.New(nil, arrowalloc.Options{MaxBytes: scoreRecycleBytes, Zero: true})
+		defer recycled.Close()
+		cfg.Allocator = recycled
+	}
 	cfg, err := cfg.resolve()
 	if err != nil {
 		return Counts{}, err
