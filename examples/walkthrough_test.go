@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	prommodel "github.com/prometheus/common/model"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/registry"
 )
@@ -101,7 +101,7 @@ type walk struct {
 	brokers, httpAddr, dir string
 	shell                  *exec.Cmd
 	stdin                  io.WriteCloser
-	out                    *syncBuffer
+	out                    *syncbuf.Buffer
 	exited                 chan struct{}
 	// v1 and v2 are the versions published by steps 3 and 7.
 	v1, v2 string
@@ -194,7 +194,7 @@ func freeAddr(t *testing.T) string {
 // started are killed when the test ends.
 func startWalk(t *testing.T, bin string) *walk {
 	t.Helper()
-	w := &walk{brokers: freeAddr(t), httpAddr: freeAddr(t), dir: t.TempDir(), out: &syncBuffer{}, exited: make(chan struct{})}
+	w := &walk{brokers: freeAddr(t), httpAddr: freeAddr(t), dir: t.TempDir(), out: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	w.shell = exec.Command("bash")
 	w.shell.Dir = w.dir
 	w.shell.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "BROKERS="+w.brokers, "HTTP_ADDR="+w.httpAddr)
@@ -484,22 +484,4 @@ func checkStop(t *testing.T, w *walk, out string) {
 		}
 		return err != nil, "it still accepts connections"
 	})
-}
-
-// syncBuffer is a buffer the shell writes to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
@@ -370,7 +371,7 @@ func TestRefitterDropsRepeatsAndRefusesOverlaps(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
 	d := makeData(f.spec, 100, 9)
 	views := d.matrices()
-	var log syncBuffer
+	var log syncbuf.Buffer
 	refitter, stop := startRefitter(t, f.config(func(c *RefitterConfig) {
 		c.Rows, c.Logger, c.HTTPAddr = 90, slog.New(slog.NewTextHandler(&log, nil)), "127.0.0.1:0"
 	}))
@@ -426,7 +427,7 @@ func TestRefitterStandbyTakesOver(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
 	d := makeData(f.spec, 120, 10)
 	views := d.matrices()
-	var log syncBuffer
+	var log syncbuf.Buffer
 	defer func() {
 		if t.Failed() {
 			t.Log(log.String())

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	prommodel "github.com/prometheus/common/model"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 )
 
@@ -62,25 +61,6 @@ next:
 	return 0
 }
 
-// lockedBuffer is a log the runner writes from its goroutines and the
-// test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A runner's /metrics, scraped over HTTP while it serves a run against the
 // in-process broker and read by Prometheus' parser, has the counters, the
 // histograms of scoring time and end-to-end latency filled, the lag of
@@ -98,7 +78,7 @@ func TestKafkaRunnerMetrics(t *testing.T) {
 		msgs = append(msgs, kafkatest.Message{Partition: i % 2, Value: r, Time: produced})
 	}
 	c.Produce(t, "in", msgs...)
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	r, err := NewKafkaRunner(KafkaServeConfig{
 		Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "in", Group: "g", MaxWait: 20 * time.Millisecond,
 		OutputTopic: "out", DeadLetterTopic: "dead", Model: m, HTTPAddr: "127.0.0.1:0",

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
@@ -448,24 +449,6 @@ func (c *commitSpy) Commit(ctx context.Context) error {
 	return c.RollingParquet.Commit(ctx)
 }
 
-// syncBuffer is a log written by a running service and read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitFor polls cond until it holds or the time runs out.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -498,7 +481,7 @@ func TestServeRejectsLabelsOneByOne(t *testing.T) {
 	d := makeData(spec, 60, 6)
 	d.labels[5], d.labels[17] = 99, math.NaN()
 	src := make(chanSource, 1)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	var refitted []*model.Model
 	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
 		Refit:     RefitPolicy{Rows: 50},
@@ -599,7 +582,7 @@ func TestServeFollowModelFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(store.Path(), registry.CurrentModel)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	svc, err := NewService(ServeConfig{Model: m1, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {

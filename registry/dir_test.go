@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/model"
 )
 
@@ -172,24 +172,6 @@ func TestDirCurrentAndCheckpoints(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log written by a follower and read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -207,7 +189,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestDirFollow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var log syncBuffer
+	var log syncbuf.Buffer
 	dir, err := OpenDir(t.TempDir(), DirOptions{Interval: 5 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)

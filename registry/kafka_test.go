@@ -17,11 +17,12 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 )
 
-func openKafka(t *testing.T, c *kafkatest.Cluster, topic string, log *syncBuffer) *Kafka {
+func openKafka(t *testing.T, c *kafkatest.Cluster, topic string, log *syncbuf.Buffer) *Kafka {
 	t.Helper()
 	cfg := KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: topic}
 	if log != nil {
@@ -223,7 +224,7 @@ var damages = []damage{
 func TestKafkaRefusesDamagedModels(t *testing.T) {
 	c := kafkatest.Start(t, 1, "models")
 	ctx := testContext(t)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	store := openKafka(t, c, "models", &log)
 	m1 := smallModel(t, 1)
 	if _, err := store.Publish(ctx, m1, Meta{Role: RoleTrain}, true); err != nil {
@@ -406,7 +407,7 @@ func FuzzCatalogApply(f *testing.F) {
 			headers = []kafka.Header{{Key: kafkaconn.HeaderBlob, Value: []byte(blob)}, {Key: kafkaconn.HeaderChunk, Value: []byte(chunk)},
 				{Key: kafkaconn.HeaderBlobSHA256, Value: []byte(chunkSHA)}, {Key: kafkaconn.HeaderBlobBytes, Value: []byte(size)}}
 		}
-		c.apply(kafka.Message{Key: []byte(key), Value: []byte(value), Headers: headers, Offset: 7}, slogTo(&syncBuffer{}))
+		c.apply(kafka.Message{Key: []byte(key), Value: []byte(value), Headers: headers, Offset: 7}, slogTo(&syncbuf.Buffer{}))
 		for v, m := range c.manifests {
 			if modelKey(v) != key || checkBlob(v, m.SHA256, m.Bytes, m.Chunks) != nil {
 				t.Fatalf("manifest %+v kept from key %q", m, key)
@@ -420,7 +421,7 @@ func FuzzCatalogApply(f *testing.F) {
 				t.Fatalf("checkpoint %+v kept from key %q", cp, key)
 			}
 		}
-		c.apply(kafka.Message{Key: []byte(key), Offset: 8}, slogTo(&syncBuffer{})) // its tombstone
+		c.apply(kafka.Message{Key: []byte(key), Offset: 8}, slogTo(&syncbuf.Buffer{})) // its tombstone
 		if len(c.manifests)+len(c.checkpoints)+len(c.chunks) != 0 || c.current != nil {
 			t.Fatalf("a tombstone of %q left %+v", key, c)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/registry"
 )
@@ -20,7 +21,7 @@ import (
 func TestBroker(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"broker", "--listen", "127.0.0.1:0", "--topics", "records,scores", "--partitions", "2", "--model-topics", "models"}, stdout, stderr)

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/internal/syncbuf"
 )
 
 // updateREADME rewrites README's reference of the configuration keys:
@@ -255,7 +256,7 @@ func TestServeLogsJSON(t *testing.T) {
 	streamCSV, modelPath := trainedForServe(t, dir, 120)
 	cluster := kafkatest.Start(t, 1, "records", "scores", "dead")
 	cluster.ProduceValues(t, "records", append(csvMessages(t, streamCSV, false)[:40], []byte("not json"))...)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr syncbuf.Buffer
 	a := newApp(&stdout, &stderr)
 	a.progressEvery = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())

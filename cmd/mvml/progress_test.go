@@ -8,37 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/mvml/mvml/internal/syncbuf"
 )
-
-// lockedBuffer is a buffer that a log goroutine and a test may share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // mvmlWith runs the command line in-process with an app that setup may
 // change (a terminal, a short progress interval).
 func mvmlWith(t *testing.T, setup func(a *app), args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	a := newApp(&out, &errOut)
 	setup(a)
 	code = a.run(context.Background(), args)
@@ -71,7 +54,7 @@ func TestProgressLogArgs(t *testing.T) {
 // Without a terminal, a progress logs its state every interval, whether
 // or not the count moved, until it is finished.
 func TestProgressLogsWithoutTerminal(t *testing.T) {
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	a := newApp(&bytes.Buffer{}, &stderr)
 	a.progressEvery = 5 * time.Millisecond
 	p := a.progress("score", "rows", 1000)

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
@@ -202,7 +203,7 @@ func buildMVML(t *testing.T) string {
 // refitProcess is an `mvml refit` running as a process of its own.
 type refitProcess struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	// exited is closed once the process has exited.
 	exited chan struct{}
 }
@@ -214,7 +215,7 @@ func startRefitProcess(t *testing.T, bin string, args ...string) *refitProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &refitProcess{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p := &refitProcess{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

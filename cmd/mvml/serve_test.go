@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -65,35 +65,16 @@ func csvMessages(t *testing.T, path string, withLabel bool) [][]byte {
 	return out
 }
 
-// syncBuffer is a bytes.Buffer written by a running command and read by
-// the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // serveRun is an `mvml serve` running in the background.
 type serveRun struct {
 	cancel context.CancelFunc
 	done   chan int
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 func startServe(args ...string) *serveRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &serveRun{cancel: cancel, done: make(chan int), stderr: &syncBuffer{}}
+	r := &serveRun{cancel: cancel, done: make(chan int), stderr: &syncbuf.Buffer{}}
 	go func() { r.done <- run(ctx, append([]string{"serve"}, args...), &bytes.Buffer{}, r.stderr) }()
 	return r
 }

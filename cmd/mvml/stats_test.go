@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
@@ -193,7 +194,7 @@ func TestStatsShardRestart(t *testing.T) {
 		"--stats-topic", "stats", "--delta-rows", "50")
 
 	ctx, kill := context.WithCancel(context.Background())
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, args, &strings.Builder{}, stderr) }()
 	deadline := time.Now().Add(60 * time.Second)

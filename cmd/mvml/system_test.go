@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/statsbus"
@@ -52,7 +53,7 @@ func TestMain(m *testing.M) {
 type process struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 	// metrics is the URL of its /metrics, once it serves HTTP.
 	metrics string
@@ -66,7 +67,7 @@ func startProcess(t *testing.T, name string, args ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{name: name, cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{name: name, cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), subprocessEnv+"="+string(argv))
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
