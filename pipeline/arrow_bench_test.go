@@ -44,11 +44,7 @@ func BenchmarkServeKafkaArrow(b *testing.B) {
 		b.Run(fmt.Sprintf("shape=3x%d/rows-per-message=%d", c.dim, c.perMessage), func(b *testing.B) {
 			spec := benchSpec(b, c.dim)
 			d := makeData(spec, c.rows, 22)
-			train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
-			m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
-			if err != nil {
-				b.Fatal(err)
-			}
+			m := benchServeModel(b, spec, d)
 			values := arrowRecords(b, spec, d, c.perMessage)
 			var bare float64
 			var serve served

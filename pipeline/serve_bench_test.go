@@ -29,29 +29,49 @@ import (
 // dominant cost) and refits run alongside.
 // "cpus" is the CPU time of the process (service and broker) per second
 // of the run. Run with -benchtime=1x.
-func BenchmarkServeKafka(b *testing.B) {
-	const rows, dim = 20_000, 64
-	spec := benchSpec(b, dim)
-	d := makeData(spec, rows, 22)
+// benchServeModel is the model the serve benchmarks score with: trained on
+// the first 2000 rows of d, 128 landmarks per view.
+func benchServeModel(b *testing.B, spec *schemas.ViewSpec, d *dataset) *model.Model {
+	b.Helper()
 	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
 	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
 	if err != nil {
 		b.Fatal(err)
 	}
-	values := make([][]byte, rows)
-	for i := range rows {
-		rec := map[string]any{"id": d.ids[i], "label": d.labels[i]}
+	return m
+}
+
+// float32Records are the rows of d as JSON records whose views are arrays
+// of float32-precision numbers, with their labels when labelled.
+func float32Records(b *testing.B, spec *schemas.ViewSpec, d *dataset, labelled bool) [][]byte {
+	b.Helper()
+	values := make([][]byte, d.rows())
+	for i := range values {
+		rec := map[string]any{"id": d.ids[i]}
+		if labelled {
+			rec["label"] = d.labels[i]
+		}
 		for l, v := range spec.Views {
-			xs := make([]float32, dim)
+			xs := make([]float32, len(d.row(l, i)))
 			for j, x := range d.row(l, i) {
 				xs[j] = float32(x)
 			}
 			rec[v.Name] = xs
 		}
+		var err error
 		if values[i], err = json.Marshal(rec); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return values
+}
+
+func BenchmarkServeKafka(b *testing.B) {
+	const rows, dim = 20_000, 64
+	spec := benchSpec(b, dim)
+	d := makeData(spec, rows, 22)
+	m := benchServeModel(b, spec, d)
+	values := float32Records(b, spec, d, true)
 	for _, c := range []struct {
 		refit      int
 		parquetDir bool

@@ -1,14 +1,12 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
-	"github.com/mvml/mvml/model"
 )
 
 // BenchmarkServeKafkaJSON measures the service on JSON records against the
@@ -34,11 +32,7 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 		b.Run(fmt.Sprintf("shape=3x%d", c.dim), func(b *testing.B) {
 			spec := benchSpec(b, c.dim)
 			d := makeData(spec, c.rows, 22)
-			train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
-			m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
-			if err != nil {
-				b.Fatal(err)
-			}
+			m := benchServeModel(b, spec, d)
 			values := jsonRecords(b, spec, d)
 			var bare float64
 			var serve served

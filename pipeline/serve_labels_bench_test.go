@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
-	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -34,25 +32,10 @@ func BenchmarkServeLateLabels(b *testing.B) {
 	const rows, dim = 20_000, 64
 	spec := benchSpec(b, dim)
 	d := makeData(spec, rows, 23)
-	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
-	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := benchServeModel(b, spec, d)
+	values := float32Records(b, spec, d, false)
 	records, labels := make([]kafka.Message, rows), make([]kafka.Message, rows)
-	for i := range rows {
-		rec := map[string]any{"id": d.ids[i]}
-		for l, v := range spec.Views {
-			xs := make([]float32, dim)
-			for j, x := range d.row(l, i) {
-				xs[j] = float32(x)
-			}
-			rec[v.Name] = xs
-		}
-		value, err := json.Marshal(rec)
-		if err != nil {
-			b.Fatal(err)
-		}
+	for i, value := range values {
 		key := []byte(strconv.FormatInt(d.ids[i], 10))
 		records[i] = kafka.Message{Key: key, Value: value}
 		labels[i] = kafka.Message{Key: key, Value: []byte(`{"id": ` + string(key) + `, "label": ` + strconv.FormatFloat(d.labels[i], 'g', -1, 64) + `}`)}
@@ -81,6 +64,7 @@ func BenchmarkServeLateLabels(b *testing.B) {
 				}
 				var models *registry.Kafka
 				if c.stats {
+					var err error
 					if models, err = registry.OpenKafka(context.Background(), registry.KafkaConfig{Conn: conn, Topic: "models"}); err != nil {
 						b.Fatal(err)
 					}
