@@ -23,7 +23,9 @@ import (
 // written to an output topic with broker acks and committed. The broker is
 // the in-process kfake, so its own work shares the CPU with the service's.
 // With output=parquet-dir the scores go to a rolling directory of Parquet
-// files (a file per 5k rows) instead of a topic.
+// files (a file per 5k rows or 100 ms) instead of a topic. A row counts
+// as scored once its file is committed: with the default age of a file,
+// a minute, the run's last file would hold the benchmark for that minute.
 // The records are labelled: with a refit every 5k of them, each labelled
 // row also goes through the sufficient statistics (O((vp)²) a row, the
 // dominant cost) and refits run alongside.
@@ -94,7 +96,7 @@ func BenchmarkServeKafka(b *testing.B) {
 				var out sink.Sink
 				if c.parquetDir {
 					out, err = sink.NewRollingParquet(b.TempDir(), "scores", schemas.OutputSchema(m.Outputs(), len(spec.Views), false),
-						sink.ParquetOptions{}, sink.RollingPolicy{Rows: 5000})
+						sink.ParquetOptions{}, sink.RollingPolicy{Rows: 5000, Every: 100 * time.Millisecond})
 				} else {
 					out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "out"})
 				}
