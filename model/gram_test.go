@@ -21,21 +21,38 @@ func TestAddCrossIsExact(t *testing.T) {
 		t.Skip("bit for bit with gonum's own kernels: under -tags openblas, addCross sums S with OpenBLAS's")
 	}
 	rng := rand.New(rand.NewPCG(6, 6))
-	for _, tc := range []struct{ n, d, k int }{
-		{1, 1, 1}, {5, 3, 2}, {gramChunk + 7, gramPanel + 5, 1}, {3*gramChunk + 1, 3*gramPanel + 17, 3}, {200, 2 * gramPanel, 1},
+	for _, tc := range []struct {
+		n, d, k int
+		// zeros puts a zero in a third of the rows' elements and in
+		// every fourth column (a feature that is zero in every row), and
+		// a negative zero in a quarter of the starting sums of S, which
+		// a zero term would turn positive: Dsyrk skips a zero multiplier.
+		zeros bool
+	}{
+		{1, 1, 1, false}, {5, 3, 2, false}, {gramChunk + 7, gramPanel + 5, 1, false}, {3*gramChunk + 1, 3*gramPanel + 17, 3, false}, {200, 2 * gramPanel, 1, false},
+		{gramChunk + 7, gramPanel + 5, 1, true}, {37, 11, 1, true},
 	} {
 		for _, procs := range []int{1, 3} {
-			t.Run(fmt.Sprintf("n=%d/d=%d/k=%d/procs=%d", tc.n, tc.d, tc.k, procs), func(t *testing.T) {
+			t.Run(fmt.Sprintf("n=%d/d=%d/k=%d/zeros=%t/procs=%d", tc.n, tc.d, tc.k, tc.zeros, procs), func(t *testing.T) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-				general := func(r, c int) blas64.General {
+				general := func(r, c int, zero float64, every int) blas64.General {
 					m := blas64.General{Rows: r, Cols: c, Stride: c, Data: make([]float64, r*c)}
 					for i := range m.Data {
 						m.Data[i] = rng.NormFloat64()
+						if tc.zeros && rng.IntN(every) == 0 {
+							m.Data[i] = zero
+						}
 					}
 					return m
 				}
-				cat, y := general(tc.n, tc.d), general(tc.n, tc.k)
-				start, c0 := general(tc.d, tc.d), general(tc.d, tc.k)
+				negZero := math.Copysign(0, -1)
+				cat, y := general(tc.n, tc.d, 0, 3), general(tc.n, tc.k, 0, 3)
+				start, c0 := general(tc.d, tc.d, negZero, 4), general(tc.d, tc.k, 0, 4)
+				for i := 1; tc.zeros && i < tc.d; i += 4 {
+					for l := range tc.n {
+						cat.Data[l*tc.d+i] = 0
+					}
+				}
 				got := blas64.Symmetric{N: tc.d, Stride: tc.d, Uplo: blas.Upper, Data: append([]float64(nil), start.Data...)}
 				want := blas64.Symmetric{N: tc.d, Stride: tc.d, Uplo: blas.Upper, Data: append([]float64(nil), start.Data...)}
 				gotC := blas64.General{Rows: tc.d, Cols: tc.k, Stride: tc.k, Data: append([]float64(nil), c0.Data...)}
@@ -48,13 +65,13 @@ func TestAddCrossIsExact(t *testing.T) {
 				native.Dgemm(blas.Trans, blas.NoTrans, tc.d, tc.k, tc.n, 1, cat.Data, cat.Stride, y.Data, y.Stride, 1, wantC.Data, wantC.Stride)
 				for i := 0; i < tc.d; i++ {
 					for j := 0; j < tc.d; j++ {
-						if g, w := got.Data[i*tc.d+j], want.Data[i*tc.d+j]; g != w {
+						if g, w := got.Data[i*tc.d+j], want.Data[i*tc.d+j]; math.Float64bits(g) != math.Float64bits(w) {
 							t.Fatalf("S[%d,%d] = %v, Dsyrk %v (the lower triangle must be left alone too)", i, j, g, w)
 						}
 					}
 				}
 				for i, g := range gotC.Data {
-					if w := wantC.Data[i]; g != w {
+					if w := wantC.Data[i]; math.Float64bits(g) != math.Float64bits(w) {
 						t.Fatalf("C element %d = %v, Dgemm %v", i, g, w)
 					}
 				}
@@ -84,4 +101,70 @@ func TestDDAxpyMatchesGo(t *testing.T) {
 			t.Errorf("n = %d: ddAxpy %v + %v, ddAxpyGo %v + %v", n, hi, lo, wantHi, wantLo)
 		}
 	}
+}
+
+// ddAxpy4 and its Go twin give four ddAxpyGo calls' values and residues
+// bit for bit, at every length and for the awkward values: signed zeros,
+// terms that cancel the sum exactly, magnitudes 2⁻⁶⁰ to 2⁶⁰ apart.
+func TestDDAxpy4MatchesGo(t *testing.T) {
+	kernels := map[string]func(a *[4]float64, x *[4][]float64, hi, lo []float64){
+		"ddAxpy4": ddAxpy4,
+		"ddAxpy4Go": func(a *[4]float64, x *[4][]float64, hi, lo []float64) {
+			ddAxpy4Go(a[0], a[1], a[2], a[3], x[0], x[1], x[2], x[3], hi, lo)
+		},
+	}
+	for name, kernel := range kernels {
+		t.Run(name, func(t *testing.T) { checkDDAxpy4(t, kernel) })
+	}
+}
+
+// checkDDAxpy4 runs kernel on random rows of every length up to 70 (all
+// the tails of every vector width), over three rounds so that residues
+// build up, against four ddAxpyGo calls in turn.
+func checkDDAxpy4(t *testing.T, kernel func(a *[4]float64, x *[4][]float64, hi, lo []float64)) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(4, 4))
+	for n := range 71 {
+		var a [4]float64
+		var x [4][]float64
+		hi, lo := awkwardFloats(rng, n), awkwardFloats(rng, n)
+		for r := range a {
+			a[r], x[r] = awkwardFloats(rng, 1)[0], awkwardFloats(rng, n+rng.IntN(3))
+		}
+		// Terms that cancel: hi[j] = −a₀·x₀[j] makes the first sum an
+		// exact zero, and its error too.
+		for j := 0; j < n; j += 5 {
+			hi[j] = -float64(a[0] * x[0][j])
+		}
+		wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
+		for range 3 {
+			kernel(&a, &x, hi, lo)
+			for r := range a {
+				ddAxpyGo(a[r], x[r], wantHi, wantLo)
+			}
+		}
+		for j := range n {
+			if math.Float64bits(hi[j]) != math.Float64bits(wantHi[j]) || math.Float64bits(lo[j]) != math.Float64bits(wantLo[j]) {
+				t.Fatalf("n = %d, a = %v, element %d: %v + %v, four ddAxpyGo %v + %v",
+					n, a, j, hi[j], lo[j], wantHi[j], wantLo[j])
+			}
+		}
+	}
+}
+
+// awkwardFloats returns n numbers of both signs and magnitudes 2⁻³⁰ to 2³⁰,
+// one in eight of them a zero of either sign.
+func awkwardFloats(rng *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for j := range v {
+		switch rng.IntN(16) {
+		case 0:
+			v[j] = 0
+		case 1:
+			v[j] = math.Copysign(0, -1)
+		default:
+			v[j] = math.Ldexp(rng.NormFloat64(), rng.IntN(60)-30)
+		}
+	}
+	return v
 }
