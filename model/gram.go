@@ -76,22 +76,19 @@ func ddAxpyGo(a float64, x, hi, lo []float64) {
 	}
 }
 
-// ddAxpy4Kernel adds the terms of four rows, a0·x0[j] first, to every
-// double-double hi[j] + lo[j], as four ddAxpy calls in turn would, and
-// returns how many elements it did.
-type ddAxpy4Kernel func(a0, a1, a2, a3 float64, x0, x1, x2, x3, hi, lo []float64) int
-
-// ddAxpy4Go is the ddAxpy4Kernel in Go, for any processor: the reference
-// of the wide ones and their tails.
-func ddAxpy4Go(a0, a1, a2, a3 float64, x0, x1, x2, x3, hi, lo []float64) int {
+// ddAxpy8Go adds the terms of eight rows, a[0]·x[0][j] first, to every
+// double-double hi[j] + lo[j], as eight ddAxpyGo calls in turn would, and
+// returns how many elements it did (all): the reference of the wide
+// kernels, and their tails.
+func ddAxpy8Go(a *[8]float64, x *[8][]float64, hi, lo []float64) int {
 	n := len(hi)
-	x0, x1, x2, x3, lo = x0[:n], x1[:n], x2[:n], x3[:n], lo[:n] // one bounds check for the loop
+	lo = lo[:n]
 	for j, h := range hi {
 		l := lo[j]
-		h, l = addTerm(h, l, float64(a0*x0[j]))
-		h, l = addTerm(h, l, float64(a1*x1[j]))
-		h, l = addTerm(h, l, float64(a2*x2[j]))
-		hi[j], lo[j] = addTerm(h, l, float64(a3*x3[j]))
+		for r, row := range x {
+			h, l = addTerm(h, l, float64(a[r]*row[j]))
+		}
+		hi[j], lo[j] = h, l
 	}
 	return n
 }

@@ -142,153 +142,173 @@ done512:
 	MOVQ R11, ret+80(FP)
 	RET
 
-// func ddAxpy4AVX2(a0, a1, a2, a3 float64, x0, x1, x2, x3, hi, lo []float64) int
+// func ddAxpy8AVX2(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 //
-// ddAxpyAVX2 for four rows at once: every element's hi and lo stay in
-// registers while the rows' terms are added to them in turn, as four
-// ddAxpyAVX2 calls would add them, so a round loads and stores them once
-// instead of four times. It returns how many elements it did, len(hi)
+// ddAxpyAVX2 for eight rows at once, x[0] first: every element's hi and lo
+// stay in registers while the rows' terms are added to them in turn, as
+// eight ddAxpyAVX2 calls would add them, so that they are loaded and
+// stored once for the eight. It returns how many elements it did, len(hi)
 // less its remainder modulo 4.
-TEXT ·ddAxpy4AVX2(SB), NOSPLIT, $0-184
-	VBROADCASTSD a0+0(FP), Y0
-	VBROADCASTSD a1+8(FP), Y1
-	VBROADCASTSD a2+16(FP), Y2
-	VBROADCASTSD a3+24(FP), Y3
+TEXT ·ddAxpy8AVX2(SB), NOSPLIT, $0-72
+	MOVQ         a+0(FP), BX
+	VBROADCASTSD 0(BX), Y0
+	VBROADCASTSD 8(BX), Y1
+	VBROADCASTSD 16(BX), Y2
+	VBROADCASTSD 24(BX), Y3
+	VBROADCASTSD 32(BX), Y4
+	VBROADCASTSD 40(BX), Y5
+	VBROADCASTSD 48(BX), Y6
+	VBROADCASTSD 56(BX), Y7
 	MOVQ         ONE64, BX
 	MOVQ         BX, X15
 	VBROADCASTSD X15, Y15
-	MOVQ         x0_base+32(FP), SI
-	MOVQ         x1_base+56(FP), R8
-	MOVQ         x2_base+80(FP), R9
-	MOVQ         x3_base+104(FP), R10
-	MOVQ         hi_base+128(FP), DI
-	MOVQ         hi_len+136(FP), CX
-	MOVQ         lo_base+152(FP), DX
-	MOVQ         CX, BX
-	ANDQ         $-8, BX
-	ANDQ         $-4, CX
+	MOVQ         x+8(FP), BX
+	MOVQ         0(BX), SI
+	MOVQ         24(BX), R8
+	MOVQ         48(BX), R9
+	MOVQ         72(BX), R10
+	MOVQ         96(BX), R11
+	MOVQ         120(BX), R12
+	MOVQ         144(BX), R13
+	MOVQ         168(BX), CX
+	MOVQ         hi_base+16(FP), DI
+	MOVQ         hi_len+24(FP), BX
+	MOVQ         lo_base+40(FP), DX
+	ANDQ         $-4, BX
 	XORQ         AX, AX
 
-loop4x8:
+loop8x4:
 	CMPQ    AX, BX
-	JGE     tail4x4
-	VMOVUPD (DI)(AX*8), Y4
-	VMOVUPD (DX)(AX*8), Y5
-	VMOVUPD 32(DI)(AX*8), Y9
-	VMOVUPD 32(DX)(AX*8), Y10
+	JGE     done8x4
+	VMOVUPD (DI)(AX*8), Y8
+	VMOVUPD (DX)(AX*8), Y9
 
-	// hi moves between the fourth and seventh registers of its round
-	// (the ninth and twelfth): each term leaves it where the last one
-	// took it from.
-	TERM(Y0, (SI)(AX*8), Y4, Y5, Y6, Y7, Y8, Y15)
-	TERM(Y0, 32(SI)(AX*8), Y9, Y10, Y11, Y12, Y13, Y15)
-	TERM(Y1, (R8)(AX*8), Y7, Y5, Y6, Y4, Y8, Y15)
-	TERM(Y1, 32(R8)(AX*8), Y12, Y10, Y11, Y9, Y13, Y15)
-	TERM(Y2, (R9)(AX*8), Y4, Y5, Y6, Y7, Y8, Y15)
-	TERM(Y2, 32(R9)(AX*8), Y9, Y10, Y11, Y12, Y13, Y15)
-	TERM(Y3, (R10)(AX*8), Y7, Y5, Y6, Y4, Y8, Y15)
-	TERM(Y3, 32(R10)(AX*8), Y12, Y10, Y11, Y9, Y13, Y15)
-	VMOVUPD Y4, (DI)(AX*8)
-	VMOVUPD Y5, (DX)(AX*8)
-	VMOVUPD Y9, 32(DI)(AX*8)
-	VMOVUPD Y10, 32(DX)(AX*8)
-	ADDQ    $8, AX
-	JMP     loop4x8
+	// hi moves between the ninth and twelfth registers: each term leaves
+	// it where the last one took it from.
+	TERM(Y0, (SI)(AX*8), Y8, Y9, Y10, Y11, Y12, Y15)
+	TERM(Y1, (R8)(AX*8), Y11, Y9, Y10, Y8, Y12, Y15)
+	TERM(Y2, (R9)(AX*8), Y8, Y9, Y10, Y11, Y12, Y15)
+	TERM(Y3, (R10)(AX*8), Y11, Y9, Y10, Y8, Y12, Y15)
+	TERM(Y4, (R11)(AX*8), Y8, Y9, Y10, Y11, Y12, Y15)
+	TERM(Y5, (R12)(AX*8), Y11, Y9, Y10, Y8, Y12, Y15)
+	TERM(Y6, (R13)(AX*8), Y8, Y9, Y10, Y11, Y12, Y15)
+	TERM(Y7, (CX)(AX*8), Y11, Y9, Y10, Y8, Y12, Y15)
+	VMOVUPD Y8, (DI)(AX*8)
+	VMOVUPD Y9, (DX)(AX*8)
+	ADDQ    $4, AX
+	JMP     loop8x4
 
-tail4x4:
-	CMPQ    AX, CX
-	JGE     done4x
-	VMOVUPD (DI)(AX*8), Y4
-	VMOVUPD (DX)(AX*8), Y5
-	TERM(Y0, (SI)(AX*8), Y4, Y5, Y6, Y7, Y8, Y15)
-	TERM(Y1, (R8)(AX*8), Y7, Y5, Y6, Y4, Y8, Y15)
-	TERM(Y2, (R9)(AX*8), Y4, Y5, Y6, Y7, Y8, Y15)
-	TERM(Y3, (R10)(AX*8), Y7, Y5, Y6, Y4, Y8, Y15)
-	VMOVUPD Y4, (DI)(AX*8)
-	VMOVUPD Y5, (DX)(AX*8)
-
-done4x:
+done8x4:
 	VZEROUPPER
-	MOVQ CX, ret+176(FP)
+	MOVQ BX, ret+64(FP)
 	RET
 
-// func ddAxpy4AVX512(a0, a1, a2, a3 float64, x0, x1, x2, x3, hi, lo []float64) int
+// func ddAxpy8AVX512(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 //
-// ddAxpy4AVX2 on eight lanes, sixteen elements a round, then eight, then
+// ddAxpy8AVX2 on eight lanes, sixteen elements a round, then eight, then
 // the last len(hi) mod 8 under a mask: it does them all.
-TEXT ·ddAxpy4AVX512(SB), NOSPLIT, $0-184
-	VBROADCASTSD a0+0(FP), Z0
-	VBROADCASTSD a1+8(FP), Z1
-	VBROADCASTSD a2+16(FP), Z2
-	VBROADCASTSD a3+24(FP), Z3
+TEXT ·ddAxpy8AVX512(SB), NOSPLIT, $0-72
+	MOVQ         a+0(FP), BX
+	VBROADCASTSD 0(BX), Z0
+	VBROADCASTSD 8(BX), Z1
+	VBROADCASTSD 16(BX), Z2
+	VBROADCASTSD 24(BX), Z3
+	VBROADCASTSD 32(BX), Z4
+	VBROADCASTSD 40(BX), Z5
+	VBROADCASTSD 48(BX), Z6
+	VBROADCASTSD 56(BX), Z7
 	MOVQ         ONE64, BX
 	VPBROADCASTQ BX, Z31
-	MOVQ         x0_base+32(FP), SI
-	MOVQ         x1_base+56(FP), R8
-	MOVQ         x2_base+80(FP), R9
-	MOVQ         x3_base+104(FP), R10
-	MOVQ         hi_base+128(FP), DI
-	MOVQ         hi_len+136(FP), R11
-	MOVQ         lo_base+152(FP), DX
-	MOVQ         R11, BX
+	MOVQ         x+8(FP), BX
+	MOVQ         0(BX), SI
+	MOVQ         24(BX), R8
+	MOVQ         48(BX), R9
+	MOVQ         72(BX), R10
+	MOVQ         96(BX), R11
+	MOVQ         120(BX), R12
+	MOVQ         144(BX), R13
+	MOVQ         168(BX), CX
+	MOVQ         hi_base+16(FP), DI
+	MOVQ         hi_len+24(FP), BX
+	MOVQ         lo_base+40(FP), DX
 	ANDQ         $-16, BX
 	XORQ         AX, AX
 
-loop4x16:
+loop8x16:
 	CMPQ    AX, BX
-	JGE     tail4x8
-	VMOVUPD (DI)(AX*8), Z4
-	VMOVUPD (DX)(AX*8), Z5
-	VMOVUPD 64(DI)(AX*8), Z9
-	VMOVUPD 64(DX)(AX*8), Z10
-	TERM(Z0, (SI)(AX*8), Z4, Z5, Z6, Z7, Z8, Z31)
-	TERM(Z0, 64(SI)(AX*8), Z9, Z10, Z11, Z12, Z13, Z31)
-	TERM(Z1, (R8)(AX*8), Z7, Z5, Z6, Z4, Z8, Z31)
-	TERM(Z1, 64(R8)(AX*8), Z12, Z10, Z11, Z9, Z13, Z31)
-	TERM(Z2, (R9)(AX*8), Z4, Z5, Z6, Z7, Z8, Z31)
-	TERM(Z2, 64(R9)(AX*8), Z9, Z10, Z11, Z12, Z13, Z31)
-	TERM(Z3, (R10)(AX*8), Z7, Z5, Z6, Z4, Z8, Z31)
-	TERM(Z3, 64(R10)(AX*8), Z12, Z10, Z11, Z9, Z13, Z31)
-	VMOVUPD Z4, (DI)(AX*8)
-	VMOVUPD Z5, (DX)(AX*8)
-	VMOVUPD Z9, 64(DI)(AX*8)
-	VMOVUPD Z10, 64(DX)(AX*8)
+	JGE     tail8x8
+	VMOVUPD (DI)(AX*8), Z8
+	VMOVUPD (DX)(AX*8), Z9
+	VMOVUPD 64(DI)(AX*8), Z13
+	VMOVUPD 64(DX)(AX*8), Z14
+	TERM(Z0, (SI)(AX*8), Z8, Z9, Z10, Z11, Z12, Z31)
+	TERM(Z0, 64(SI)(AX*8), Z13, Z14, Z15, Z16, Z17, Z31)
+	TERM(Z1, (R8)(AX*8), Z11, Z9, Z10, Z8, Z12, Z31)
+	TERM(Z1, 64(R8)(AX*8), Z16, Z14, Z15, Z13, Z17, Z31)
+	TERM(Z2, (R9)(AX*8), Z8, Z9, Z10, Z11, Z12, Z31)
+	TERM(Z2, 64(R9)(AX*8), Z13, Z14, Z15, Z16, Z17, Z31)
+	TERM(Z3, (R10)(AX*8), Z11, Z9, Z10, Z8, Z12, Z31)
+	TERM(Z3, 64(R10)(AX*8), Z16, Z14, Z15, Z13, Z17, Z31)
+	TERM(Z4, (R11)(AX*8), Z8, Z9, Z10, Z11, Z12, Z31)
+	TERM(Z4, 64(R11)(AX*8), Z13, Z14, Z15, Z16, Z17, Z31)
+	TERM(Z5, (R12)(AX*8), Z11, Z9, Z10, Z8, Z12, Z31)
+	TERM(Z5, 64(R12)(AX*8), Z16, Z14, Z15, Z13, Z17, Z31)
+	TERM(Z6, (R13)(AX*8), Z8, Z9, Z10, Z11, Z12, Z31)
+	TERM(Z6, 64(R13)(AX*8), Z13, Z14, Z15, Z16, Z17, Z31)
+	TERM(Z7, (CX)(AX*8), Z11, Z9, Z10, Z8, Z12, Z31)
+	TERM(Z7, 64(CX)(AX*8), Z16, Z14, Z15, Z13, Z17, Z31)
+	VMOVUPD Z8, (DI)(AX*8)
+	VMOVUPD Z9, (DX)(AX*8)
+	VMOVUPD Z13, 64(DI)(AX*8)
+	VMOVUPD Z14, 64(DX)(AX*8)
 	ADDQ    $16, AX
-	JMP     loop4x16
+	JMP     loop8x16
 
-tail4x8:
-	MOVQ R11, CX
+tail8x8:
+	// CX, the last row's pointer, counts the shift of the mask, then
+	// comes back from x.
+	MOVQ hi_len+24(FP), CX
 	SUBQ AX, CX
-	JZ   done4x512
+	JLE  done8x16
 	MOVL $1, BX
 	CMPQ CX, $8
-	JGE  full4x8
+	JGE  full8x8
 	SHLL CX, BX
 	SUBL $1, BX
-	JMP  masked4x
+	JMP  masked8x8
 
-full4x8:
+full8x8:
 	MOVL $0xff, BX
 
-masked4x:
+masked8x8:
 	KMOVW     BX, K1
-	VMOVUPD.Z (SI)(AX*8), K1, Z14
-	VMOVUPD.Z (R8)(AX*8), K1, Z15
-	VMOVUPD.Z (R9)(AX*8), K1, Z16
-	VMOVUPD.Z (R10)(AX*8), K1, Z17
-	VMOVUPD.Z (DI)(AX*8), K1, Z4
-	VMOVUPD.Z (DX)(AX*8), K1, Z5
-	TERM(Z0, Z14, Z4, Z5, Z6, Z7, Z8, Z31)
-	TERM(Z1, Z15, Z7, Z5, Z6, Z4, Z8, Z31)
-	TERM(Z2, Z16, Z4, Z5, Z6, Z7, Z8, Z31)
-	TERM(Z3, Z17, Z7, Z5, Z6, Z4, Z8, Z31)
-	VMOVUPD   Z4, K1, (DI)(AX*8)
-	VMOVUPD   Z5, K1, (DX)(AX*8)
+	MOVQ      x+8(FP), BX
+	MOVQ      168(BX), CX
+	VMOVUPD.Z (SI)(AX*8), K1, Z18
+	VMOVUPD.Z (R8)(AX*8), K1, Z19
+	VMOVUPD.Z (R9)(AX*8), K1, Z20
+	VMOVUPD.Z (R10)(AX*8), K1, Z21
+	VMOVUPD.Z (R11)(AX*8), K1, Z22
+	VMOVUPD.Z (R12)(AX*8), K1, Z23
+	VMOVUPD.Z (R13)(AX*8), K1, Z24
+	VMOVUPD.Z (CX)(AX*8), K1, Z25
+	VMOVUPD.Z (DI)(AX*8), K1, Z8
+	VMOVUPD.Z (DX)(AX*8), K1, Z9
+	TERM(Z0, Z18, Z8, Z9, Z10, Z11, Z12, Z31)
+	TERM(Z1, Z19, Z11, Z9, Z10, Z8, Z12, Z31)
+	TERM(Z2, Z20, Z8, Z9, Z10, Z11, Z12, Z31)
+	TERM(Z3, Z21, Z11, Z9, Z10, Z8, Z12, Z31)
+	TERM(Z4, Z22, Z8, Z9, Z10, Z11, Z12, Z31)
+	TERM(Z5, Z23, Z11, Z9, Z10, Z8, Z12, Z31)
+	TERM(Z6, Z24, Z8, Z9, Z10, Z11, Z12, Z31)
+	TERM(Z7, Z25, Z11, Z9, Z10, Z8, Z12, Z31)
+	VMOVUPD   Z8, K1, (DI)(AX*8)
+	VMOVUPD   Z9, K1, (DX)(AX*8)
 	ADDQ      $8, AX
-	CMPQ      AX, R11
-	JLT       tail4x8
+	JMP       tail8x8
 
-done4x512:
+done8x16:
 	VZEROUPPER
-	MOVQ R11, ret+176(FP)
+	MOVQ hi_len+24(FP), BX
+	MOVQ BX, ret+64(FP)
 	RET

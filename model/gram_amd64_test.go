@@ -10,27 +10,31 @@ import (
 )
 
 // Every wide kernel the processor runs, not only the widest that ddAxpy
-// and ddAxpy4 pick, gives the Go twin's bits.
+// and ddAxpy8 pick, gives the Go twin's bits.
 var wideKernels = []struct {
-	name string
-	has  bool
-	one  func(a float64, x, hi, lo []float64) int
-	four ddAxpy4Kernel
+	name  string
+	has   bool
+	one   func(a float64, x, hi, lo []float64) int
+	eight func(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 }{
-	{"AVX2", cpu.X86.HasAVX2 && cpu.X86.HasFMA, ddAxpyAVX2, ddAxpy4AVX2},
-	{"AVX512", cpu.X86.HasAVX512F, ddAxpyAVX512, ddAxpy4AVX512},
+	{"AVX2", cpu.X86.HasAVX2 && cpu.X86.HasFMA, ddAxpyAVX2, ddAxpy8AVX2},
+	{"AVX512", cpu.X86.HasAVX512F, ddAxpyAVX512, ddAxpy8AVX512},
 }
 
-func TestWideDDAxpy4MatchesGo(t *testing.T) {
+func TestWideDDAxpy8MatchesGo(t *testing.T) {
 	for _, k := range wideKernels {
 		t.Run(k.name, func(t *testing.T) {
 			if !k.has {
 				t.Skipf("the processor has no %s", k.name)
 			}
-			checkDDAxpy4(t, func(a *[4]float64, x *[4][]float64, hi, lo []float64) {
+			checkDDAxpy8(t, func(a *[8]float64, x *[8][]float64, hi, lo []float64) {
 				n := len(hi)
-				done := k.four(a[0], a[1], a[2], a[3], x[0][:n], x[1][:n], x[2][:n], x[3][:n], hi, lo)
-				ddAxpy4Go(a[0], a[1], a[2], a[3], x[0][done:n], x[1][done:n], x[2][done:n], x[3][done:n], hi[done:], lo[done:])
+				done := k.eight(a, x, hi, lo)
+				var tail [8][]float64
+				for r, row := range x {
+					tail[r] = row[done:n]
+				}
+				ddAxpy8Go(a, &tail, hi[done:], lo[done:])
 			})
 		})
 	}

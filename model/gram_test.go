@@ -103,30 +103,29 @@ func TestDDAxpyMatchesGo(t *testing.T) {
 	}
 }
 
-// ddAxpy4 and its Go twin give four ddAxpyGo calls' values and residues
+// ddAxpy8 and its Go twin give eight ddAxpyGo calls' values and residues
 // bit for bit, at every length and for the awkward values: signed zeros,
-// terms that cancel the sum exactly, magnitudes 2⁻⁶⁰ to 2⁶⁰ apart.
-func TestDDAxpy4MatchesGo(t *testing.T) {
-	kernels := map[string]func(a *[4]float64, x *[4][]float64, hi, lo []float64){
-		"ddAxpy4": ddAxpy4,
-		"ddAxpy4Go": func(a *[4]float64, x *[4][]float64, hi, lo []float64) {
-			ddAxpy4Go(a[0], a[1], a[2], a[3], x[0], x[1], x[2], x[3], hi, lo)
-		},
+// zero multipliers, terms that cancel the sum exactly, magnitudes 2⁻⁶⁰
+// to 2⁶⁰ apart.
+func TestDDAxpy8MatchesGo(t *testing.T) {
+	kernels := map[string]func(a *[8]float64, x *[8][]float64, hi, lo []float64){
+		"ddAxpy8":   ddAxpy8,
+		"ddAxpy8Go": func(a *[8]float64, x *[8][]float64, hi, lo []float64) { ddAxpy8Go(a, x, hi, lo) },
 	}
 	for name, kernel := range kernels {
-		t.Run(name, func(t *testing.T) { checkDDAxpy4(t, kernel) })
+		t.Run(name, func(t *testing.T) { checkDDAxpy8(t, kernel) })
 	}
 }
 
-// checkDDAxpy4 runs kernel on random rows of every length up to 70 (all
+// checkDDAxpy8 runs kernel on random rows of every length up to 70 (all
 // the tails of every vector width), over three rounds so that residues
-// build up, against four ddAxpyGo calls in turn.
-func checkDDAxpy4(t *testing.T, kernel func(a *[4]float64, x *[4][]float64, hi, lo []float64)) {
+// build up, against eight ddAxpyGo calls in turn.
+func checkDDAxpy8(t *testing.T, kernel func(a *[8]float64, x *[8][]float64, hi, lo []float64)) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(4, 4))
 	for n := range 71 {
-		var a [4]float64
-		var x [4][]float64
+		var a [8]float64
+		var x [8][]float64
 		hi, lo := awkwardFloats(rng, n), awkwardFloats(rng, n)
 		for r := range a {
 			a[r], x[r] = awkwardFloats(rng, 1)[0], awkwardFloats(rng, n+rng.IntN(3))
@@ -145,7 +144,7 @@ func checkDDAxpy4(t *testing.T, kernel func(a *[4]float64, x *[4][]float64, hi, 
 		}
 		for j := range n {
 			if math.Float64bits(hi[j]) != math.Float64bits(wantHi[j]) || math.Float64bits(lo[j]) != math.Float64bits(wantLo[j]) {
-				t.Fatalf("n = %d, a = %v, element %d: %v + %v, four ddAxpyGo %v + %v",
+				t.Fatalf("n = %d, a = %v, element %d: %v + %v, eight ddAxpyGo %v + %v",
 					n, a, j, hi[j], lo[j], wantHi[j], wantLo[j])
 			}
 		}
