@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -166,4 +167,55 @@ func awkwardFloats(rng *rand.Rand, n int) []float64 {
 		}
 	}
 	return v
+}
+
+// ddAxpy8 gives eight ddAxpyGo calls' bits for any bits: subnormals,
+// overflows to infinity, the largest and smallest exponents. A NaN only
+// has to be a NaN: its payload follows the instruction that made it.
+func FuzzDDAxpy8MatchesGo(f *testing.F) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 23} {
+		f.Add(floatBytes(awkwardFloats(rng, 8+10*n)))
+	}
+	f.Add(floatBytes([]float64{math.MaxFloat64, 2, -2, 0.5, 1, 1, 1, 1, math.MaxFloat64, 1, 1, 1, 1, 1, 1, 1, math.MaxFloat64, -math.SmallestNonzeroFloat64}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		vals := make([]float64, len(data)/8)
+		for i := range vals {
+			vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
+		}
+		if len(vals) < 8 {
+			return
+		}
+		var a [8]float64
+		var x [8][]float64
+		copy(a[:], vals)
+		n := (len(vals) - 8) / 10
+		rest := vals[8:]
+		for r := range x {
+			x[r] = rest[r*n : (r+1)*n]
+		}
+		hi, lo := slices.Clone(rest[8*n:9*n]), slices.Clone(rest[9*n:10*n])
+		wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
+		ddAxpy8(&a, &x, hi, lo)
+		for r := range a {
+			ddAxpyGo(a[r], x[r], wantHi, wantLo)
+		}
+		same := func(g, w float64) bool {
+			return math.Float64bits(g) == math.Float64bits(w) || math.IsNaN(g) && math.IsNaN(w)
+		}
+		for j := range n {
+			if !same(hi[j], wantHi[j]) || !same(lo[j], wantLo[j]) {
+				t.Fatalf("a = %v, element %d of %d: %v + %v, eight ddAxpyGo %v + %v", a, j, n, hi[j], lo[j], wantHi[j], wantLo[j])
+			}
+		}
+	})
+}
+
+// floatBytes is the little-endian bits of v, as FuzzDDAxpy8MatchesGo reads them.
+func floatBytes(v []float64) []byte {
+	b := make([]byte, 0, 8*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return b
 }
