@@ -39,6 +39,8 @@ var ddWide = func() ddWidth {
 	return ddGo
 }()
 
+// ddWidth names a set of kernels: the Go twins alone, or wide kernels on
+// AVX2 or AVX-512 with the Go twins for their tails.
 type ddWidth int
 
 const (
@@ -48,10 +50,10 @@ const (
 )
 
 // ddAxpy adds a·x[j] (rounded) to the double-double hi[j] + lo[j]: hi[j]
-// takes the rounded sum, as a plain axpy would, lo[j] its error. With
-// AVX2 it does four elements at a time, in the same bits: the sums of
-// S are most of a streamed training's work, and a double-double costs
-// seven additions per term where a plain sum costs one.
+// takes the rounded sum, as a plain axpy would, lo[j] its error. On AVX2
+// it does four elements at a time, on AVX-512 eight, in the same bits: the
+// sums of S are most of a streamed training's work, and a double-double
+// costs seven additions per term where a plain sum costs one.
 func ddAxpy(a float64, x, hi, lo []float64) {
 	x, lo = x[:len(hi)], lo[:len(hi)]
 	done := 0
