@@ -106,23 +106,6 @@ func ddAxpyGo(a float64, x, hi, lo []float64) {
 	}
 }
 
-// ddAxpy8Go adds the terms of eight rows, a[0]·x[0][j] first, to every
-// double-double hi[j] + lo[j], as eight ddAxpyGo calls in turn would, and
-// returns how many elements it did (all): the reference of the wide
-// kernels, and their tails.
-func ddAxpy8Go(a *[8]float64, x *[8][]float64, hi, lo []float64) int {
-	n := len(hi)
-	lo = lo[:n]
-	for j, h := range hi {
-		l := lo[j]
-		for r, row := range x {
-			h, l = addTerm(h, l, float64(a[r]*row[j]))
-		}
-		hi[j], lo[j] = h, l
-	}
-	return n
-}
-
 // addTerm adds the term p to the double-double (hi, lo): hi + p rounded,
 // and lo plus the exact error of that rounding (Knuth's TwoSum). The
 // conversion of a product to float64 where addTerm is called keeps a

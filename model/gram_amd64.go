@@ -13,7 +13,7 @@ func ddAxpyAVX2(a float64, x, hi, lo []float64) int
 //go:noescape
 func ddAxpyAVX512(a float64, x, hi, lo []float64) int
 
-// ddAxpy8AVX2 is ddAxpy8Go on AVX2 with FMA for all but the last len(hi)
+// ddAxpy8AVX2 is ddAxpy8 on AVX2 with FMA for all but the last len(hi)
 // mod 4 elements; it returns how many it did.
 //
 //go:noescape
@@ -82,11 +82,13 @@ func ddAxpy8(a *[8]float64, x *[8][]float64, hi, lo []float64) {
 	case ddAVX2:
 		done = ddAxpy8AVX2(a, x, hi, lo)
 	}
-	if done < n {
-		var tail [8][]float64
-		for r, row := range x {
-			tail[r] = row[done:n]
-		}
-		ddAxpy8Go(a, &tail, hi[done:], lo[done:])
+	if done == n {
+		return
+	}
+	// The tail, or every element without a wide kernel, a row at a time:
+	// the same bits, and in Go faster than eight terms an element, whose
+	// additions wait on one another.
+	for r, row := range x {
+		ddAxpyGo(a[r], row[done:n], hi[done:], lo[done:])
 	}
 }

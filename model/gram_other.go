@@ -7,4 +7,8 @@ package model
 func ddAxpy(a float64, x, hi, lo []float64) { ddAxpyGo(a, x, hi, lo) }
 
 // ddAxpy8 is ddAxpy for eight rows in turn, a[0]·x[0] first.
-func ddAxpy8(a *[8]float64, x *[8][]float64, hi, lo []float64) { ddAxpy8Go(a, x, hi, lo) }
+func ddAxpy8(a *[8]float64, x *[8][]float64, hi, lo []float64) {
+	for r, row := range x {
+		ddAxpyGo(a[r], row, hi, lo)
+	}
+}
