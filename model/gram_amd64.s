@@ -12,9 +12,9 @@
 // negated). AMD's processors add on two pipes and multiply on two others,
 // which the product alone leaves idle while the additions (seven a term)
 // bind the sums; Intel's run both on the same ports, where it costs
-// nothing. In order: p = a·x,
-// s = h + p, b = s − h, p − b (in P), s − b (in B), h − (s − b) (in H),
-// the error (h − (s − b)) + (p − b) (in H), lo + error.
+// nothing. In order: p = a·x, s = h + p, b = s − h, p − b (in P),
+// s − b (in B), h − (s − b) (in H), the error (h − (s − b)) + (p − b)
+// (in H), lo + error.
 #define TERM(A, X, H, L, P, S, B, ONE) \
 	VMULPD       X, A, P;   \
 	VADDPD       P, H, S;   \
