@@ -6,17 +6,29 @@ import "gonum.org/v1/gonum/blas/blas64"
 
 // addPanel adds the rows [r, r+gramPanel) of chunkᵀchunk to the upper
 // triangle of s and their errors to sLo, summing over the chunk's rows in
-// order.
+// order, eight rows' terms at a time (ddAxpy8).
 func addPanel(s blas64.Symmetric, sLo []float64, chunk blas64.General, r int) {
 	d := s.N
+	var a [8]float64
+	var x [8][]float64
 	for i := r; i < min(r+gramPanel, d); i++ {
 		hi, lo := s.Data[i*s.Stride+i:i*s.Stride+d], sLo[i*s.Stride+i:i*s.Stride+d]
+		m := 0
 		for l := 0; l < chunk.Rows; l++ {
-			x := chunk.Data[l*chunk.Stride+i : l*chunk.Stride+d]
-			// Dsyrk skips a zero multiplier; so must its twin.
-			if a := x[0]; a != 0 {
-				ddAxpy(a, x, hi, lo)
+			row := chunk.Data[l*chunk.Stride+i : l*chunk.Stride+d]
+			// Dsyrk skips a zero multiplier; so must its twin: the
+			// rows of a block of eight are the next eight with one.
+			if row[0] == 0 {
+				continue
 			}
+			a[m], x[m] = row[0], row
+			if m++; m == len(a) {
+				ddAxpy8(&a, &x, hi, lo)
+				m = 0
+			}
+		}
+		for k := range m {
+			ddAxpy(a[k], x[k], hi, lo)
 		}
 	}
 }

@@ -12,10 +12,11 @@ import (
 // it by its Dgemm, leaving the residues in sLo at zero. This build projects
 // a row to other last bits in batches of other shapes (OpenBLAS chooses its
 // kernels by shape), so merged statistics cannot equal one pass's to the
-// bit here anyway, and its sums cost about a third of the double-double
-// ones (BenchmarkStatsAdd: 28 against 79 ms of CPU for 4096 rows at
-// D = 384): serving with late labels and published statistics took 73 µs
-// of CPU a row with them, 54 µs with OpenBLAS's (BENCHMARKS.md).
+// bit here anyway, and its sums cost about half the double-double ones
+// (BenchmarkStatsAdd, 4096 rows at D = 384 on one CPU: 22 against 41 ms;
+// before the blocked kernel, ddAxpy8, 28 against 79 ms of CPU, when
+// serving with late labels and published statistics took 73 µs of CPU a
+// row with them, 54 µs with OpenBLAS's: BENCHMARKS.md).
 func addPanel(s blas64.Symmetric, _ []float64, chunk blas64.General, r int) {
 	d := s.N
 	w := min(gramPanel, d-r)
