@@ -47,7 +47,9 @@ type ServeConfig struct {
 	Source ingest.Source
 	// Output receives the scored rows (schemas.OutputSchema). A Write must
 	// be durable when it returns, unless Output is a sink.Committer, whose
-	// rows are durable once it commits. Required.
+	// rows are durable once it commits, or a sink.AsyncWriter, whose rows
+	// are durable once their flight has ended (see WritesInFlight).
+	// Required.
 	Output sink.Sink
 	// DeadLetters receives every record that cannot be scored, with the
 	// reason and, for a message that did not decode, its bytes. Required.
