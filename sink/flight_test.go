@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,7 +160,7 @@ func TestFlightsInOrder(t *testing.T) {
 				for k, f := range fs {
 					select {
 					case <-f.Done():
-						if !containsInt(ended, k) {
+						if !slices.Contains(ended, k) {
 							ended = append(ended, k)
 						}
 					default:
@@ -184,15 +185,6 @@ func TestFlightsInOrder(t *testing.T) {
 			noFlightsLeft(t)
 		})
 	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // Close, right after flights were started against a slow broker, waits
