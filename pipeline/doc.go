@@ -12,7 +12,9 @@
 // cannot score to a dead-letter destination with the reason, and
 // acknowledges a batch (commits its offsets) only once its outputs are
 // durable — at once for a sink that writes synchronously, when the file
-// holding them is committed for a sink.Committer — so every record is
+// holding them is committed for a sink.Committer, when its write's flight
+// ends for a sink.AsyncWriter (up to ServeConfig.WritesInFlight under way,
+// acknowledged in input order) — so every record is
 // scored, dead-lettered or delivered again. Labelled records feed a
 // model.Accumulator, but for labels the model cannot learn from, which cost
 // only themselves; refits run in the background and the new model (or one

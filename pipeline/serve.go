@@ -25,6 +25,10 @@ import (
 // (sink.Committer) whether it is due, while the source is idle.
 const commitCheckInterval = 100 * time.Millisecond
 
+// DefaultWritesInFlight is ServeConfig.WritesInFlight when 0: measured in
+// BENCHMARKS.md ("Writes in flight").
+const DefaultWritesInFlight = 4
+
 // DefaultShutdownGrace is how long a cancelled Service may still take to
 // finish the batch in hand when ServeConfig.ShutdownGrace is 0.
 const DefaultShutdownGrace = 10 * time.Second
@@ -43,7 +47,9 @@ type ServeConfig struct {
 	Source ingest.Source
 	// Output receives the scored rows (schemas.OutputSchema). A Write must
 	// be durable when it returns, unless Output is a sink.Committer, whose
-	// rows are durable once it commits. Required.
+	// rows are durable once it commits, or a sink.AsyncWriter, whose rows
+	// are durable once their flight has ended (see WritesInFlight).
+	// Required.
 	Output sink.Sink
 	// DeadLetters receives every record that cannot be scored, with the
 	// reason and, for a message that did not decode, its bytes. Required.
@@ -88,6 +94,18 @@ type ServeConfig struct {
 	// records. It must be at least Workers; 0 means Workers + 1, a batch
 	// for each worker and the one being written.
 	InFlight int
+	// WritesInFlight bounds the writes of scores under way at once when
+	// Output is a sink.AsyncWriter (the Kafka sinks; not a sink.Committer):
+	// a batch's write is started and the next batch served meanwhile, and
+	// each batch is acknowledged, in input order, once its write has
+	// ended (and its statistics are published). The writes themselves
+	// reach the output one after the other, in input order; what
+	// overlaps is the wait for the broker with the scoring and the
+	// offset commits of other batches. A batch whose write fails stops
+	// the service as a failed Write does: it and every later batch stay
+	// unacknowledged. 1 writes each batch before the next one is served;
+	// 0 means DefaultWritesInFlight.
+	WritesInFlight int
 	// Allocator allocates the output records; nil means a Go allocator.
 	Allocator memory.Allocator
 	// Logger receives a line per refit and per failure; nil means none.
@@ -163,6 +181,8 @@ func NewService(cfg ServeConfig) (*Service, error) {
 		return nil, fmt.Errorf("serve: refit decay %g outside (0, 1]", cfg.Refit.Decay)
 	case cfg.ShutdownGrace < 0:
 		return nil, fmt.Errorf("serve: negative shutdown grace %v", cfg.ShutdownGrace)
+	case cfg.WritesInFlight < 0:
+		return nil, fmt.Errorf("serve: %d writes in flight: must not be negative", cfg.WritesInFlight)
 	case cfg.Workers < 0 || cfg.InFlight < 0:
 		return nil, fmt.Errorf("serve: %d workers and %d batches in flight: neither may be negative", cfg.Workers, cfg.InFlight)
 	case cfg.Workers > 0 && cfg.InFlight > 0 && cfg.InFlight < cfg.Workers:
@@ -185,6 +205,9 @@ func NewService(cfg ServeConfig) (*Service, error) {
 	}
 	if cfg.InFlight == 0 {
 		cfg.InFlight = cfg.Workers + 1
+	}
+	if cfg.WritesInFlight == 0 {
+		cfg.WritesInFlight = DefaultWritesInFlight
 	}
 	if cfg.Allocator == nil {
 		cfg.Allocator = memory.NewGoAllocator()
@@ -286,6 +309,8 @@ func (s *Service) Run(ctx context.Context) error {
 		t := time.NewTicker(commitCheckInterval)
 		defer t.Stop()
 		r.commitCheck = t.C
+	} else if a, ok := s.cfg.Output.(sink.AsyncWriter); ok && s.cfg.WritesInFlight > 1 {
+		r.async = a
 	}
 	fetched, stopFetching := s.prefetch(ctx)
 	defer stopFetching()
@@ -295,6 +320,9 @@ func (s *Service) Run(ctx context.Context) error {
 	stopLabels := r.startLabels(ctx)
 	sourceEnded, err := r.loop(ctx)
 	err = errors.Join(err, stopLabels())
+	if err == nil {
+		err = r.land(ctx)
+	}
 	if err == nil {
 		err = r.acknowledge(ctx)
 	}
@@ -320,7 +348,11 @@ type serviceRun struct {
 	// output whose writes are durable at once.
 	committer   sink.Committer
 	commitCheck <-chan time.Time
-	// pending are the batches written since the last acknowledgement.
+	// async is the output when its writes are started and waited for
+	// apart (ServeConfig.WritesInFlight), nil otherwise.
+	async sink.AsyncWriter
+	// pending are the batches written, or being written, since the last
+	// acknowledgement.
 	pending []pendingBatch
 	// labelsFailed delivers the error that stopped the labels loop (nil
 	// without a join of late labels).
@@ -442,6 +474,10 @@ func (r *serviceRun) await(ctx context.Context) (*ticket[scoring], error) {
 			}
 		case acc := <-r.local:
 			r.merge(acc)
+		case <-r.oldestFlight():
+			if err := r.acknowledge(ctx); err != nil {
+				return nil, err
+			}
 		case t, ok := <-r.scoring.results():
 			if !ok {
 				return nil, nil
@@ -521,12 +557,16 @@ func (r *serviceRun) serve(ctx context.Context, sc scoring) error {
 		}
 		sc = r.score(r.scorer, sc.fetch)
 	}
+	if err := r.makeRoom(ctx); err != nil {
+		sc.release()
+		return err
+	}
 	ack := sc.fetch.batch.Ack
-	h, err := r.handle(ctx, r.refits.acc, sc)
+	h, err := r.handle(ctx, r.refits.acc, r.async, sc)
 	if err != nil {
 		return err
 	}
-	r.pending = append(r.pending, pendingBatch{ack: ack, counts: h.counts, statsSeq: h.statsSeq})
+	r.pending = append(r.pending, pendingBatch{ack: ack, counts: h.counts, statsSeq: h.statsSeq, flight: h.flight})
 	r.metrics.set(metricPending, int64(len(r.pending)))
 	if r.committer == nil || r.committer.Due() {
 		if err := r.acknowledge(ctx); err != nil {
@@ -554,8 +594,19 @@ func (r *serviceRun) acknowledge(ctx context.Context) error {
 	}
 	for len(r.pending) > 0 {
 		p := r.pending[0]
-		if p.statsSeq > 0 && p.statsSeq > r.join.publishedSeq.Load() {
+		if r.awaitsStats(p) {
 			break
+		}
+		if p.flight != nil {
+			select {
+			case <-p.flight.Done():
+			default:
+				return nil // acknowledged when its write ends
+			}
+			if err := p.flight.Err(); err != nil {
+				return fmt.Errorf("serve: output: %w", err)
+			}
+			p.counts.durable = p.flight.Finished()
 		}
 		if p.counts.durable.IsZero() {
 			p.counts.durable = committed
@@ -572,6 +623,81 @@ func (r *serviceRun) acknowledge(ctx context.Context) error {
 		r.metrics.add(metricBatches, 1)
 		r.pending = r.pending[1:]
 		r.metrics.set(metricPending, int64(len(r.pending)))
+	}
+	return nil
+}
+
+// awaitsStats says whether the statistics delta that holds p's labels is
+// still to be published.
+func (r *serviceRun) awaitsStats(p pendingBatch) bool {
+	return p.statsSeq > 0 && p.statsSeq > r.join.publishedSeq.Load()
+}
+
+// oldestFlight is closed when the write of the oldest batch waiting for
+// nothing else ends, so that it is acknowledged then; nil when there is
+// none.
+func (r *serviceRun) oldestFlight() <-chan struct{} {
+	if len(r.pending) == 0 || r.pending[0].flight == nil || r.awaitsStats(r.pending[0]) {
+		return nil
+	}
+	return r.pending[0].flight.Done()
+}
+
+// flying counts the writes under way.
+func (r *serviceRun) flying() (n int, oldest *sink.Flight) {
+	for _, p := range r.pending {
+		if p.flight == nil {
+			continue
+		}
+		select {
+		case <-p.flight.Done():
+		default:
+			if n == 0 {
+				oldest = p.flight
+			}
+			n++
+		}
+	}
+	return n, oldest
+}
+
+// makeRoom waits, with the batch in hand (which has the shutdown grace),
+// until fewer than ServeConfig.WritesInFlight writes are under way, and
+// acknowledges what their ends make due.
+func (r *serviceRun) makeRoom(ctx context.Context) error {
+	if r.async == nil {
+		return nil
+	}
+	graced, cancel := r.withGrace(ctx)
+	defer cancel()
+	for {
+		n, oldest := r.flying()
+		if n < r.cfg.WritesInFlight {
+			return nil
+		}
+		if err := oldest.Wait(graced); err != nil && graced.Err() != nil {
+			return fmt.Errorf("serve: output: %w", err)
+		}
+		if err := r.acknowledge(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// land waits, within the shutdown grace, for the writes under way to end,
+// so that the last acknowledgement takes every batch whose write
+// succeeded.
+func (r *serviceRun) land(ctx context.Context) error {
+	graced, cancel := r.withGrace(ctx)
+	defer cancel()
+	for _, p := range r.pending {
+		if p.flight == nil {
+			continue
+		}
+		if err := p.flight.Wait(graced); err != nil && graced.Err() != nil {
+			n, _ := r.flying()
+			return fmt.Errorf("serve: output: %d writes not ended: %w", n, err)
+		}
 	}
 	return nil
 }

@@ -79,6 +79,10 @@ type pendingBatch struct {
 	// statsSeq, when not 0, is the statistics delta that holds the
 	// batch's labels: the batch is acknowledged once it is published.
 	statsSeq uint64
+	// flight, when not nil, is the write of its scores, still under way
+	// or not (ServeConfig.WritesInFlight): the batch is acknowledged once
+	// it has ended, and durable then.
+	flight *sink.Flight
 }
 
 // observeLatency counts the latency of every scored row of c, from its
@@ -97,6 +101,8 @@ type handled struct {
 	labelled int
 	// statsSeq is the statistics delta that holds its labels, 0 for none.
 	statsSeq uint64
+	// flight is the write of its scores when it was started with async.
+	flight *sink.Flight
 }
 
 // scoring is a fetched batch as a worker scored it, waiting for its turn
@@ -153,9 +159,11 @@ func (s *Service) score(scorer *batchScorer, f fetchResult) scoring {
 // handle writes the outputs and dead letters of a scored batch, keeps its
 // scored records for their late labels (ServeConfig.Labels), and adds its
 // labelled rows to acc, or to the statistics to publish; the caller
-// acknowledges it. It releases the batch. Once the batch is taken,
-// cancellation of ctx gives it the shutdown grace to finish.
-func (s *Service) handle(ctx context.Context, acc *model.Accumulator, sc scoring) (handled, error) {
+// acknowledges it. With async (the output, or nil) the scores' write is
+// started, and handled.flight says when it ends; the dead letters are
+// written at once all the same. It releases the batch. Once the batch is
+// taken, cancellation of ctx gives it the shutdown grace to finish.
+func (s *Service) handle(ctx context.Context, acc *model.Accumulator, async sink.AsyncWriter, sc scoring) (handled, error) {
 	defer sc.release()
 	ctx, cancel := s.withGrace(ctx)
 	defer cancel()
@@ -169,13 +177,20 @@ func (s *Service) handle(ctx context.Context, acc *model.Accumulator, sc scoring
 		}
 		counts.deadLettered = int64(len(sc.bad))
 	}
+	var flight *sink.Flight
 	if sc.scores != nil {
 		counts.scored = sc.scores.NumRows()
-		if err := s.cfg.Output.Write(ctx, sc.scores); err != nil {
+		var err error
+		if async != nil {
+			flight, err = async.WriteAsync(ctx, sc.scores)
+		} else {
+			err = s.cfg.Output.Write(ctx, sc.scores)
+		}
+		if err != nil {
 			return handled{}, fmt.Errorf("serve: output: %w", err)
 		}
 		counts.scoredTimes = scoredTimes(b, sc.skip)
-		if _, commits := s.cfg.Output.(sink.Committer); !commits {
+		if _, commits := s.cfg.Output.(sink.Committer); !commits && flight == nil {
 			counts.durable = time.Now()
 		}
 	}
@@ -186,7 +201,7 @@ func (s *Service) handle(ctx context.Context, acc *model.Accumulator, sc scoring
 	if s.join != nil && u != nil {
 		s.join.scored(m, b, u, sc.scorer.pred, sc.skip)
 	}
-	h := handled{counts: counts}
+	h := handled{counts: counts, flight: flight}
 	if sc.labelled {
 		h.labelled, h.statsSeq = s.learn(acc, m, b, sc.skip, u)
 	}

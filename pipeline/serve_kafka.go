@@ -76,13 +76,15 @@ type KafkaServeConfig struct {
 	// NewKafkaRunner, not at the first refit. Default ("") refitted models
 	// are saved nowhere but in Models.
 	ModelDir string
-	// Refit, Contributions, ShutdownGrace, Workers and InFlight are the
-	// Service's (see ServeConfig).
-	Refit         RefitPolicy
-	Contributions bool
-	ShutdownGrace time.Duration
-	Workers       int
-	InFlight      int
+	// Refit, Contributions, ShutdownGrace, Workers, InFlight and
+	// WritesInFlight are the Service's (see ServeConfig); WritesInFlight
+	// serves an output topic, not OutputDir.
+	Refit          RefitPolicy
+	Contributions  bool
+	ShutdownGrace  time.Duration
+	Workers        int
+	InFlight       int
+	WritesInFlight int
 	// LabelsTopic, when set, is a topic of labels that arrive apart from
 	// their records ({"id": …, "label": …}, keyed by id), read by the same
 	// group: it must be co-partitioned with Topic (as many partitions,
@@ -203,7 +205,8 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		sc := ServeConfig{
 			Model: m, Source: src, Output: r.out, DeadLetters: r.dead, Contributions: cfg.Contributions,
 			Refit: cfg.Refit, OnRefit: r.publish, ShutdownGrace: cfg.ShutdownGrace, Workers: cfg.Workers, InFlight: cfg.InFlight,
-			Allocator: opts.Allocator, Logger: opts.Logger,
+			WritesInFlight: cfg.WritesInFlight,
+			Allocator:      opts.Allocator, Logger: opts.Logger,
 		}
 		if late {
 			labels := cfg.Labels

@@ -49,8 +49,10 @@ type ServeStats struct {
 	// the store refused as partial or damaged.
 	Reloads        int64 `json:"reloads"`
 	ReloadFailures int64 `json:"reload_failures"`
-	// Pending counts the batches written but not yet acknowledged, waiting
-	// for their output to commit.
+	// Pending counts the batches written, or being written, and not yet
+	// acknowledged: waiting for their writes to end
+	// (ServeConfig.WritesInFlight), their output to commit, or their
+	// statistics to be published.
 	Pending int64 `json:"pending"`
 	// Accumulated is the (decayed) number of labelled rows in the refit
 	// statistics.
@@ -267,7 +269,7 @@ var serveMetricDefs = [numMetrics]struct {
 	metricReloads:          {"mvml_model_reloads_total", counter, "Models made current in the model store or file followed and put in service.", func(s *ServeStats) any { return &s.Reloads }},
 	metricReloadFailures:   {"mvml_model_reload_failures_total", counter, "Models made current that could not be served (partial, damaged, other views); the old model stayed in service.", func(s *ServeStats) any { return &s.ReloadFailures }},
 	metricNotCommitted:     {"mvml_records_not_committed", gauge, "Records taken and not yet acknowledged.", func(s *ServeStats) any { return &s.NotCommitted }},
-	metricPending:          {"mvml_batches_pending", gauge, "Batches written and waiting for their output to commit before they are acknowledged.", func(s *ServeStats) any { return &s.Pending }},
+	metricPending:          {"mvml_batches_pending", gauge, "Batches written, or being written, and not yet acknowledged: waiting for their writes to end (--writes-in-flight), their output to commit, or their statistics to be published.", func(s *ServeStats) any { return &s.Pending }},
 	metricAccumulated:      {"mvml_refit_rows", gauge, "Labelled rows (decayed) in the statistics of the next refit.", func(s *ServeStats) any { return &s.Accumulated }},
 	metricLastRefitSeconds: {"mvml_last_refit_seconds", gauge, "Duration of the last refit put in service.", func(s *ServeStats) any { return &s.LastRefitSeconds }},
 	metricScoreSeconds:     {"mvml_batch_score_seconds", histogramOf(scoreSecondsBuckets), "Time to score one batch (its records decoded; writing not included).", func(s *ServeStats) any { return &s.ScoreSeconds }},

@@ -23,10 +23,16 @@
 // DeadLetters. A dead letter too large for its topic is still written, its
 // value cut and its original size in the mvml-truncated header; a batch the
 // broker refuses as too large is written again in halves by both Kafka
-// writers, so no one message stops a job. Both Kafka writers are synchronous and wait for every
+// writers, so no one message stops a job. Both Kafka writers wait for every
 // in-sync replica (RequiredAcks all): when a write returns nil the broker
 // has the messages, so a job may then commit its input offsets, which
-// gives at-least-once delivery. They reach the brokers as a
+// gives at-least-once delivery. The two sinks of scores are also
+// AsyncWriters: WriteAsync encodes a record's messages and returns a
+// Flight that ends once the broker has them, so that a job keeps several
+// writes under way and commits each batch once its flight has ended. The
+// flights write one after the other, in the order they were started,
+// each as Write would (retries and halving included), so the scores of
+// successive flights reach each partition in that order. They reach the brokers as a
 // kafkaconn.Config says, on connections of their own; ReadKafkaDeadLetters
 // reads dead letters back.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -18,20 +19,30 @@ import (
 // int64 "id" column (no key otherwise, or for a null id). Write returns
 // only when the broker has acknowledged every message, so a batch acked
 // after it is never lost (at least once: a Write that fails part way may
-// have written some rows, which the retry writes again). The sink is not
-// safe for concurrent use.
+// have written some rows, which the retry writes again). It is an
+// AsyncWriter: WriteAsync returns once the messages are encoded, and its
+// flight ends when the broker has acknowledged them. The sink is not safe
+// for concurrent use.
 type KafkaSink struct {
 	topic  string
 	w      *kafkaWriter
 	schema *arrow.Schema // schema fields and idCol were built for
 	fields []jsonField
 	idCol  int // index of the int64 id column, or -1
-	buf    []byte
-	msgs   []kafka.Message
+	// spare are the buffers of flights that succeeded, for the next ones.
+	mu     sync.Mutex
+	spare  []*jsonMessages
 	closed bool
 }
 
-var _ Sink = (*KafkaSink)(nil)
+// jsonMessages are the messages of one write and the buffer of their
+// keys and values.
+type jsonMessages struct {
+	buf  []byte
+	msgs []kafka.Message
+}
+
+var _ AsyncWriter = (*KafkaSink)(nil)
 
 // NewKafka returns a Sink writing to cfg.Topic. It does not contact the
 // brokers: the first Write does.
@@ -48,18 +59,37 @@ func NewKafka(cfg KafkaWriterConfig) (*KafkaSink, error) {
 func (s *KafkaSink) Stats() KafkaWriterStats { return s.w.stats() }
 
 // Write sends one message per row of rec and waits for the broker's
-// acknowledgement of all of them.
+// acknowledgement of all of them (and of the flights before).
 func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
+	f, err := s.start(ctx, ctx, rec)
+	if err != nil {
+		return err
+	}
+	// The flight writes within ctx: it ends soon after ctx does.
+	<-f.Done()
+	return f.Err()
+}
+
+// WriteAsync encodes one message per row of rec and starts sending them;
+// the flight ends when the broker has acknowledged all of them, or with
+// the error Write would return.
+func (s *KafkaSink) WriteAsync(ctx context.Context, rec arrow.Record) (*Flight, error) {
+	return s.start(ctx, s.w.ctx, rec)
+}
+
+// start encodes rec within ctx and starts its flight, which writes within
+// flightCtx.
+func (s *KafkaSink) start(ctx, flightCtx context.Context, rec arrow.Record) (*Flight, error) {
 	if s.closed {
-		return fmt.Errorf("kafka sink %s: write: %w", s.topic, errClosed)
+		return nil, fmt.Errorf("kafka sink %s: write: %w", s.topic, errClosed)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka sink %s: write: %w", s.topic, err)
+		return nil, fmt.Errorf("kafka sink %s: write: %w", s.topic, err)
 	}
 	if s.schema == nil || !rec.Schema().Equal(s.schema) {
 		fields, err := jsonFields(rec.Schema())
 		if err != nil {
-			return fmt.Errorf("kafka sink %s: %w", s.topic, err)
+			return nil, fmt.Errorf("kafka sink %s: %w", s.topic, err)
 		}
 		s.schema, s.fields, s.idCol = rec.Schema(), fields, -1
 		for c, f := range rec.Schema().Fields() {
@@ -71,8 +101,41 @@ func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
 	}
 	n := int(rec.NumRows())
 	if n == 0 {
+		return landed(nil), nil
+	}
+	m := s.encode(rec)
+	write := func(ctx context.Context) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("kafka sink %s: writing %d rows: %w", s.topic, n, err)
+		}
+		refused, err := s.w.writeFitting(ctx, m.msgs)
+		if err == nil && len(refused) > 0 {
+			// Every score of a model has about the same size: one that does
+			// not fit means the topic's limit is below this model's scores.
+			first := &m.msgs[refused[0]]
+			err = fmt.Errorf("the broker refuses %d scores as too large, the first (id %s) of %d bytes: raise the topic's max.message.bytes",
+				len(refused), first.Key, messageBytes(first))
+		}
+		if err != nil {
+			return fmt.Errorf("kafka sink %s: writing %d rows: %w", s.topic, n, err)
+		}
 		return nil
 	}
+	return s.w.fly(flightCtx, write, func() { s.recycle(m) }), nil
+}
+
+// encode returns the messages of the rows of rec, in buffers of an earlier
+// flight when one is spare.
+func (s *KafkaSink) encode(rec arrow.Record) *jsonMessages {
+	s.mu.Lock()
+	var m *jsonMessages
+	if k := len(s.spare); k > 0 {
+		m, s.spare = s.spare[k-1], s.spare[:k-1]
+	} else {
+		m = new(jsonMessages)
+	}
+	s.mu.Unlock()
+	n := int(rec.NumRows())
 	cols := rec.Columns()
 	var ids *array.Int64
 	if s.idCol >= 0 {
@@ -80,7 +143,7 @@ func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
 	}
 	// Values and keys go into one buffer, sliced once it stops growing:
 	// ends[2i] ends the value of row i, ends[2i+1] its key.
-	buf := s.buf[:0]
+	buf := m.buf[:0]
 	ends := make([]int, 0, 2*n)
 	for i := range n {
 		buf = s.appendRow(buf, cols, i)
@@ -90,7 +153,7 @@ func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
 		}
 		ends = append(ends, len(buf))
 	}
-	msgs := s.msgs[:0]
+	msgs := m.msgs[:0]
 	start := 0
 	for i := range n {
 		value, key := buf[start:ends[2*i]:ends[2*i]], buf[ends[2*i]:ends[2*i+1]:ends[2*i+1]]
@@ -100,23 +163,17 @@ func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
 		}
 		msgs = append(msgs, kafka.Message{Key: key, Value: value})
 	}
-	refused, err := s.w.writeFitting(ctx, msgs)
-	if err == nil && len(refused) > 0 {
-		// Every score of a model has about the same size: one that does
-		// not fit means the topic's limit is below this model's scores.
-		m := &msgs[refused[0]]
-		err = fmt.Errorf("the broker refuses %d scores as too large, the first (id %s) of %d bytes: raise the topic's max.message.bytes",
-			len(refused), m.Key, messageBytes(m))
-	}
-	if err != nil {
-		// After a cancelled context the writer may still hold the
-		// messages: let it keep the buffers.
-		s.buf, s.msgs = nil, nil
-		return fmt.Errorf("kafka sink %s: writing %d rows: %w", s.topic, n, err)
-	}
-	clear(msgs)
-	s.buf, s.msgs = buf, msgs
-	return nil
+	m.buf, m.msgs = buf, msgs
+	return m
+}
+
+// recycle keeps the buffers of a flight that succeeded for a later one.
+// The sink keeps as many as there were flights at once.
+func (s *KafkaSink) recycle(m *jsonMessages) {
+	clear(m.msgs)
+	s.mu.Lock()
+	s.spare = append(s.spare, m)
+	s.mu.Unlock()
 }
 
 // appendRow appends row i as the JSON Lines sink writes it, without the
@@ -130,9 +187,8 @@ func (s *KafkaSink) appendRow(dst []byte, cols []arrow.Array, i int) []byte {
 	return append(dst, '}')
 }
 
-// Close closes the writer and its connections, within ctx. Every Write has
-// already been acknowledged, so nothing is left to flush. Closing twice is
-// a no-op.
+// Close waits for the flights under way, then closes the writer and its
+// connections, within ctx. Closing twice is a no-op.
 func (s *KafkaSink) Close(ctx context.Context) error {
 	if s.closed {
 		return nil

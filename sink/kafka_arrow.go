@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
@@ -26,8 +28,8 @@ import (
 // application/vnd.apache.arrow.stream and no key. A group too large for
 // one message (the writer's BatchBytes, or what the broker takes) is cut
 // in halves until it fits. Write returns only when the broker has
-// acknowledged every message (at least once, as KafkaSink). The sink is
-// not safe for concurrent use.
+// acknowledged every message (at least once, as KafkaSink). It is an
+// AsyncWriter, as KafkaSink. The sink is not safe for concurrent use.
 type KafkaArrowSink struct {
 	topic    string
 	w        *kafkaWriter
@@ -39,7 +41,7 @@ type KafkaArrowSink struct {
 	closed   bool
 }
 
-var _ Sink = (*KafkaArrowSink)(nil)
+var _ AsyncWriter = (*KafkaArrowSink)(nil)
 
 // NewKafkaArrow returns a Sink writing to cfg.Topic; mem allocates the
 // records of groups of rows (nil: a Go allocator). It does not contact
@@ -76,31 +78,67 @@ type scoreGroup struct {
 
 // Write sends the rows of rec, one message per partition (or more, each
 // within the size limits), and waits for the broker's acknowledgement of
-// all of them.
+// all of them (and of the flights before).
 func (s *KafkaArrowSink) Write(ctx context.Context, rec arrow.Record) error {
+	f, err := s.start(ctx, ctx, rec)
+	if err != nil {
+		return err
+	}
+	// The flight writes within ctx: it ends soon after ctx does.
+	<-f.Done()
+	return f.Err()
+}
+
+// WriteAsync encodes the messages of the rows of rec and starts sending
+// them; the flight ends when the broker has acknowledged all of them, or
+// with the error Write would return.
+func (s *KafkaArrowSink) WriteAsync(ctx context.Context, rec arrow.Record) (*Flight, error) {
+	return s.start(ctx, s.w.ctx, rec)
+}
+
+// start encodes rec within ctx and starts its flight, which writes within
+// flightCtx.
+func (s *KafkaArrowSink) start(ctx, flightCtx context.Context, rec arrow.Record) (*Flight, error) {
 	if s.closed {
-		return fmt.Errorf("kafka arrow sink %s: write: %w", s.topic, errClosed)
+		return nil, fmt.Errorf("kafka arrow sink %s: write: %w", s.topic, errClosed)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kafka arrow sink %s: write: %w", s.topic, err)
+		return nil, fmt.Errorf("kafka arrow sink %s: write: %w", s.topic, err)
 	}
 	if err := s.checkSchema(rec.Schema()); err != nil {
-		return fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
+		return nil, fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
 	}
 	n := int(rec.NumRows())
 	if n == 0 {
-		return nil
+		return landed(nil), nil
 	}
 	partitions, err := s.partitions(ctx)
 	if err != nil {
-		return fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
+		return nil, fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
 	}
 	var todo []scoreGroup
 	for _, g := range s.group(rec, partitions) {
 		if todo, err = s.encode(rec, g, todo); err != nil {
-			return fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
+			return nil, fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
 		}
 	}
+	return s.w.fly(flightCtx, func(ctx context.Context) error {
+		err := ctx.Err()
+		if err == nil {
+			err = s.send(ctx, todo)
+		}
+		if err != nil {
+			return fmt.Errorf("kafka arrow sink %s: writing %d rows: %w", s.topic, n, err)
+		}
+		return nil
+	}, nil), nil
+}
+
+// send writes the messages of todo and, where the broker refuses one as
+// too large (its limit below the writer's), the halves of its rows, read
+// back from the message, until every row is written. It runs on a
+// flight's goroutine: it uses none of the sink's changing state.
+func (s *KafkaArrowSink) send(ctx context.Context, todo []scoreGroup) error {
 	for len(todo) > 0 {
 		msgs := make([]kafka.Message, len(todo))
 		for i, g := range todo {
@@ -109,27 +147,57 @@ func (s *KafkaArrowSink) Write(ctx context.Context, rec arrow.Record) error {
 		}
 		refused, err := s.w.writeFitting(ctx, msgs)
 		if err != nil {
-			return fmt.Errorf("kafka arrow sink %s: writing %d rows: %w", s.topic, n, err)
+			return err
 		}
-		// The broker's limit is below the writer's: the groups it
-		// refuses go again in halves.
 		var again []scoreGroup
 		for _, i := range refused {
-			g := todo[i]
-			if len(g.rows) == 1 {
-				return fmt.Errorf("kafka arrow sink %s: the broker refuses the score of id %d alone, %d bytes: raise the topic's max.message.bytes",
-					s.topic, rec.Column(0).(*array.Int64).Value(g.rows[0]), messageBytes(&msgs[i]))
-			}
-			half := len(g.rows) / 2
-			for _, rows := range [][]int{g.rows[:half], g.rows[half:]} {
-				if again, err = s.encode(rec, scoreGroup{partition: g.partition, rows: rows}, again); err != nil {
-					return fmt.Errorf("kafka arrow sink %s: %w", s.topic, err)
-				}
+			if again, err = s.halve(todo[i], messageBytes(&msgs[i]), again); err != nil {
+				return err
 			}
 		}
 		todo = again
 	}
 	return nil
+}
+
+// halve appends the messages of the halves of the rows of g, a message
+// of size bytes the broker refused as too large, to out.
+func (s *KafkaArrowSink) halve(g scoreGroup, size int64, out []scoreGroup) ([]scoreGroup, error) {
+	part, err := readIPC(g.value, s.mem)
+	if err != nil {
+		return out, fmt.Errorf("reading back a message of scores: %w", err)
+	}
+	defer part.Release()
+	if part.NumRows() == 1 {
+		return out, fmt.Errorf("the broker refuses the score of id %d alone, %d bytes: raise the topic's max.message.bytes",
+			part.Column(0).(*array.Int64).Value(0), size)
+	}
+	rows := make([]int, part.NumRows())
+	for i := range rows {
+		rows[i] = i
+	}
+	half := len(rows) / 2
+	for _, rows := range [][]int{rows[:half], rows[half:]} {
+		if out, err = s.encode(part, scoreGroup{partition: g.partition, rows: rows}, out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// readIPC returns the one record of an IPC stream written by EncodeIPC.
+func readIPC(value []byte, mem memory.Allocator) (arrow.Record, error) {
+	r, err := ipc.NewReader(bytes.NewReader(value), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	if !r.Next() {
+		return nil, errors.Join(errors.New("no record batch"), r.Err())
+	}
+	rec := r.Record()
+	rec.Retain()
+	return rec, nil
 }
 
 // checkSchema checks that schema is an output schema, which the groups of
@@ -269,9 +337,8 @@ func listRows(col arrow.Array) ([]float64, int) {
 	return values[l.Offset()*width : (l.Offset()+l.Len())*width], width
 }
 
-// Close closes the writer and its connections, within ctx. Every Write has
-// already been acknowledged, so nothing is left to flush. Closing twice is
-// a no-op.
+// Close waits for the flights under way, then closes the writer and its
+// connections, within ctx. Closing twice is a no-op.
 func (s *KafkaArrowSink) Close(ctx context.Context) error {
 	if s.closed {
 		return nil

@@ -63,15 +63,24 @@ type KafkaWriterConfig struct {
 	Logger *slog.Logger
 }
 
-// kafkaWriter is the synchronous writer of both Kafka sinks: kafka-go's
-// writer, the transport it owns, and the retry of transient failures,
-// which is the only one (kafka-go's own is turned off).
+// kafkaWriter is the writer of both Kafka sinks and the dead letters:
+// kafka-go's writer, the transport it owns, the retry of transient
+// failures, which is the only one (kafka-go's own is turned off), and the
+// sinks' flights.
 type kafkaWriter struct {
 	topic     string
 	w         *kafka.Writer
 	transport *kafka.Transport
 	retry     kafkaconn.Retry
 	logger    *slog.Logger
+
+	// The flights (fly) write one after the other, each once last, the one
+	// before it, has ended; flying counts their goroutines. ctx bounds the
+	// flights started by WriteAsync: it ends when Close gives up on them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	flying sync.WaitGroup
+	last   *Flight
 
 	// totals adds up kafka-go's statistics, which reset whenever they are
 	// read, and the retries.
@@ -142,14 +151,52 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &kafkaWriter{topic: cfg.Topic, w: w, transport: transport, retry: cfg.Conn.Retry, logger: logger,
-		totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
+		ctx: ctx, cancel: cancel, totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
 }
 
-// close closes the writer, which waits for the requests under way, and
-// its connections; it returns early with ctx's error when ctx ends first,
-// and the closing goes on in the background.
+// fly starts write on a goroutine of its own once the flight before has
+// ended, so that the flights' messages reach each partition in the order
+// they were started, and returns its flight. write gets ctx, and must fail
+// at once when ctx has ended: it is then called without waiting. recycle, if
+// not nil, is called after a success, when kafka-go no longer holds the
+// messages' bytes (after a failure it may: they are left to the garbage
+// collector). Not safe for concurrent use, as the sinks are not.
+func (k *kafkaWriter) fly(ctx context.Context, write func(ctx context.Context) error, recycle func()) *Flight {
+	f, prev := newFlight(), k.last
+	k.last = f
+	k.flying.Go(func() {
+		if prev != nil {
+			select {
+			case <-prev.done:
+			case <-ctx.Done(): // write fails at once
+			}
+		}
+		err := write(ctx)
+		if err == nil && recycle != nil {
+			recycle()
+		}
+		f.end(err)
+	})
+	return f
+}
+
+// close waits for the flights under way, then closes the writer, which
+// waits for the requests under way, and its connections; it returns early
+// with ctx's error when ctx ends first: the flights are cancelled and the
+// closing goes on in the background.
 func (k *kafkaWriter) close(ctx context.Context) error {
+	landed := make(chan struct{})
+	go func() {
+		k.flying.Wait()
+		close(landed)
+	}()
+	select {
+	case <-landed:
+	case <-ctx.Done():
+	}
+	k.cancel()
 	return kafkaconn.CloseWriter(ctx, k.w, k.transport)
 }
 

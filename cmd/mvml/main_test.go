@@ -336,6 +336,8 @@ func TestUsageErrors(t *testing.T) {
 		{"serve short session timeout", serveArgs("--session-timeout", "2s"), exitUsage, "--session-timeout 2s must be longer than the heartbeat interval, 3s"},
 		{"serve no workers", serveArgs("--workers", "0"), exitUsage, "--workers 0 must be at least 1 and --in-flight 0 not negative"},
 		{"serve fewer in flight than workers", serveArgs("--workers", "4", "--in-flight", "2"), exitUsage, "--in-flight 2 keeps only 2 of --workers 4 busy"},
+		{"serve no writes in flight", serveArgs("--writes-in-flight", "0"), exitUsage, "--writes-in-flight 0 must be at least 1"},
+		{"serve writes in flight to a directory", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-dir", "d", "--dead-letter-topic", "dlq", "--model", "m", "--writes-in-flight", "2"}, exitUsage, "--writes-in-flight is for --output-topic"},
 		{"serve zero stats interval", serveArgs("--model-topic", "M", "--stats-topic", "s", "--stats-interval", "0s"), exitUsage, "--stats-interval 0s must be positive"},
 		{"serve missing model", []string{"serve", "--brokers", "b:1", "--topic", "in", "--output-topic", "out", "--dead-letter-topic", "dlq", "--model", filepath.Join(dir, "none.mvml")}, exitError, "none.mvml"},
 		{"missing spec file", []string{"cv", "--input", data, "--views", filepath.Join(dir, "none.json")}, exitError, "none.json"},

@@ -49,6 +49,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
 	workers := fs.Int("workers", 1, "goroutines scoring batches while the batch before is written and committed; one batch's kernel products are spread over every CPU already, so more pay off only with batches under 64 rows per CPU")
 	inFlight := fs.Int("in-flight", 0, "most batches taken from the topic and not yet written: being scored, waiting for their turn, or being written (two more are fetched and decoded meanwhile); 0 means --workers + 1")
+	writesInFlight := fs.Int("writes-in-flight", pipeline.DefaultWritesInFlight, "most writes of scores to --output-topic under way at once: a batch is committed once its write ends, in order, while the next ones are served; 1 writes each batch before serving the next")
 	read := registerRead(fs)
 	config := registerConfig(fs, serveInapplicableFlags)
 	if err := parseConfigured(a, fs, config, args); err != nil {
@@ -94,6 +95,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return usagef("--workers %d must be at least 1 and --in-flight %d not negative", *workers, *inFlight)
 	case *inFlight > 0 && *inFlight < *workers:
 		return usagef("--in-flight %d keeps only %d of --workers %d busy: give at least as many batches in flight as workers", *inFlight, *inFlight, *workers)
+	case *writesInFlight < 1:
+		return usagef("--writes-in-flight %d must be at least 1", *writesInFlight)
+	case *outDir != "" && flagGiven(fs, "writes-in-flight"):
+		return usagef("--writes-in-flight is for --output-topic: --output-dir commits its files as they roll")
 	}
 	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
 		return usagef("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
@@ -137,8 +142,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
 		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
 		Contributions: *contributions, HTTPAddr: *httpAddr, Workers: *workers, InFlight: *inFlight,
-		Options:     pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
-		LabelsTopic: *labelsTopic, StatsTopic: *statsTopic, Labels: labels,
+		WritesInFlight: *writesInFlight,
+		Options:        pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
+		LabelsTopic:    *labelsTopic, StatsTopic: *statsTopic, Labels: labels,
 	}
 	if models != nil {
 		cfg.Models = models
@@ -194,7 +200,16 @@ func serveInapplicableFlags(fs *flag.FlagSet) map[string]bool {
 	mark(joinFlags, value("labels-topic") == "")
 	mark(statsFlags, value("stats-topic") == "")
 	mark(refitFlags, value("stats-topic") != "")
+	mark([]string{"writes-in-flight"}, value("output-dir") != "")
 	return off
+}
+
+// flagGiven says whether flag name was set, on the command line or in the
+// configuration file.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // lateLabelFlags checks the flags of the join of late labels and of the
