@@ -780,6 +780,16 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 	return nil
 }
 
+// flushGraced is flush for the labels loop: a publication under way when
+// the service stops is finished within the shutdown grace, as a batch in
+// hand is, and the stop's last flush publishes what is left after it.
+// Cancelled with the loop, it would drop the delta it had taken.
+func (j *labelJoin) flushGraced(ctx context.Context) error {
+	graced, cancel := j.s.withGrace(ctx)
+	defer cancel()
+	return j.flush(graced)
+}
+
 // due says whether the statistics are due for publication by time.
 func (j *labelJoin) due() bool {
 	j.mu.Lock()
@@ -834,7 +844,7 @@ func (j *labelJoin) run(ctx context.Context) error {
 				return err
 			}
 		case <-j.flushNow:
-			if err := j.flush(ctx); err != nil {
+			if err := j.flushGraced(ctx); err != nil {
 				return err
 			}
 		case <-tick.C:
@@ -842,7 +852,7 @@ func (j *labelJoin) run(ctx context.Context) error {
 			j.settle(j.store.expire(j.now()))
 			j.mu.Unlock()
 			if j.due() {
-				if err := j.flush(ctx); err != nil {
+				if err := j.flushGraced(ctx); err != nil {
 					return err
 				}
 			}

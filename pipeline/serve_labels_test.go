@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/ingest"
@@ -255,6 +256,53 @@ func TestServeRetriesStatsPublication(t *testing.T) {
 	}
 	if _, published := readDeltas(t, c, m); published.Count() != 100 {
 		t.Errorf("the deltas hold %d label offsets, want 100", published.Count())
+	}
+}
+
+// A stop that comes while the labels loop is publishing a delta lets that
+// publication finish, within the shutdown grace, and then publishes the
+// rest: a graceful stop leaves no joined label unpublished (it used to
+// cancel the publication under way, skip the last one and drop both
+// deltas' statistics until the labels were read again).
+func TestServeStopFinishesPublicationUnderWay(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 100, 6)
+	c, models := statsCluster(t, m)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	var holding atomic.Bool
+	fake := c.Fake()
+	fake.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		if req.(*kmsg.ProduceRequest).Topics[0].Topic == "stats" && holding.CompareAndSwap(false, true) {
+			close(held)
+			fake.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	c.Produce(t, "in", recordMessages(t, spec, d, 0, 100)...)
+	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+		Labels: LateLabels{StatsInterval: time.Hour, StatsRows: 40, Replica: "serve-a"}})
+	waitStats(t, r, "the records scored", func(st ServeStats) bool { return st.In >= 100 })
+	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
+	<-held
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := stop()
+		stopped <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the stop under way, the delta held
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	st := r.Service().Stats()
+	if st.LabelsJoined < 40 || st.StatsRows != st.LabelsJoined {
+		t.Errorf("%d labels joined, %d published by the stop; want at least 40, all", st.LabelsJoined, st.StatsRows)
+	}
+	if _, published := readDeltas(t, c, m); published.Count() != st.LabelsJoined {
+		t.Errorf("the deltas hold %d label offsets, want %d", published.Count(), st.LabelsJoined)
 	}
 }
 
