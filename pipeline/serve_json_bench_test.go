@@ -34,8 +34,9 @@ import (
 //
 // Metrics: the rows per second of each, their ratio (serve/bare, the goal
 // is 0.5), the CPU time of the process per second of the service, and the
-// share of its time that its writes and commits waited for the broker
-// (broker-wait). Run with -benchtime=1x and -count ≥ 6 (make bench-serve).
+// share of its time that its commits and writes waited for the broker
+// (broker-wait; the writes of scores, DefaultWritesInFlight of them in
+// flight, only while they are started). Run with -benchtime=1x and -count ≥ 6 (make bench-serve).
 func BenchmarkServeKafkaJSON(b *testing.B) {
 	for _, c := range []struct{ dim, rows, batch int }{
 		{64, 200_000, ingest.DefaultBatchSize}, {64, 40_000, 256}, {315, 10_000, 128},
