@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -53,7 +54,7 @@ func BenchmarkServeKafkaArrow(b *testing.B) {
 				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
 				cluster.ProduceBulk(b, "in", values...)
 				bare += drain(b, cluster, len(values), c.rows)
-				serve.add(serveTopic(b, cluster, m, c.rows, max(1, 1024/c.perMessage), ingest.FormatArrow))
+				serve.add(serveTopic(b, cluster, m, serveCase{rows: c.rows, batch: max(1, 1024/c.perMessage), format: ingest.FormatArrow}))
 			}
 			serve.report(b, c.rows, bare)
 		})
@@ -265,26 +266,38 @@ func (t timedAcks) Next(ctx context.Context) (ingest.Batch, error) {
 	return batch, err
 }
 
-// serveTopic serves topic "in" (rows in all, read in batches of batch
-// rows, messages of format) until every row is scored, into topic "out"
-// in the same format.
-func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, batch int, format ingest.Format) served {
+// serveCase is what serveTopic serves: topic "in", rows in all, read in
+// batches of batch rows (messages), messages of format; scores into topic
+// out ("out" when empty) in the same format, in consumer group group
+// ("serve" when empty), with writes writes in flight (0: the default).
+type serveCase struct {
+	rows, batch int
+	format      ingest.Format
+	group, out  string
+	writes      int
+}
+
+// serveTopic serves c until every row is scored and returns its time, its
+// CPU time and its wait on the broker at the steady rate, scaled to every
+// row.
+func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, c serveCase) served {
 	b.Helper()
 	if *serveProfile != "" {
 		stop := profileCPU(b, *serveProfile)
 		defer stop()
 	}
 	conn := kafkaconn.Config{Brokers: cluster.Brokers}
-	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: "in", Format: format, GroupID: "serve", MaxBytes: fetchMaxBytes},
-		ingest.Options{BatchSize: batch})
+	rows, group, topic := c.rows, cmp.Or(c.group, "serve"), cmp.Or(c.out, "out")
+	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: "in", Format: c.format, GroupID: group, MaxBytes: fetchMaxBytes},
+		ingest.Options{BatchSize: c.batch})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var out sink.Sink
-	if format == ingest.FormatArrow {
-		out, err = sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: conn, Topic: "out"}, nil)
+	if c.format == ingest.FormatArrow {
+		out, err = sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: conn, Topic: topic}, nil)
 	} else {
-		out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: "out"})
+		out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: topic})
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -299,7 +312,7 @@ func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, 
 		output = timedAsyncSink{timedSink{out, &clock}, async}
 	}
 	svc, err := NewService(ServeConfig{Model: m, Source: timedAcks{src, &clock}, Output: output,
-		DeadLetters: timedDeadLetters{dead, &clock}})
+		DeadLetters: timedDeadLetters{dead, &clock}, WritesInFlight: c.writes})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 					cluster.ProduceBulk(b, "in", part...)
 				}
 				bare += drain(b, cluster, len(values), c.rows)
-				serve.add(serveTopic(b, cluster, m, c.rows, c.batch, ingest.FormatJSON))
+				serve.add(serveTopic(b, cluster, m, serveCase{rows: c.rows, batch: c.batch, format: ingest.FormatJSON}))
 			}
 			serve.report(b, c.rows, bare)
 		})

@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -12,9 +10,6 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
-	"github.com/mvml/mvml/kafkaconn"
-	"github.com/mvml/mvml/model"
-	"github.com/mvml/mvml/sink"
 )
 
 // BenchmarkServeWritesInFlight measures what writes in flight
@@ -61,10 +56,10 @@ func BenchmarkServeWritesInFlight(b *testing.B) {
 						out := fmt.Sprintf("out-%d", turn+1)
 						cluster.CreateTopic(b, out, 4)
 						if i < 0 {
-							serveWrites(b, cluster, m, rows, batch, writes[1], out)
+							serveTopic(b, cluster, m, serveCase{rows: rows, batch: batch, format: ingest.FormatJSON, group: out, out: out, writes: writes[1]})
 							continue
 						}
-						runs[i].add(serveWrites(b, cluster, m, rows, batch, writes[i], out))
+						runs[i].add(serveTopic(b, cluster, m, serveCase{rows: rows, batch: batch, format: ingest.FormatJSON, group: out, out: out, writes: writes[i]}))
 					}
 				}
 				n := float64(2 * rows * b.N)
@@ -89,60 +84,4 @@ func slowDown(cluster *kafkatest.Cluster, latency time.Duration, keys ...kmsg.Ke
 			return nil, nil, false
 		})
 	}
-}
-
-// serveWrites serves topic "in" (rows in all, in batches of batch rows) in
-// a consumer group of its own into topic out, with writes in flight,
-// until every row is scored, and returns its time and the CPU time of the
-// process at the steady rate, scaled to every row.
-func serveWrites(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, rows, batch, writes int, out string) served {
-	b.Helper()
-	conn := kafkaconn.Config{Brokers: cluster.Brokers}
-	src, err := ingest.NewKafka(m.Spec, ingest.KafkaConfig{Conn: conn, Topic: "in", GroupID: out, MaxBytes: fetchMaxBytes},
-		ingest.Options{BatchSize: batch})
-	if err != nil {
-		b.Fatal(err)
-	}
-	scores, err := sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: out})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dead, err := sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: conn, Topic: "dead"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: scores, DeadLetters: dead, WritesInFlight: writes})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	s := steady{n: rows}
-	var cpu0, cpu float64
-	for scored := 0; s.end.IsZero(); scored = int(svc.Stats().Scored) {
-		started := !s.start.IsZero()
-		s.note(scored)
-		switch {
-		case !started && !s.start.IsZero():
-			cpu0 = cpuSeconds(b)
-		case !s.end.IsZero():
-			cpu = cpuSeconds(b) - cpu0
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	for svc.Stats().Scored < int64(rows) {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
-	if st := svc.Stats(); st.Scored != int64(rows) || st.DeadLettered != 0 {
-		b.Fatalf("stats %+v", st)
-	}
-	if err := errors.Join(src.Close(), scores.Close(context.Background()), dead.Close(context.Background())); err != nil {
-		b.Fatal(err)
-	}
-	return served{seconds: s.seconds(), cpu: cpu * float64(rows) / float64(s.to-s.from)}
 }
