@@ -99,11 +99,12 @@ type ServeConfig struct {
 	// a batch's write is started and the next batch served meanwhile, and
 	// each batch is acknowledged, in input order, once its write has
 	// ended (and its statistics are published). The writes themselves
-	// reach the output one after the other, in input order; what
-	// overlaps is the wait for the broker with the scoring and the
-	// offset commits of other batches. A batch whose write fails stops
-	// the service as a failed Write does: it and every later batch stay
-	// unacknowledged. 1 writes each batch before the next one is served;
+	// reach the output one after the other, in input order, and the
+	// acknowledgements (offset commits) are made in input order off the
+	// serving goroutine, up to WritesInFlight batches waiting for one:
+	// what overlaps is the wait for the broker with the scoring. A batch
+	// whose write or acknowledgement fails stops the service as a failed
+	// Write does: it and every later batch stay unacknowledged. 1 writes each batch before the next one is served;
 	// 0 means DefaultWritesInFlight.
 	WritesInFlight int
 	// Allocator allocates the output records; nil means a Go allocator.
