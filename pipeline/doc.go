@@ -14,7 +14,7 @@
 // durable — at once for a sink that writes synchronously, when the file
 // holding them is committed for a sink.Committer, when its write's flight
 // ends for a sink.AsyncWriter (up to ServeConfig.WritesInFlight under way,
-// acknowledged in input order off the serving goroutine) — so every record is
+// acknowledged in input order) — so every record is
 // scored, dead-lettered or delivered again. Labelled records feed a
 // model.Accumulator, but for labels the model cannot learn from, which cost
 // only themselves; refits run in the background and the new model (or one

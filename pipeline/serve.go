@@ -99,12 +99,11 @@ type ServeConfig struct {
 	// a batch's write is started and the next batch served meanwhile, and
 	// each batch is acknowledged, in input order, once its write has
 	// ended (and its statistics are published). The writes themselves
-	// reach the output one after the other, in input order, and the
-	// acknowledgements (offset commits) are made in input order off the
-	// serving goroutine, up to WritesInFlight batches waiting for one:
-	// what overlaps is the wait for the broker with the scoring. A batch
-	// whose write or acknowledgement fails stops the service as a failed
-	// Write does: it and every later batch stay unacknowledged. 1 writes each batch before the next one is served;
+	// reach the output one after the other, in input order; what
+	// overlaps is the wait for the broker with the scoring and the
+	// offset commits of other batches. A batch whose write fails stops
+	// the service as a failed Write does: it and every later batch stay
+	// unacknowledged. 1 writes each batch before the next one is served;
 	// 0 means DefaultWritesInFlight.
 	WritesInFlight int
 	// Allocator allocates the output records; nil means a Go allocator.
@@ -312,7 +311,6 @@ func (s *Service) Run(ctx context.Context) error {
 		r.commitCheck = t.C
 	} else if a, ok := s.cfg.Output.(sink.AsyncWriter); ok && s.cfg.WritesInFlight > 1 {
 		r.async = a
-		r.acks = r.startAcker(ctx, s.cfg.WritesInFlight)
 	}
 	fetched, stopFetching := s.prefetch(ctx)
 	defer stopFetching()
@@ -327,14 +325,6 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	if err == nil {
 		err = r.acknowledge(ctx)
-	}
-	if r.acks != nil {
-		// The batches handed over had their scores written: they are
-		// acknowledged whatever stopped the run, and a failure already
-		// returned by the loop is not joined twice.
-		if failed := r.acks.close(); failed != nil && !errors.Is(err, failed) {
-			err = errors.Join(err, failed)
-		}
 	}
 	// A refit in flight is cancelled, except at the end of a finite
 	// source, where its model is still worth having.
@@ -359,10 +349,8 @@ type serviceRun struct {
 	committer   sink.Committer
 	commitCheck <-chan time.Time
 	// async is the output when its writes are started and waited for
-	// apart (ServeConfig.WritesInFlight), nil otherwise; acks then commits
-	// the batches whose writes ended, off the run loop.
+	// apart (ServeConfig.WritesInFlight), nil otherwise.
 	async sink.AsyncWriter
-	acks  *acker
 	// pending are the batches written, or being written, since the last
 	// acknowledgement.
 	pending []pendingBatch
@@ -490,8 +478,6 @@ func (r *serviceRun) await(ctx context.Context) (*ticket[scoring], error) {
 			if err := r.acknowledge(ctx); err != nil {
 				return nil, err
 			}
-		case err := <-r.ackFailed():
-			return nil, err
 		case t, ok := <-r.scoring.results():
 			if !ok {
 				return nil, nil
@@ -581,7 +567,7 @@ func (r *serviceRun) serve(ctx context.Context, sc scoring) error {
 		return err
 	}
 	r.pending = append(r.pending, pendingBatch{ack: ack, counts: h.counts, statsSeq: h.statsSeq, flight: h.flight})
-	r.metrics.add(metricPending, 1)
+	r.metrics.set(metricPending, int64(len(r.pending)))
 	if r.committer == nil || r.committer.Due() {
 		if err := r.acknowledge(ctx); err != nil {
 			return err
@@ -625,43 +611,20 @@ func (r *serviceRun) acknowledge(ctx context.Context) error {
 		if p.counts.durable.IsZero() {
 			p.counts.durable = committed
 		}
-		switch {
-		case p.ack != nil && r.acks != nil:
-			if err := r.acks.hand(ctx, p); err != nil {
-				return err
-			}
-		case p.ack != nil:
+		r.observeLatency(p.counts)
+		if p.ack != nil {
 			if err := p.ack(ctx); err != nil {
 				return fmt.Errorf("serve: acknowledge: %w", err)
 			}
-			r.acknowledged(p)
-		default:
-			r.acknowledged(p)
 		}
+		r.metrics.add(metricScored, p.counts.scored)
+		r.metrics.add(metricDeadLettered, p.counts.deadLettered)
+		r.metrics.add(metricNotCommitted, -p.counts.in)
+		r.metrics.add(metricBatches, 1)
 		r.pending = r.pending[1:]
+		r.metrics.set(metricPending, int64(len(r.pending)))
 	}
 	return nil
-}
-
-// acknowledged counts the rows of p, a batch acknowledged, as scored or
-// dead-lettered, and their latency. Safe for concurrent use (the acker's
-// goroutine calls it).
-func (r *serviceRun) acknowledged(p pendingBatch) {
-	r.observeLatency(p.counts)
-	r.metrics.add(metricScored, p.counts.scored)
-	r.metrics.add(metricDeadLettered, p.counts.deadLettered)
-	r.metrics.add(metricNotCommitted, -p.counts.in)
-	r.metrics.add(metricBatches, 1)
-	r.metrics.add(metricPending, -1)
-}
-
-// ackFailed delivers the failure of the acknowledgements made off the run
-// loop; nil without them.
-func (r *serviceRun) ackFailed() <-chan error {
-	if r.acks == nil {
-		return nil
-	}
-	return r.acks.failed
 }
 
 // awaitsStats says whether the statistics delta that holds p's labels is

@@ -3,17 +3,13 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/ingest"
@@ -286,116 +282,5 @@ func TestServeStopWithWritesInFlight(t *testing.T) {
 		if seen[id] == 0 {
 			t.Errorf("id %d not scored", id)
 		}
-	}
-}
-
-// With writes in flight the offset commits are made off the run loop:
-// while the broker holds the first commit, the service goes on taking,
-// scoring and writing the batches after it, up to four waiting for the
-// commit, and acknowledges nothing out of order; once the commit is
-// answered, every batch is acknowledged in input order.
-func TestServeCommitsOffTheRunLoop(t *testing.T) {
-	spec := testSpec(t)
-	m := trainTestModel(t, spec, makeData(spec, 150, 1))
-	d := makeData(spec, 200, 4)
-	cluster := kafkatest.Start(t, 1, "in", "out", "dead")
-	cluster.ProduceValues(t, "in", jsonRecords(t, spec, d)...)
-	held, release := make(chan struct{}), make(chan struct{})
-	var holding atomic.Bool
-	fake := cluster.Fake()
-	fake.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
-		fake.KeepControl()
-		if holding.CompareAndSwap(false, true) {
-			close(held)
-			fake.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
-	r := startFlights(t, cluster, m, 20, 4, kafkaconn.Retry{})
-	<-held
-	// Six batches or more: the one whose commit is held, four waiting for
-	// it, one being handed over. Committing on the run loop, the service
-	// would stop at five (the held one and four writes in flight). Within
-	// 8 s: the commit's own timeout is 10 s.
-	deadline := time.Now().Add(8 * time.Second)
-	for len(cluster.ConsumeAll(t, "out")) < 6*20 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	written := len(cluster.ConsumeAll(t, "out"))
-	st := r.svc.Stats()
-	close(release)
-	if written < 6*20 || st.Batches != 0 || st.Scored != 0 {
-		t.Errorf("while the first commit was held: %d scores written, %d batches and %d rows acknowledged; want at least 120, none, none",
-			written, st.Batches, st.Scored)
-	}
-	waitFor(t, "every record committed", func() bool { return r.svc.Stats().Scored == int64(d.rows()) })
-	r.stop()
-	if err := <-r.done; err != nil {
-		t.Fatal(err)
-	}
-	want := make([]int64, 0, d.rows()/20)
-	for k := range d.rows() / 20 {
-		want = append(want, int64(20*k))
-	}
-	if got := r.src.order(); !slices.Equal(got, want) {
-		t.Errorf("batches acknowledged at offsets %v, want %v", got, want)
-	}
-	if c := cluster.CommittedOffsets(t, "g", "in")[0]; c != int64(d.rows()) {
-		t.Errorf("committed offset %d, want %d", c, d.rows())
-	}
-	if st := r.svc.Stats(); st.Pending != 0 || st.NotCommitted != 0 {
-		t.Errorf("after the stop: %d batches pending, %d rows not committed; want none", st.Pending, st.NotCommitted)
-	}
-}
-
-// An offset commit refused for good, made off the run loop, stops the
-// service with the refusal; the batches before it stay committed, the one
-// refused and every later one do not (they are delivered again).
-func TestServeCommitRefusedOffTheRunLoop(t *testing.T) {
-	spec := testSpec(t)
-	m := trainTestModel(t, spec, makeData(spec, 150, 1))
-	d := makeData(spec, 200, 4)
-	cluster := kafkatest.Start(t, 1, "in", "out", "dead")
-	cluster.ProduceValues(t, "in", jsonRecords(t, spec, d)...)
-	var commits atomic.Int32
-	fake := cluster.Fake()
-	fake.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		fake.KeepControl()
-		if commits.Add(1) != 3 {
-			return nil, nil, false
-		}
-		oc := req.(*kmsg.OffsetCommitRequest)
-		resp := oc.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, rt := range oc.Topics {
-			topic := kmsg.NewOffsetCommitResponseTopic()
-			topic.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				p := kmsg.NewOffsetCommitResponseTopicPartition()
-				p.Partition, p.ErrorCode = rp.Partition, kerr.OffsetMetadataTooLarge.Code
-				topic.Partitions = append(topic.Partitions, p)
-			}
-			resp.Topics = append(resp.Topics, topic)
-		}
-		return resp, nil, true
-	})
-	r := startFlights(t, cluster, m, 20, 4, kafkaconn.Retry{})
-	var err error
-	select {
-	case err = <-r.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the service did not stop after its commit was refused")
-	}
-	if !errors.Is(err, kafka.OffsetMetadataTooLarge) || !strings.Contains(err.Error(), "acknowledge") {
-		t.Fatalf("Run: %v, want the refused commit", err)
-	}
-	if got := r.src.order(); !slices.Equal(got, []int64{0, 20}) {
-		t.Errorf("batches acknowledged at offsets %v, want [0 20]", got)
-	}
-	if c := cluster.CommittedOffsets(t, "g", "in")[0]; c != 40 {
-		t.Errorf("committed offset %d, want 40", c)
-	}
-	if st := r.svc.Stats(); st.Scored != 40 || st.Scored+st.DeadLettered+st.NotCommitted != st.In {
-		t.Errorf("stats %d in = %d scored + %d dead-lettered + %d not committed; want 40 scored and the balance",
-			st.In, st.Scored, st.DeadLettered, st.NotCommitted)
 	}
 }
