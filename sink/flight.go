@@ -87,3 +87,13 @@ func (f *Flight) Wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// waitFlight waits for the flight of a write started for Write, or
+// returns why it did not start.
+func waitFlight(f *Flight, err error) error {
+	if err != nil {
+		return err
+	}
+	<-f.Done()
+	return f.Err()
+}

@@ -61,13 +61,8 @@ func (s *KafkaSink) Stats() KafkaWriterStats { return s.w.stats() }
 // Write sends one message per row of rec and waits for the broker's
 // acknowledgement of all of them (and of the flights before).
 func (s *KafkaSink) Write(ctx context.Context, rec arrow.Record) error {
-	f, err := s.start(ctx, ctx, rec)
-	if err != nil {
-		return err
-	}
 	// The flight writes within ctx: it ends soon after ctx does.
-	<-f.Done()
-	return f.Err()
+	return waitFlight(s.start(ctx, ctx, rec))
 }
 
 // WriteAsync encodes one message per row of rec and starts sending them;

@@ -80,13 +80,8 @@ type scoreGroup struct {
 // within the size limits), and waits for the broker's acknowledgement of
 // all of them (and of the flights before).
 func (s *KafkaArrowSink) Write(ctx context.Context, rec arrow.Record) error {
-	f, err := s.start(ctx, ctx, rec)
-	if err != nil {
-		return err
-	}
 	// The flight writes within ctx: it ends soon after ctx does.
-	<-f.Done()
-	return f.Err()
+	return waitFlight(s.start(ctx, ctx, rec))
 }
 
 // WriteAsync encodes the messages of the rows of rec and starts sending

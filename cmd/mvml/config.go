@@ -263,8 +263,7 @@ func readEntry(key string, line int, v *yaml.Node, fl *flag.Flag, problem func(s
 // apply sets the flags the file gives and the command line does not, and
 // returns every problem of the file.
 func (f *configFile) apply(fs *flag.FlagSet) error {
-	given := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	given := givenFlags(fs)
 	f.fromFile = map[string]bool{}
 	for _, e := range f.entries {
 		fl := fs.Lookup(e.key)
@@ -541,8 +540,7 @@ func printConfig(w io.Writer, fs *flag.FlagSet, file *configFile, inapplicable m
 		}
 	}
 	doc := &yaml.Node{Kind: yaml.MappingNode}
-	given := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	given := givenFlags(fs)
 	fs.VisitAll(func(fl *flag.Flag) {
 		if slices.Contains(configOnlyFlags, fl.Name) || !given[fl.Name] && inapplicable[fl.Name] {
 			// A default that tunes a part not switched on would be

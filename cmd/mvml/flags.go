@@ -388,3 +388,11 @@ func (r *readOptions) options(a *app) (pipeline.Options, error) {
 	}
 	return pipeline.Options{BatchSize: r.batchSize, Logger: a.log}, nil
 }
+
+// givenFlags are the names of the flags of fs that were set: on the
+// command line, or from a configuration file once it is applied.
+func givenFlags(fs *flag.FlagSet) map[string]bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return given
+}

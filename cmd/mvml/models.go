@@ -52,8 +52,7 @@ func runModels(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fs)
 	switch {
 	case given["format"] && sub != "list":
 		return usagef("--format is list's")

@@ -38,8 +38,7 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	if err := required("brokers", kf.brokers, "stats-topic", *statsTopic, "model-topic", *modelTopic); err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fs)
 	switch {
 	case *once && (given["refit-rows"] || given["refit-interval"]):
 		return usagef("--refit-rows and --refit-interval say when a running refitter refits; --once refits once")

@@ -97,7 +97,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return usagef("--in-flight %d keeps only %d of --workers %d busy: give at least as many batches in flight as workers", *inFlight, *inFlight, *workers)
 	case *writesInFlight < 1:
 		return usagef("--writes-in-flight %d must be at least 1", *writesInFlight)
-	case *outDir != "" && flagGiven(fs, "writes-in-flight"):
+	case *outDir != "" && givenFlags(fs)["writes-in-flight"]:
 		return usagef("--writes-in-flight is for --output-topic: --output-dir commits its files as they roll")
 	}
 	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
@@ -204,21 +204,12 @@ func serveInapplicableFlags(fs *flag.FlagSet) map[string]bool {
 	return off
 }
 
-// flagGiven says whether flag name was set, on the command line or in the
-// configuration file.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
 // lateLabelFlags checks the flags of the join of late labels and of the
 // publication of statistics, given explicitly, against the topics given,
 // and returns the join's settings: a flag given is used exactly or
 // refused.
 func lateLabelFlags(fs *flag.FlagSet, labelsTopic, statsTopic, modelTopic string, labels pipeline.LateLabels) (pipeline.LateLabels, error) {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fs)
 	for _, name := range joinFlags {
 		if given[name] && labelsTopic == "" {
 			return labels, usagef("--%s tunes the join of late labels: it needs --labels-topic", name)

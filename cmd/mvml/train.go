@@ -171,8 +171,7 @@ var featureFlags = []string{"landmarks", "kernel", "sigma", "sigma-scale", "gamm
 // likeConfig is the configuration of a training --like base (read from
 // baseFile): base's, with the fit flags given on the command line.
 func likeConfig(fs *flag.FlagSet, fit *fitFlags, base *model.Model, baseFile string) (model.TrainConfig, error) {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fs)
 	for _, name := range featureFlags {
 		if given[name] {
 			return model.TrainConfig{}, usagef("--%s cannot be used with --like: the model keeps the landmarks, kernels and targets of %s", name, baseFile)
