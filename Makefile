@@ -24,7 +24,8 @@ help:
 	@echo "make bench-stream    mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
 	@echo "make bench-arrow     serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
 	@echo "make bench-serve     serve on JSON and on Arrow IPC input against the bare consumer (COUNT=$(COUNT));"
-	@echo "                     BASE=REV measures the service built at REV too, in turn with this one"
+	@echo "                     BASE=REV measures the service built at REV too, in turn with this one;"
+	@echo "                     BUILDS=\"default openblas\" measures both builds in turn"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 	@echo "make docs            rewrite README's reference of the configuration keys and tables of the metrics (serve, refit) from the code"
@@ -116,4 +117,4 @@ docs:
 	$(GO) test -count=1 -run '^TestMetricsTableInREADME$$' ./pipeline -update-readme
 
 clean:
-	rm -rf bin bench.out bench-blas.out bench-arrow.out bench-serve.out bench-serve-base.out
+	rm -rf bin bench.out bench-blas.out bench-arrow.out bench-serve*.out

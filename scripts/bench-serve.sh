@@ -9,8 +9,12 @@
 # tree's benchmark files, and runs the two builds in turn, COUNT times
 # each, so that the service's figures before and after are measured in one
 # run on a machine whose load changes; benchstat sets them side by side.
+# BUILDS lists the builds to measure (default: "default"; "default
+# openblas" adds the -tags openblas build, which needs libopenblas-dev): each
+# revision is built both ways and every build runs in turn in each of the
+# COUNT rounds, so that the builds' figures come from the same minutes.
 # BENCH=REGEXP narrows the benchmarks (default both formats, every shape).
-# Usage: [BASE=REV] [COUNT=N] [BENCH=REGEXP] scripts/bench-serve.sh
+# Usage: [BASE=REV] [BUILDS="default openblas"] [COUNT=N] [BENCH=REGEXP] scripts/bench-serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${COUNT:-6}
@@ -18,17 +22,34 @@ bench=${BENCH:-'^BenchmarkServeKafka(JSON|Arrow)$'}
 benchstat=${BENCHSTAT:-go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-builds=(current)
-go test -c -o "$dir/current.test" ./pipeline
+read -r -a kinds <<<"${BUILDS:-default}"
+for k in "${kinds[@]}"; do
+  case "$k" in
+    default | openblas) ;;
+    *) echo "bench-serve: unknown build $k (want default or openblas)" >&2; exit 2 ;;
+  esac
+done
+tags() { [ "$1" = default ] || echo "-tags $1"; } # the go build flags of a build kind
+# A build is named by its revision, and by its kind when there are several.
+name() { if [ ${#kinds[@]} -gt 1 ]; then echo "$1-$2"; else echo "$1"; fi; }
+builds=()
 if [ -n "${BASE:-}" ]; then
   mkdir "$dir/base"
   git archive "$BASE" | tar -x -C "$dir/base"
-  # Both builds run this tree's benchmarks: the measurement is the same,
+  # Both revisions run this tree's benchmarks: the measurement is the same,
   # only the code it measures differs.
   cp pipeline/*_bench_test.go "$dir/base/pipeline/"
-  (cd "$dir/base" && go test -c -o "$dir/base.test" ./pipeline)
-  builds=(base current)
+  for k in "${kinds[@]}"; do
+    # shellcheck disable=SC2046 # the flags are words
+    (cd "$dir/base" && go test $(tags "$k") -c -o "$dir/$(name base "$k").test" ./pipeline)
+    builds+=("$(name base "$k")")
+  done
 fi
+for k in "${kinds[@]}"; do
+  # shellcheck disable=SC2046
+  go test $(tags "$k") -c -o "$dir/$(name current "$k").test" ./pipeline
+  builds+=("$(name current "$k")")
+done
 echo "# $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs, $(go env GOVERSION), load average $(cut -d' ' -f1-3 /proc/loadavg)${BASE:+, base $BASE}"
 for _ in $(seq "$count"); do
   for b in "${builds[@]}"; do
@@ -39,12 +60,14 @@ for _ in $(seq "$count"); do
   done
 done
 echo "# load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
-out=bench-serve.out
-touch "$dir/current.out" "$dir/base.out"
-cp "$dir/current.out" "$out"
-if [ -n "${BASE:-}" ]; then
-  cp "$dir/base.out" bench-serve-base.out
-  $benchstat base=bench-serve-base.out current="$out"
-else
-  $benchstat "$out"
-fi
+# bench-serve.out holds this tree's build (of the first kind); every
+# build's runs are kept as bench-serve-BUILD.out, and benchstat sets them
+# side by side when there are several.
+cols=()
+for b in "${builds[@]}"; do
+  touch "$dir/$b.out"
+  cp "$dir/$b.out" "bench-serve-$b.out"
+  cols+=("$b=bench-serve-$b.out")
+done
+cp "$dir/$(name current "${kinds[0]}").out" bench-serve.out
+$benchstat "${cols[@]}"
