@@ -158,7 +158,7 @@ func samePayloads(a, b []byte) bool {
 
 // sliceStream writes rows [from, to) of a record of rows as arrow's writer
 // writes a slice.
-func sliceStream(t *testing.T, rows []producerRow, o streamOpts, from, to int64) []byte {
+func sliceStream(t testing.TB, rows []producerRow, o streamOpts, from, to int64) []byte {
 	schema := producerSchema(o)
 	rec := producerRecord(schema, rows)
 	defer rec.Release()
@@ -170,7 +170,7 @@ func sliceStream(t *testing.T, rows []producerRow, o streamOpts, from, to int64)
 // claimedNulls writes rows with every column of the canonical schema
 // claiming a null while its validity bitmap says none: the bitmaps are
 // in the message, every row is valid.
-func claimedNulls(t *testing.T, rows []producerRow) []byte {
+func claimedNulls(t testing.TB, rows []producerRow) []byte {
 	schema := producerSchema(streamOpts{})
 	rec := producerRecord(schema, rows)
 	defer rec.Release()
@@ -199,7 +199,7 @@ func claimedNulls(t *testing.T, rows []producerRow) []byte {
 
 // nullLabelsOverValues writes rows whose labels are null every third row,
 // with a value under each null (a producer need not write zeros there).
-func nullLabelsOverValues(t *testing.T, rows []producerRow) []byte {
+func nullLabelsOverValues(t testing.TB, rows []producerRow) []byte {
 	schema := producerSchema(streamOpts{})
 	rec := producerRecord(schema, rows)
 	defer rec.Release()
@@ -229,7 +229,7 @@ func nullLabelsOverValues(t *testing.T, rows []producerRow) []byte {
 // extraFields writes rows with fields of other types before, between and
 // after the spec's (int32, utf8, list<int32>, struct<int32, utf8>), some
 // with nulls, the views as lists when list.
-func extraFields(t *testing.T, rows []producerRow, list bool) []byte {
+func extraFields(t testing.TB, rows []producerRow, list bool) []byte {
 	base := producerRecord(producerSchema(streamOpts{list: list}), rows)
 	defer base.Release()
 	mem := memory.NewGoAllocator()
@@ -277,7 +277,7 @@ func extraFields(t *testing.T, rows []producerRow, list bool) []byte {
 }
 
 // largeLists writes rows with the views as large lists.
-func largeLists(t *testing.T, rows []producerRow) []byte {
+func largeLists(t testing.TB, rows []producerRow) []byte {
 	base := producerRecord(producerSchema(streamOpts{list: true}), rows)
 	defer base.Release()
 	fields := base.Schema().Fields()
@@ -379,7 +379,7 @@ func TestArrowDirectMatchesReader(t *testing.T) {
 
 // canonicalMessage is n rows of the canonical record of kafkaSpec, as
 // mvml writes them (schemas.EncodeIPC).
-func canonicalMessage(t *testing.T, n int) []byte {
+func canonicalMessage(t testing.TB, n int) []byte {
 	mem := memory.NewGoAllocator()
 	rb := schemas.NewRecordBuilder(mem, kafkaSpec(t))
 	defer rb.Release()
@@ -501,4 +501,117 @@ func TestArrowDirectDeclines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzArrowDirectMatchesReader holds the direct path to arrow's reader on
+// any bytes: it declines them, leaving the batch as it was, or makes of
+// them exactly the batch arrow's reader makes, which refuses no row of
+// them; it never panics, and nothing is left allocated.
+func FuzzArrowDirectMatchesReader(f *testing.F) {
+	rows := producerRows(idsUpTo(9)...)
+	f.Add(arrowStream(f, rows, streamOpts{}))
+	f.Add(arrowStream(f, rows, streamOpts{list: true, batches: 2}))
+	f.Add(arrowStream(f, rows, streamOpts{noLabel: true, itemName: "element", extra: true}))
+	f.Add(arrowStream(f, rows, streamOpts{lz4: true}))
+	f.Add(canonicalMessage(f, 3))
+	f.Add(sliceStream(f, rows, streamOpts{list: true}, 2, 7))
+	f.Add(claimedNulls(f, producerRows(1, 2)))
+	f.Add(nullLabelsOverValues(f, rows))
+	f.Add(extraFields(f, rows, false))
+	f.Add(largeLists(f, rows))
+	bad := producerRows(4, 5, 6)
+	bad[1].views[1][0] = math.Inf(1)
+	bad[2].idNull = true
+	f.Add(arrowStream(f, bad, streamOpts{}))
+	spec := kafkaSpec(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		matchDirectAndReader(t, spec, data, len(data)%2 == 1)
+	})
+}
+
+// matchDirectAndReader decodes data by arrow's reader and by the direct
+// path, and fails t unless the direct path declines it or makes of it
+// exactly what arrow's reader makes, and unless all is released after.
+// It reports whether the direct path took data.
+func matchDirectAndReader(t *testing.T, spec *schemas.ViewSpec, data []byte, requireLabel bool) (handled bool) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	msg := kafka.Message{Topic: "t", Partition: 1, Offset: 8, Value: data, Time: time.Unix(8, 0)}
+	rb := schemas.NewRecordBuilder(mem, spec)
+
+	fresh := newRecordDecoder(spec, FormatArrow, requireLabel, mem)
+	byReader := Batch{Source: "t"}
+	fresh.arrow.decodeByReader(&byReader, rb, "t", &msg)
+	byReader.Record = rb.NewRecord()
+	fresh.arrow.setRowPayload(&byReader)
+
+	primed := newRecordDecoder(spec, FormatArrow, requireLabel, mem)
+	primeDecoder(primed, data)
+	direct := Batch{Source: "t"}
+	handled = primed.arrow.direct(&direct, rb, &msg)
+	if handled {
+		direct.Record = rb.NewRecord()
+		primed.arrow.setRowPayload(&direct)
+		if len(byReader.Rejects) > 0 {
+			t.Fatalf("the direct path took a message arrow's reader refuses: %v", byReader.Rejects[0].Reason)
+		}
+		if err := sameBatches(byReader, direct); err != nil {
+			t.Fatalf("arrow's reader and the direct path: %v", err)
+		}
+		direct.Record.Release()
+	} else if rb.Len() != 0 || len(direct.Rows)+len(direct.Partitions)+len(direct.Times) != 0 || primed.arrow.arrowRows != nil {
+		t.Fatalf("declined, but %d rows and %d offsets kept", rb.Len(), len(direct.Rows))
+	}
+	byReader.Record.Release()
+	rb.Release()
+	fresh.close()
+	primed.close()
+	if n := mem.CurrentAlloc(); n != 0 {
+		t.Fatalf("%d bytes left allocated", n)
+	}
+	return handled
+}
+
+// Every byte of the metadata of the record batch messages, changed to a
+// few telling values, is declined by the direct path or read as arrow's
+// reader reads it: the fuzz test's mutations where they matter most,
+// without waiting for the fuzzer to find them.
+func TestArrowDirectMatchesReaderOnEveryMetadataByte(t *testing.T) {
+	spec := kafkaSpec(t)
+	rows := producerRows(idsUpTo(5)...)
+	taken, tried := 0, 0
+	for _, value := range [][]byte{
+		arrowStream(t, rows, streamOpts{}),
+		arrowStream(t, rows, streamOpts{list: true, batches: 2}),
+		extraFields(t, rows, false),
+		nullLabelsOverValues(t, rows),
+	} {
+		var metadata []int // where the record batches' metadata is
+		_, _, pos, _, _ := ipcFrame(value, 0)
+		for {
+			meta, _, next, eos, ok := ipcFrame(value, pos)
+			if !ok || eos {
+				break
+			}
+			for i := range meta {
+				metadata = append(metadata, pos+8+i)
+			}
+			pos = next
+		}
+		for _, at := range metadata {
+			for _, b := range []byte{0, 0xff, value[at] + 1, value[at] - 1} {
+				data := slices.Clone(value)
+				data[at] = b
+				if matchDirectAndReader(t, spec, data, at%2 == 0) {
+					taken++
+				}
+				tried++
+			}
+		}
+	}
+	// Some changes leave a message the direct path takes, most not.
+	if taken == 0 || taken == tried {
+		t.Errorf("the direct path took %d of %d changed messages", taken, tried)
+	}
+	t.Logf("the direct path took %d of %d changed messages", taken, tried)
 }
