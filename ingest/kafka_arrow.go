@@ -215,6 +215,11 @@ func (d *arrowDecoder) decodeAlone(b *Batch, rb *schemas.RecordBuilder, topic st
 		d.setRowPayload(b)
 		return
 	}
+	d.decodeAloneByReader(b, rb, topic, m)
+}
+
+// decodeAloneByReader decodes m as decodeAlone does, with arrow's reader.
+func (d *arrowDecoder) decodeAloneByReader(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
 	msg, bad := d.read(m.Value)
 	if bad == nil && len(msg.recs) == 1 && msg.layout.fixed && len(msg.bad[0]) == 0 {
 		b.Record = d.share(msg.recs[0], &msg.layout)

@@ -3,7 +3,6 @@ package ingest
 import (
 	"bytes"
 	"encoding/binary"
-	"math"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/bitutil"
@@ -588,14 +587,22 @@ func evenOffsets[T int32 | int64](buf []byte, n, dim int) bool {
 	return true
 }
 
-// finite reports whether every value of x is a finite number.
+// finite reports whether every value of x is a finite number: v·0 is a
+// zero for those, NaN for an infinity or a NaN, and a sum with a NaN is
+// NaN. Four sums without a branch go at the speed of the loads.
 func finite(x []float64) bool {
-	for _, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * 0
+		s1 += x[i+1] * 0
+		s2 += x[i+2] * 0
+		s3 += x[i+3] * 0
 	}
-	return true
+	for ; i < len(x); i++ {
+		s0 += x[i] * 0
+	}
+	return s0+s1+s2+s3 == 0
 }
 
 // flatTable is a table of a flatbuffer read with every offset checked

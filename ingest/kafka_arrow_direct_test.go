@@ -615,3 +615,82 @@ func TestArrowDirectMatchesReaderOnEveryMetadataByte(t *testing.T) {
 	}
 	t.Logf("the direct path took %d of %d changed messages", taken, tried)
 }
+
+// BenchmarkArrowDecodePaths decodes the batches of BenchmarkArrowDecode
+// (3 views × 64 doubles) by arrow's reader and by the direct path, both
+// with the reader of the messages' schema kept, as in a service's steady
+// state: the direct path's gain per message.
+func BenchmarkArrowDecodePaths(b *testing.B) {
+	spec := testSpec(b, true, 64, 64, 64)
+	for _, c := range []struct{ messages, perMessage int }{{1024, 1}, {16, 64}, {1, 1024}} {
+		for _, direct := range []bool{false, true} {
+			path := map[bool]string{false: "reader", true: "direct"}[direct]
+			b.Run(fmt.Sprintf("rows-per-message=%d/messages=%d/path=%s", c.perMessage, c.messages, path), func(b *testing.B) {
+				mem := memory.NewGoAllocator()
+				msgs, size := benchArrowMessages(b, spec, mem, c.messages, c.perMessage)
+				dec, rb := newRecordDecoder(spec, FormatArrow, false, mem), schemas.NewRecordBuilder(mem, spec)
+				defer rb.Release()
+				defer dec.close()
+				primeDecoder(dec, msgs[0].Value)
+				if dec.arrow.stream.plan == nil {
+					b.Fatal("the direct path declines the messages' schema")
+				}
+				decode := func() Batch {
+					batch := Batch{Source: "t"}
+					if len(msgs) == 1 {
+						if direct {
+							dec.arrow.decodeAlone(&batch, rb, "t", &msgs[0])
+						} else {
+							dec.arrow.decodeAloneByReader(&batch, rb, "t", &msgs[0])
+						}
+						return batch
+					}
+					rb.Reserve(len(msgs))
+					for i := range msgs {
+						if direct {
+							dec.arrow.decodeInto(&batch, rb, "t", &msgs[i])
+						} else {
+							dec.arrow.decodeByReader(&batch, rb, "t", &msgs[i])
+						}
+					}
+					batch.Record = rb.NewRecord()
+					dec.arrow.setRowPayload(&batch)
+					return batch
+				}
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					batch := decode()
+					if len(batch.Rejects) > 0 || int(batch.Record.NumRows()) != c.messages*c.perMessage {
+						b.Fatalf("%d rows, rejects %v", batch.Record.NumRows(), batch.Rejects)
+					}
+					batch.Record.Release()
+				}
+				b.ReportMetric(float64(b.N*c.messages*c.perMessage)/b.Elapsed().Seconds(), "rows/s")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*c.messages), "ns/message")
+			})
+		}
+	}
+}
+
+// finite finds a NaN or an infinity wherever it is, among any number of
+// values, and takes every finite value, the largest and the smallest.
+func TestFinite(t *testing.T) {
+	for n := range 11 {
+		for at := range n {
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+				x := make([]float64, n)
+				for i := range x {
+					x[i] = []float64{-0.0, math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 1.5}[i%5]
+				}
+				if !finite(x) {
+					t.Fatalf("finite(%v) = false", x)
+				}
+				x[at] = bad
+				if finite(x) {
+					t.Fatalf("finite(%v) = true", x)
+				}
+			}
+		}
+	}
+}
