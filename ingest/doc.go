@@ -90,8 +90,12 @@
 // Batch.RowPayload gives the same form of any row of an Arrow message
 // refused later. arrow's IPC reader trusts a message's metadata, so the
 // decoder checks it first (see MaxArrowMessageBuffers and
-// checkMetadata); a batch of one message whose rows are all good is that
-// message's record batch, its buffers shared.
+// checkMetadata). A message that repeats the schema of the message before
+// it, with uncompressed record batches of good rows, is decoded without
+// arrow's reader, straight from its bytes into the batch
+// (kafka_arrow_direct.go); whatever that path declines goes to arrow's
+// reader, and a batch of one such message whose rows are all good is then
+// that message's record batch, its buffers shared.
 //
 // With KafkaConfig.LabelsTopic the same group also reads a topic of labels
 // that arrive apart from their records, each message a JSON object with

@@ -144,8 +144,14 @@ type arrowDecoder struct {
 	stream struct {
 		schema []byte
 		reader *ipc.Reader
+		// plan is how the direct path reads its record batches, nil
+		// when it declines the schema (kafka_arrow_direct.go).
+		plan *directPlan
 	}
 	feed ipcMessages
+	// directScratch holds the record batches of the message the direct
+	// path reads.
+	directScratch []directBatch
 
 	// arrowRows marks the record rows of the batch being built that came
 	// from Arrow messages (nil while none did), for Batch.RowPayload.
@@ -202,6 +208,18 @@ func (m *arrowMessage) release() {
 // can (its views are fixed-size lists and no row is refused); otherwise
 // the rows are copied by rb.
 func (d *arrowDecoder) decodeAlone(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
+	// The direct path copies the message's values once, as arrow's reader
+	// does before its record batch is shared, without building arrays.
+	if d.direct(b, rb, m) {
+		b.Record = rb.NewRecord()
+		d.setRowPayload(b)
+		return
+	}
+	d.decodeAloneByReader(b, rb, topic, m)
+}
+
+// decodeAloneByReader decodes m as decodeAlone does, with arrow's reader.
+func (d *arrowDecoder) decodeAloneByReader(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
 	msg, bad := d.read(m.Value)
 	if bad == nil && len(msg.recs) == 1 && msg.layout.fixed && len(msg.bad[0]) == 0 {
 		b.Record = d.share(msg.recs[0], &msg.layout)
@@ -224,10 +242,28 @@ func (d *arrowDecoder) decodeAlone(b *Batch, rb *schemas.RecordBuilder, topic st
 	d.setRowPayload(b)
 }
 
-// decodeInto decodes m into b, its rows copied by rb after those before.
+// decodeInto decodes m into b, its rows copied by rb after those before:
+// by the direct path when it takes m, otherwise by arrow's reader.
 func (d *arrowDecoder) decodeInto(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
+	if !d.direct(b, rb, m) {
+		d.decodeByReader(b, rb, topic, m)
+	}
+}
+
+// decodeByReader decodes m into b as decodeInto does, with arrow's reader.
+func (d *arrowDecoder) decodeByReader(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
 	msg, bad := d.read(m.Value)
 	d.add(b, rb, topic, m, &msg, bad)
+}
+
+// markArrowRows notes that rows of the batch's record will follow from
+// row start that came from Arrow messages (arrowRows), after the rows of
+// JSON messages before them.
+func (d *arrowDecoder) markArrowRows(start, rows int) {
+	if d.arrowRows == nil {
+		d.arrowRows = make([]bool, start, start+rows)
+	}
+	d.arrowRows = append(d.arrowRows, make([]bool, start-len(d.arrowRows))...)
 }
 
 // add adds message m, read as msg (or refused whole for bad), to b: its
@@ -240,10 +276,7 @@ func (d *arrowDecoder) add(b *Batch, rb *schemas.RecordBuilder, topic string, m 
 		b.Rejects = append(b.Rejects, r)
 		return
 	}
-	if d.arrowRows == nil {
-		d.arrowRows = make([]bool, rb.Len(), rb.Len()+msg.rows)
-	}
-	d.arrowRows = append(d.arrowRows, make([]bool, rb.Len()-len(d.arrowRows))...)
+	d.markArrowRows(rb.Len(), msg.rows)
 	first := 0 // the message's row number of the record batch's first row
 	for k, rec := range msg.recs {
 		d.copyRows(rb, rec, &msg.layout, msg.bad[k])
@@ -401,6 +434,7 @@ func (d *arrowDecoder) reader(value []byte) (*ipc.Reader, *rowError) {
 	}
 	if !hasDictionaries(r.Schema().Fields()) {
 		d.stream.schema, d.stream.reader = append(d.stream.schema[:0], meta...), r
+		d.stream.plan = d.newDirectPlan(meta, r.Schema())
 	}
 	return r, nil
 }
@@ -428,6 +462,7 @@ func (d *arrowDecoder) forget() {
 		d.stream.reader.Release()
 		d.stream.reader = nil
 	}
+	d.stream.plan = nil
 }
 
 // layout finds the spec's fields in schema and checks their types.
