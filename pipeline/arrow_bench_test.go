@@ -56,7 +56,7 @@ func BenchmarkServeKafkaArrow(b *testing.B) {
 			for range b.N {
 				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
 				cluster.ProduceBulk(b, "in", values...)
-				bare += drain(b, cluster, len(values), c.rows)
+				bare += drain(b, cluster, len(values))
 				serve.add(serveTopic(b, cluster, m, serveCase{rows: c.rows, batch: max(1, 1024/c.perMessage), format: ingest.FormatArrow}))
 			}
 			serve.report(b, c.rows, bare)
@@ -100,28 +100,36 @@ const fetchMaxBytes = 1 << 20
 // other jobs.
 const drainPasses = 3
 
-// drain reads the n messages of topic "in" (rows in all) drainPasses
-// times and returns the seconds one pass takes at its steady rate.
-func drain(b *testing.B, cluster *kafkatest.Cluster, n, rows int) float64 {
+// drain reads the n messages of topic "in" drainPasses times and returns
+// the seconds one pass takes at its steady rate.
+func drain(b *testing.B, cluster *kafkatest.Cluster, n int) float64 {
 	b.Helper()
 	var seconds float64
 	for range drainPasses {
-		seconds += drainOnce(b, cluster, n, rows)
+		seconds += drainOnce(b, cluster, n)
 	}
 	return seconds / drainPasses
 }
 
-// drainOnce reads the n messages of topic "in" (rows in all) with one
-// kafka-go Reader per partition, all at once, and returns the seconds it
-// takes at its steady rate. kafka-go's group Reader started some
-// partitions up to 3 s after the others here, which no window of the run
-// can leave out; the partitions' own readers start together.
-func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n, rows int) float64 {
+// drainOnce reads the n messages of topic "in" with one kafka-go Reader
+// per partition, all at once, and returns the seconds it takes at its
+// steady rate, from the message that makes a tenth of n to the one that
+// makes nine tenths. kafka-go's group Reader started some partitions up
+// to 3 s after the others here, which no window of the run can leave out;
+// the partitions' own readers start together. The readers note those two
+// times themselves: a goroutine polling their count every 100 µs took
+// CPU from them, on a machine of two vCPUs, and made them slower at times
+// than the service read the same topic.
+func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n int) float64 {
 	b.Helper()
+	first, last := int64(max(1, n/10)), int64(n*9/10)
+	if last <= first {
+		b.Fatalf("bare consumer: %d messages are too few to time", n)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	partitions := cluster.Partitions(b, "in")
-	var read atomic.Int64
+	var read, start, end atomic.Int64 // messages read; the unix nanoseconds at first and last
 	var wg sync.WaitGroup
 	for p := range partitions {
 		wg.Go(func() {
@@ -134,22 +142,26 @@ func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n, rows int) float64 {
 				if _, err := r.FetchMessage(ctx); err != nil {
 					if ctx.Err() == nil {
 						b.Errorf("bare consumer of partition %d: %v", p, err)
+						cancel()
 					}
 					return
 				}
-				read.Add(1)
+				switch read.Add(1) {
+				case first:
+					start.Store(time.Now().UnixNano())
+				case last:
+					end.Store(time.Now().UnixNano())
+				case int64(n):
+					cancel()
+				}
 			}
 		})
 	}
-	s := steady{n: rows}
-	for int(read.Load()) < n && !b.Failed() {
-		s.note(int(read.Load()) * rows / n)
-		time.Sleep(100 * time.Microsecond)
-	}
-	s.note(rows)
-	cancel()
 	wg.Wait()
-	return s.seconds()
+	if got := read.Load(); got < int64(n) {
+		b.Fatalf("bare consumer: read %d of %d messages", got, n)
+	}
+	return time.Duration(end.Load()-start.Load()).Seconds() * float64(n) / float64(last-first)
 }
 
 var serveProfile = flag.String("serve-cpuprofile", "", "write a CPU profile of the service alone (the broker included, not the bare consumer) in the serve benchmarks to `FILE`")

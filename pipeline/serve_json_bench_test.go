@@ -55,7 +55,7 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 				for part := range slices.Chunk(values, 2000) {
 					cluster.ProduceBulk(b, "in", part...)
 				}
-				bare += drain(b, cluster, len(values), c.rows)
+				bare += drain(b, cluster, len(values))
 				serve.add(serveTopic(b, cluster, m, serveCase{rows: c.rows, batch: c.batch, format: ingest.FormatJSON}))
 			}
 			serve.report(b, c.rows, bare)
