@@ -821,49 +821,59 @@ func (r *ipcMessages) more() bool {
 func (r *ipcMessages) next() (meta, body []byte, end int, eos bool, err error) {
 	if r.peekPos != r.pos {
 		r.peekPos = r.pos
-		r.peekMeta, r.peekBody, r.peekEnd, r.peekEOS, r.peekErr = r.parse()
+		r.peekMeta, r.peekBody, r.peekEnd, r.peekEOS, r.peekErr = ipcFrame(r.data, r.pos, checkMetadata)
 	}
 	return r.peekMeta, r.peekBody, r.peekEnd, r.peekEOS, r.peekErr
 }
 
-func (r *ipcMessages) parse() (meta, body []byte, end int, eos bool, err error) {
-	rest := r.data[r.pos:]
+// ipcFrame frames the IPC message at pos of data: its metadata, given to
+// check first when check is not nil, its body and where it ends; or eos,
+// the end of the stream. Every length is checked against what data holds:
+// one that claims more is an error, not an allocation of that size.
+func ipcFrame(data []byte, pos int, check func(meta []byte) error) (meta, body []byte, end int, eos bool, err error) {
+	rest := data[pos:]
 	if len(rest) == 0 {
-		return nil, nil, r.pos, true, nil
+		return nil, nil, pos, true, nil
 	}
 	head := 4
 	if len(rest) < head {
-		return nil, nil, 0, false, fmt.Errorf("at byte %d: a message header cut short", r.pos)
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: a message header cut short", pos)
 	}
 	size := binary.LittleEndian.Uint32(rest)
 	if size == ipcContinuation {
 		head = 8
 		if len(rest) < head {
-			return nil, nil, 0, false, fmt.Errorf("at byte %d: a message header cut short", r.pos)
+			return nil, nil, 0, false, fmt.Errorf("at byte %d: a message header cut short", pos)
 		}
 		size = binary.LittleEndian.Uint32(rest[4:])
 	}
 	// Without the continuation marker it is the format before Arrow 0.15,
 	// which the stock reader also takes.
 	if size == 0 {
-		return nil, nil, r.pos + head, true, nil
+		return nil, nil, pos + head, true, nil
 	}
 	if int64(int32(size)) != int64(size) || int(size) > len(rest)-head {
-		return nil, nil, 0, false, fmt.Errorf("at byte %d: metadata of %d bytes, but %d bytes follow", r.pos, size, len(rest)-head)
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: metadata of %d bytes, but %d bytes follow", pos, size, len(rest)-head)
 	}
 	meta = rest[head : head+int(size)]
-	if err := checkMetadata(meta); err != nil {
-		return nil, nil, 0, false, fmt.Errorf("at byte %d: %w", r.pos, err)
+	if check != nil {
+		if err := check(meta); err != nil {
+			return nil, nil, 0, false, fmt.Errorf("at byte %d: %w", pos, err)
+		}
 	}
-	bodyLen, err := bodyLength(meta)
-	if err != nil {
-		return nil, nil, 0, false, fmt.Errorf("at byte %d: %w", r.pos, err)
+	msg, ok := flatRoot(meta)
+	var bodyLen int64
+	if ok {
+		bodyLen, ok = msg.int64(slotMessageBodyLength)
+	}
+	if !ok {
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: %w", pos, errNotFlatbuffer)
 	}
 	if bodyLen < 0 || bodyLen > int64(len(rest)-head-len(meta)) {
-		return nil, nil, 0, false, fmt.Errorf("at byte %d: a body of %d bytes, but %d bytes follow", r.pos, bodyLen, len(rest)-head-len(meta))
+		return nil, nil, 0, false, fmt.Errorf("at byte %d: a body of %d bytes, but %d bytes follow", pos, bodyLen, len(rest)-head-len(meta))
 	}
 	end = head + len(meta) + int(bodyLen)
-	return meta, rest[head+len(meta) : end], r.pos + end, false, nil
+	return meta, rest[head+len(meta) : end], pos + end, false, nil
 }
 
 func (r *ipcMessages) Message() (*ipc.Message, error) {
@@ -881,19 +891,6 @@ func (r *ipcMessages) Message() (*ipc.Message, error) {
 	r.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
 	r.pos = end
 	return r.msg, nil
-}
-
-// bodyLength reads the body length from a message's metadata, a
-// flatbuffer, whose accessors panic when it is malformed.
-func bodyLength(meta []byte) (n int64, err error) {
-	defer func() {
-		if recover() != nil {
-			err = errNotFlatbuffer
-		}
-	}()
-	m := ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(nil))
-	defer m.Release()
-	return m.BodyLen(), nil
 }
 
 // Retain does nothing and Release lets go of the current message: the

@@ -223,28 +223,26 @@ const (
 // record batch's metadata against the plan; false when value is not
 // that. The batches are the decoder's scratch, valid until the next call.
 func (d *arrowDecoder) directBatches(value []byte) ([]directBatch, int, bool) {
-	meta, _, pos, eos, ok := ipcFrame(value, 0)
-	if !ok || eos || !bytes.Equal(meta, d.stream.schema) {
+	// The schema is the kept one, checked when it was kept.
+	meta, _, pos, eos, err := ipcFrame(value, 0, nil)
+	if err != nil || eos || !bytes.Equal(meta, d.stream.schema) {
 		return nil, 0, false
 	}
 	p := d.stream.plan
 	batches := d.directScratch[:0]
 	rows, claimed := 0, 0
 	for {
-		meta, body, next, eos, ok := ipcFrame(value, pos)
+		// The stock path checks every message's metadata so; a message it
+		// refuses is declined here.
+		meta, body, next, eos, err := ipcFrame(value, pos, checkMetadata)
 		switch {
-		case !ok:
+		case err != nil:
 			return nil, 0, false
 		case eos:
 			// Bytes after the end of the stream are declined, though
 			// arrow's reader does not look at them.
 			d.directScratch = batches
 			return batches, rows, next == len(value)
-		}
-		// The stock path checks every message's metadata so; a message it
-		// refuses is declined here.
-		if checkMetadata(meta) != nil {
-			return nil, 0, false
 		}
 		b, ok := p.batch(meta, body, &claimed)
 		if !ok {
@@ -254,42 +252,6 @@ func (d *arrowDecoder) directBatches(value []byte) ([]directBatch, int, bool) {
 		rows += b.rows
 		pos = next
 	}
-}
-
-// ipcFrame frames the IPC message at pos of data, as ipcMessages.parse
-// does: its metadata, body and end, or the end of the stream.
-func ipcFrame(data []byte, pos int) (meta, body []byte, end int, eos, ok bool) {
-	rest := data[pos:]
-	if len(rest) == 0 {
-		return nil, nil, pos, true, true
-	}
-	if len(rest) < 4 {
-		return nil, nil, 0, false, false
-	}
-	head, size := 4, binary.LittleEndian.Uint32(rest)
-	if size == ipcContinuation {
-		if len(rest) < 8 {
-			return nil, nil, 0, false, false
-		}
-		head, size = 8, binary.LittleEndian.Uint32(rest[4:])
-	}
-	switch {
-	case size == 0:
-		return nil, nil, pos + head, true, true
-	case int64(size) > int64(len(rest)-head):
-		return nil, nil, 0, false, false
-	}
-	meta = rest[head : head+int(size)]
-	msg, ok := flatRoot(meta)
-	if !ok {
-		return nil, nil, 0, false, false
-	}
-	bodyLen, ok := msg.int64(slotMessageBodyLength)
-	if !ok || bodyLen < 0 || bodyLen > int64(len(rest)-head-len(meta)) {
-		return nil, nil, 0, false, false
-	}
-	end = head + len(meta) + int(bodyLen)
-	return meta, rest[head+len(meta) : end], pos + end, false, true
 }
 
 // batch checks the record batch message meta with body against the plan:

@@ -587,10 +587,10 @@ func TestArrowDirectMatchesReaderOnEveryMetadataByte(t *testing.T) {
 		nullLabelsOverValues(t, rows),
 	} {
 		var metadata []int // where the record batches' metadata is
-		_, _, pos, _, _ := ipcFrame(value, 0)
+		_, _, pos, _, _ := ipcFrame(value, 0, nil)
 		for {
-			meta, _, next, eos, ok := ipcFrame(value, pos)
-			if !ok || eos {
+			meta, _, next, eos, err := ipcFrame(value, pos, nil)
+			if err != nil || eos {
 				break
 			}
 			for i := range meta {
