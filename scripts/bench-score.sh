@@ -9,7 +9,9 @@
 # openblas" adds the -tags openblas build, which needs libopenblas-dev):
 # every build scores the same files with the same model, in turn, REPEAT
 # times (default 1), so that their ratio is measured in one run.
-# Usage: [BUILDS="default openblas"] [REPEAT=N] scripts/bench-score.sh [ROWS...]
+# BASE=REVISION adds the default build of that git revision ("base"), scored
+# in turn with the others, to measure a change against it.
+# Usage: [BASE=REV] [BUILDS="default openblas"] [REPEAT=N] scripts/bench-score.sh [ROWS...]
 #        (ROWS default: 1000000 4000000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +28,14 @@ for b in "${builds[@]}"; do
     *) echo "bench-score: unknown build $b (want default or openblas)" >&2; exit 2 ;;
   esac
 done
+if [ -n "${BASE:-}" ]; then
+  mkdir "$dir/base"
+  git archive "$BASE" | tar -x -C "$dir/base"
+  (cd "$dir/base" && go build -o "$dir/mvml-base" ./cmd/mvml)
+  builds=(base "${builds[@]}")
+fi
 go build -o "$dir/mvmlgen" ./cmd/mvmlgen
-echo "# $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs, $(go env GOVERSION)"
+echo "# $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs, $(go env GOVERSION), load average $(cut -d' ' -f1-3 /proc/loadavg)${BASE:+, base $BASE}"
 "$dir/mvmlgen" --rows 20000 --seed 1 --output "$dir/train.parquet" --spec "$dir/views.json"
 "$dir/mvml-${builds[0]}" train --input "$dir/train.parquet" --views "$dir/views.json" --model "$dir/m.mvml" \
   --landmarks 128 --mode identity --lambda 0.01 2>/dev/null
