@@ -364,6 +364,9 @@ func TestServeSwap(t *testing.T) {
 		src <- ingest.Batch{Record: inputRecord(mem, spec, d, lo, hi), Source: "test", Rows: rows}
 	}
 	send(0, 50)
+	// Swap takes effect between two batches of the run loop, which may not
+	// have taken the first one yet when the source has handed it over.
+	waitFor(t, "the first batch scored", func() bool { return svc.Stats().Scored == 50 })
 	other, err := schemas.ParseViewSpec([]byte(`{"task": "classification", "views": [{"name": "a", "prefix": "a_", "dim": 2}]}`))
 	if err != nil {
 		t.Fatal(err)
