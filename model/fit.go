@@ -885,15 +885,7 @@ func cholUpdate(u blas64.Triangular, a float64, x []float64) {
 		r := math.Hypot(rii, x[i])
 		c, sn := r/rii, x[i]/rii
 		row[0] = r
-		ac, snc := a/c, sn/c
-		xs := x[i+1 : n]
-		rest := row[1:]
-		rest = rest[:len(xs)] // one bounds check for the loop
-		for j, xj := range xs {
-			v := ac*rest[j] + snc*xj
-			rest[j] = v
-			xs[j] = c*xj - sn*v
-		}
+		rot(a/c, sn/c, c, sn, row[1:], x[i+1:n])
 	}
 }
 

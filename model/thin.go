@@ -74,37 +74,32 @@ func triCols(t blas64.Triangular, op blas.Transpose, solve bool, b *mat.Dense) {
 	}
 }
 
-// solveTri solves op(t)·x = b in place (x holds b) by the dot products or
-// axpys over t's rows that gonum's assembly kernels run: its Dtrsv runs
-// them as scalar Go loops, two to three times slower, and the solves are a
-// quarter of a many-class fit.
+// solveTri solves op(t)·x = b in place (x holds b) by dot products or
+// axpys over t's rows (level2.go: AVX-512 where the processor has it):
+// gonum's Dtrsv runs them as scalar Go loops, several times slower, and
+// the solves are a quarter of a many-class fit.
 func solveTri(t blas64.Triangular, op blas.Transpose, x []float64) {
 	n, lda := t.N, t.Stride
 	x = x[:n]
-	vec := func(v []float64) blas64.Vector { return blas64.Vector{N: len(v), Inc: 1, Data: v} }
 	upper, trans := t.Uplo == blas.Upper, op != blas.NoTrans
 	switch {
 	case upper && !trans: // backward: x_i = (b_i − t_i,>i·x_>i) / t_ii
 		for i := n - 1; i >= 0; i-- {
-			row := t.Data[i*lda+i+1 : i*lda+n]
-			x[i] = (x[i] - blas64.Dot(vec(row), vec(x[i+1:]))) / t.Data[i*lda+i]
+			x[i] = (x[i] - dot(t.Data[i*lda+i+1:i*lda+n], x[i+1:])) / t.Data[i*lda+i]
 		}
 	case upper: // forward: x_i = b_i / t_ii, then x_>i −= x_i·t_i,>i
 		for i := 0; i < n; i++ {
 			x[i] /= t.Data[i*lda+i]
-			row := t.Data[i*lda+i+1 : i*lda+n]
-			blas64.Axpy(-x[i], vec(row), vec(x[i+1:]))
+			axpy(-x[i], t.Data[i*lda+i+1:i*lda+n], x[i+1:])
 		}
 	case !trans: // forward: x_i = (b_i − t_i,<i·x_<i) / t_ii
 		for i := 0; i < n; i++ {
-			row := t.Data[i*lda : i*lda+i]
-			x[i] = (x[i] - blas64.Dot(vec(row), vec(x[:i]))) / t.Data[i*lda+i]
+			x[i] = (x[i] - dot(t.Data[i*lda:i*lda+i], x[:i])) / t.Data[i*lda+i]
 		}
 	default: // backward: x_i = b_i / t_ii, then x_<i −= x_i·t_i,<i
 		for i := n - 1; i >= 0; i-- {
 			x[i] /= t.Data[i*lda+i]
-			row := t.Data[i*lda : i*lda+i]
-			blas64.Axpy(-x[i], vec(row), vec(x[:i]))
+			axpy(-x[i], t.Data[i*lda:i*lda+i], x[:i])
 		}
 	}
 }
