@@ -245,14 +245,16 @@ type solver struct {
 	d, k int
 	yty  float64 // Σ yᵀy over the target columns
 
-	a    *mat.SymDense // Ã
-	u    *mat.TriDense // Ã = UᵀU, followed through the Ã steps
-	cond float64       // condition number estimate of Ã (see condition)
-	w    []float64
-	bw   *mat.Dense // B(w) = [w_l w_m S_lm], both triangles; read-only, shared by heads
-	cw   *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
-	g    *mat.Dense // g̃ (D×k)
-	abar *mat.Dense // Ã⁻¹g̃ (D×k)
+	a *mat.SymDense // Ã
+	u *mat.TriDense // Ã = UᵀU, followed through the Ã steps
+	// spare is where the Ã steps of the next iteration move a copy of u.
+	spare *mat.TriDense
+	cond  float64 // condition number estimate of Ã (see condition)
+	w     []float64
+	bw    *mat.Dense // B(w) = [w_l w_m S_lm], both triangles; read-only, shared by heads
+	cw    *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
+	g     *mat.Dense // g̃ (D×k)
+	abar  *mat.Dense // Ã⁻¹g̃ (D×k)
 
 	// The g̃-step works with a factor F = L·T of Ã (L the Cholesky factor
 	// at the last refactorisation) and P = FᵀBF. A Frobenius Ã-step is a
@@ -708,18 +710,25 @@ type metricStep struct {
 	abar            *mat.Dense // Ā = Ã⁻¹G̃ at the step (D×k)
 }
 
-// applyTo moves the upper Cholesky factor u of Ã along the step.
-func (m metricStep) applyTo(u *mat.TriDense) {
-	_, k := m.abar.Dims()
+// applySteps moves the upper Cholesky factor u of Ã along the steps, in
+// their order: a scaling and a rank-one update per column of every
+// step's Ā, all in one sweep over u's rows (cholUpdates).
+func applySteps(u *mat.TriDense, steps []metricStep) {
 	n, _ := u.Triangle()
-	x := make([]float64, n)
-	scale := math.Sqrt(m.alpha)
-	for c := 0; c < k; c++ {
-		mat.Col(x, c, m.abar)
-		floats.Scale(math.Sqrt(m.beta), x)
-		cholUpdate(u.RawTriangular(), scale, x)
-		scale = 1
+	var scales []float64
+	var xs [][]float64
+	for _, m := range steps {
+		_, k := m.abar.Dims()
+		scale := math.Sqrt(m.alpha)
+		for c := 0; c < k; c++ {
+			x := make([]float64, n)
+			mat.Col(x, c, m.abar)
+			floats.Scale(math.Sqrt(m.beta), x)
+			scales, xs = append(scales, scale), append(xs, x)
+			scale = 1
+		}
 	}
+	cholUpdates(u.RawTriangular(), scales, xs)
 }
 
 // frobeniusSteps iterates the gradient step on the Ã-subproblem
@@ -743,7 +752,10 @@ func (m metricStep) applyTo(u *mat.TriDense) {
 // number of steps.
 func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64, steps int) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
-	work := mat.NewTriDense(s.d, mat.Upper, nil)
+	if s.spare == nil {
+		s.spare = mat.NewTriDense(s.d, mat.Upper, nil)
+	}
+	work := s.spare
 	work.Copy(s.u)
 	normA := mat.Norm(s.a, 2)
 	frob := normA * normA
@@ -761,7 +773,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 			break
 		}
 		taken = append(taken, step)
-		step.applyTo(work)
+		applySteps(work, taken[len(taken)-1:])
 		frob = frobNew
 		if decrease <= s.cfg.Tol*math.Abs(objective) {
 			break
@@ -784,9 +796,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 			taken[0] = metricStep{mu: first, alpha: 1 - 2*first*eta, beta: first * lam, abar: taken[0].abar}
 		}
 		work.Copy(s.u)
-		for _, st := range taken {
-			st.applyTo(work)
-		}
+		applySteps(work, taken)
 		cond = condition(work, 0)
 	}
 	// Ã⁺ = cÃ + WWᵀ, the columns of W being the steps' Ā scaled by
@@ -800,7 +810,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	}
 	s.a.ScaleSym(c, s.a)
 	addSymOuter(s.a, 1, w)
-	s.u, s.cond = work, cond
+	s.u, s.spare, s.cond = work, s.u, cond
 	// Following a rank-r update costs about 20D²r flops in matrix-vector
 	// products and rank-one updates, refactoring 2D³ in triangular matrix
 	// products, which run several times faster per flop: following was
@@ -873,19 +883,26 @@ func solveUpper(u *mat.TriDense, b *mat.Dense) *mat.Dense {
 	return x
 }
 
-// cholUpdate turns the upper factor U of A into that of a²A + xxᵀ in
-// O(D²) by Givens rotations, destroying x. gonum's Cholesky.SymRankOne does
-// the same but also estimates the condition number, which costs several
-// times more and is needed only once the steps are done.
-func cholUpdate(u blas64.Triangular, a float64, x []float64) {
+// cholUpdates turns the upper factor U of A into that of
+// a_m²(…(a_1²A + x_1x_1ᵀ)…) + x_mx_mᵀ in O(D²m) by Givens rotations,
+// destroying the x_j. gonum's Cholesky.SymRankOne does one such update but
+// also estimates the condition number, which costs several times more and
+// is needed only once the steps are done. The updates go through U a row
+// at a time, each row taking update 1, then 2, …: the rotation of update j
+// at row i reads only that row after update j−1 and x_j after the rows
+// above, so the result is that of the updates one after another to the
+// bit, with U read and written once instead of m times.
+func cholUpdates(u blas64.Triangular, a []float64, xs [][]float64) {
 	n := u.N
 	for i := 0; i < n; i++ {
 		row := u.Data[i*u.Stride+i : i*u.Stride+n]
-		rii := a * row[0]
-		r := math.Hypot(rii, x[i])
-		c, sn := r/rii, x[i]/rii
-		row[0] = r
-		rot(a/c, sn/c, c, sn, row[1:], x[i+1:n])
+		for j, x := range xs {
+			rii := a[j] * row[0]
+			r := math.Hypot(rii, x[i])
+			c, sn := r/rii, x[i]/rii
+			row[0] = r
+			rot(a[j]/c, sn/c, c, sn, row[1:], x[i+1:n])
+		}
 	}
 }
 
