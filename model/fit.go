@@ -252,12 +252,14 @@ type solver struct {
 	spare *mat.TriDense
 	// scratch is refactor's (D×D), made at its first use.
 	scratch *mat.Dense
-	cond    float64 // condition number estimate of Ã (see condition)
-	w       []float64
-	bw      *mat.Dense // B(w) = [w_l w_m S_lm], both triangles; read-only, shared by heads
-	cw      *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
-	g       *mat.Dense // g̃ (D×k)
-	abar    *mat.Dense // Ã⁻¹g̃ (D×k)
+	// prevA is run's copy of the last iteration's Ã.
+	prevA *mat.SymDense
+	cond  float64 // condition number estimate of Ã (see condition)
+	w     []float64
+	bw    *mat.Dense // B(w) = [w_l w_m S_lm], both triangles; read-only, shared by heads
+	cw    *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
+	g     *mat.Dense // g̃ (D×k)
+	abar  *mat.Dense // Ã⁻¹g̃ (D×k)
 
 	// The g̃-step works with a factor F = L·T of Ã (L the Cholesky factor
 	// at the last refactorisation) and P = FᵀBF. A Frobenius Ã-step is a
@@ -283,12 +285,24 @@ type solver struct {
 }
 
 func newSolver(st *Stats, cols []int, cfg Config) *solver {
+	return newSolverFrom(st, cols, cfg, nil)
+}
+
+// newSolverFrom is newSolver taking its working matrices (the factors, T,
+// T⁻¹, P, P + λI and the scratch, 8 or more D×D matrices) from the solver
+// of a finished fit of the same order, when one is given, instead of
+// allocating them: its contents are overwritten before they are read.
+// The results of that fit (Ã, g̃, w) are not among them.
+func newSolverFrom(st *Stats, cols []int, cfg Config, done *solver) *solver {
 	d, k := st.Dim(), len(cols)
-	s := &solver{
-		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
-		u: mat.NewTriDense(d, mat.Upper, nil), lower: mat.NewTriDense(d, mat.Lower, nil),
-		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
-		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.StepMu(),
+	s := &solver{cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k, sparseMu: cfg.StepMu()}
+	if done != nil && done.d == d {
+		s.u, s.lower, s.t, s.tinv, s.p, s.m = done.u, done.lower, done.t, done.tinv, done.p, done.m
+		s.spare, s.scratch, s.prevA = done.spare, done.scratch, done.prevA
+	} else {
+		s.u, s.lower = mat.NewTriDense(d, mat.Upper, nil), mat.NewTriDense(d, mat.Lower, nil)
+		s.t, s.tinv, s.p = mat.NewDense(d, d, nil), mat.NewDense(d, d, nil), mat.NewDense(d, d, nil)
+		s.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
 	}
 	// A start (newStart) has no target columns.
 	if k > 0 {
@@ -316,9 +330,11 @@ func (s *solver) withColumns(cols []int) *solver {
 // head returns a solver for the target columns cols that continues from
 // the start s (newStart, which ends refactored: T = T⁻¹ = I) and leaves s
 // as it is: a copy of its metric, factors and state, its B(w), and b(w)
-// for its own columns.
-func (s *solver) head(cols []int) *solver {
-	h := newSolver(s.st, cols, s.cfg)
+// for its own columns. It works in the matrices of done, the solver of a
+// head that has finished, if not nil (newSolverFrom): a worker fitting
+// heads one after another allocates and clears them once, not per head.
+func (s *solver) head(cols []int, done *solver) *solver {
+	h := newSolverFrom(s.st, cols, s.cfg, done)
 	h.a = mat.NewSymDense(s.d, nil)
 	h.a.CopySym(s.a)
 	h.u.Copy(s.u)
@@ -443,7 +459,10 @@ func (s *solver) run(ctx context.Context) error {
 		return nil
 	}
 	prevG := mat.NewDense(s.d, s.k, nil)
-	prevA := mat.NewSymDense(s.d, nil)
+	if s.prevA == nil {
+		s.prevA = mat.NewSymDense(s.d, nil)
+	}
+	prevA := s.prevA
 	for it := 1; it <= s.cfg.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("fit: %w", err)
