@@ -268,10 +268,14 @@ type solver struct {
 	// that middle factor, and P, T and T⁻¹ follow in O(D²k): no O(D³)
 	// product is formed inside the iterations.
 	lower *mat.TriDense
-	t     *mat.Dense       // T (D×D)
-	tinv  *mat.Dense       // T⁻¹, kept by the closed form of each factor's inverse
-	p     *mat.Dense       // P = FᵀBF (symmetric, both triangles)
-	m     blas64.Symmetric // P + λI, factorised in place (upper Cholesky factor)
+	t     *mat.Dense // T (D×D)
+	tinv  *mat.Dense // T⁻¹, kept by the closed form of each factor's inverse
+	// tIdentity says that T = T⁻¹ = I (after a refactorisation), whatever
+	// t and tinv hold: the g̃-step skips its products with them, and they
+	// are set only when a step is followed.
+	tIdentity bool
+	p         *mat.Dense       // P = FᵀBF (symmetric, both triangles)
+	m         blas64.Symmetric // P + λI, factorised in place (upper Cholesky factor)
 	// factored says that m holds the factor of the current P + λI: P
 	// changes with Ã and w, and the first g̃-step of a head uses its
 	// start's factor.
@@ -344,8 +348,7 @@ func (s *solver) head(cols []int, done *solver) *solver {
 	h.bw = s.bw
 	h.weighTargets()
 	h.lower.Copy(s.lower)
-	identity(h.t) // a start has just refactored
-	identity(h.tinv)
+	h.tIdentity = true // a start has just refactored
 	h.p.Copy(s.p)
 	copy(h.m.Data, s.m.Data)
 	h.factored = s.factored
@@ -527,8 +530,7 @@ func (s *solver) refactor() {
 		}
 		clear(lr.Data[i*lr.Stride+i+1 : i*lr.Stride+s.d]) // congruence reads L as a square
 	}
-	identity(s.t)
-	identity(s.tinv)
+	s.tIdentity = true
 	if gonumDgemm() {
 		s.p.Copy(s.bw)
 		raw := s.p.RawMatrix()
@@ -553,6 +555,15 @@ func (s *solver) refactor() {
 func gonumDgemm() bool {
 	_, ok := blas64.Implementation().(gonum.Implementation)
 	return ok
+}
+
+// materializeT sets t and tinv to T = T⁻¹ = I when tIdentity says so.
+func (s *solver) materializeT() {
+	if s.tIdentity {
+		identity(s.t)
+		identity(s.tinv)
+		s.tIdentity = false
+	}
 }
 
 func identity(d *mat.Dense) {
@@ -585,11 +596,20 @@ func (s *solver) gStep() error {
 	lb := mat.DenseCopyOf(s.cw)
 	triCols(lower, blas.Trans, false, lb)
 	var z mat.Dense
-	mulCols(&z, s.t, true, lb) // Fᵀb = TᵀLᵀb
+	if s.tIdentity {
+		z.CloneFrom(lb)
+	} else {
+		mulCols(&z, s.t, true, lb) // Fᵀb = TᵀLᵀb
+	}
 	cholSolveCols(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: s.d, Stride: s.d, Data: s.m.Data}, &z)
-	mulCols(s.g, s.t, false, &z) // g̃ = L(Tz)
+	if s.tIdentity {
+		s.g.Copy(&z)
+		s.abar.Copy(&z)
+	} else {
+		mulCols(s.g, s.t, false, &z)      // g̃ = L(Tz)
+		mulCols(s.abar, s.tinv, true, &z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
+	}
 	triCols(lower, blas.NoTrans, false, s.g)
-	mulCols(s.abar, s.tinv, true, &z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
 	triCols(lower, blas.Trans, true, s.abar)
 	return nil
 }
@@ -620,6 +640,7 @@ func (s *solver) factorize() error {
 // D' = −D/(1+D).
 func (s *solver) followStep(alpha float64, w *mat.Dense) {
 	s.factored = false
+	s.materializeT()
 	_, m := w.Dims()
 	u := mat.DenseCopyOf(w)
 	triCols(s.lower.RawTriangular(), blas.NoTrans, true, u)

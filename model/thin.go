@@ -21,8 +21,12 @@ func column(m blas64.General, c int) blas64.Vector {
 	return blas64.Vector{N: m.Rows, Inc: m.Stride, Data: m.Data[c:]}
 }
 
-// mulCols sets dst to a·b, or aᵀ·b when trans, one matrix-vector product
-// per column of b. dst is sized as resize does and must not share b's
+// mulCols sets dst to a·b, or aᵀ·b when trans, reading a once: a row of
+// a at a time, a dot product with each column of b (or an axpy of the row
+// into each column of the result) while the row stays in the first-level
+// cache, with level2.go's wide kernels. A matrix-vector product per column
+// (gonum's Gemv) read a, larger than the second-level cache at D = 432,
+// once per column. dst is sized as resize does and must not share b's
 // data.
 func mulCols(dst *mat.Dense, a mat.RawMatrixer, trans bool, b *mat.Dense) {
 	ar := a.RawMatrix()
@@ -37,8 +41,28 @@ func mulCols(dst *mat.Dense, a mat.RawMatrixer, trans bool, b *mat.Dense) {
 		blas64.Gemm(op, blas.NoTrans, 1, ar, br, 0, dr)
 		return
 	}
+	bt := transposed(br) // b's columns, contiguous
+	if !trans {
+		for i := 0; i < ar.Rows; i++ {
+			row := ar.Data[i*ar.Stride : i*ar.Stride+ar.Cols]
+			for c := 0; c < k; c++ {
+				dr.Data[i*dr.Stride+c] = dot(row, bt[c*br.Rows:(c+1)*br.Rows])
+			}
+		}
+		return
+	}
+	// Column c of aᵀb is Σ_i b_ic·(row i of a).
+	out := make([]float64, k*ar.Cols)
+	for i := 0; i < ar.Rows; i++ {
+		row := ar.Data[i*ar.Stride : i*ar.Stride+ar.Cols]
+		for c := 0; c < k; c++ {
+			axpy(bt[c*br.Rows+i], row, out[c*ar.Cols:(c+1)*ar.Cols])
+		}
+	}
 	for c := 0; c < k; c++ {
-		blas64.Gemv(op, 1, ar, column(br, c), 0, column(dr, c))
+		for j, v := range out[c*ar.Cols : (c+1)*ar.Cols] {
+			dr.Data[j*dr.Stride+c] = v
+		}
 	}
 }
 
@@ -127,25 +151,47 @@ func innerCols(dst *mat.Dense, x, y *mat.Dense) {
 	}
 }
 
-// addOuter adds alpha·xyᵀ to dst: one rank-one update per column of x and
-// y when they are few, else one Gemm, whose dot products over the columns
-// then pay for their calls.
+// addOuter adds alpha·xyᵀ to dst: a row of dst at a time, an axpy of
+// each column of y into it while it stays in the first-level cache
+// (level2.go's wide kernels), when they are few; else one Gemm, whose dot
+// products over the columns then pay for their calls.
 func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
-	xr, yr := x.RawMatrix(), y.RawMatrix()
+	xr, yr, dr := x.RawMatrix(), y.RawMatrix(), dst.RawMatrix()
 	if xr.Cols > 16 {
-		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, xr, yr, 1, dst.RawMatrix())
+		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, xr, yr, 1, dr)
 		return
 	}
-	for c := 0; c < xr.Cols; c++ {
-		blas64.Ger(alpha, column(xr, c), column(yr, c), dst.RawMatrix())
+	yt := transposed(yr)
+	for i := 0; i < dr.Rows; i++ {
+		row := dr.Data[i*dr.Stride : i*dr.Stride+dr.Cols]
+		for c := 0; c < xr.Cols; c++ {
+			axpy(alpha*xr.Data[i*xr.Stride+c], yt[c*yr.Rows:(c+1)*yr.Rows], row)
+		}
 	}
 }
 
-// addSymOuter adds alpha·wwᵀ to a, one symmetric rank-one update per
-// column of w.
+// addSymOuter adds alpha·wwᵀ to a's upper triangle: a row at a time, an
+// axpy of each column of w into it (gonum's Dsyr goes through a once per
+// column).
 func addSymOuter(a *mat.SymDense, alpha float64, w *mat.Dense) {
 	wr, ar := w.RawMatrix(), a.RawSymmetric()
-	for c := 0; c < wr.Cols; c++ {
-		blas64.Syr(alpha, column(wr, c), ar)
+	wt := transposed(wr)
+	for i := 0; i < ar.N; i++ {
+		row := ar.Data[i*ar.Stride+i : i*ar.Stride+ar.N]
+		for c := 0; c < wr.Cols; c++ {
+			col := wt[c*wr.Rows : (c+1)*wr.Rows]
+			axpy(alpha*col[i], col[i:], row)
+		}
 	}
+}
+
+// transposed returns m's columns one after another.
+func transposed(m blas64.General) []float64 {
+	out := make([]float64, m.Rows*m.Cols)
+	for i := 0; i < m.Rows; i++ {
+		for j, v := range m.Data[i*m.Stride : i*m.Stride+m.Cols] {
+			out[j*m.Rows+i] = v
+		}
+	}
+	return out
 }
