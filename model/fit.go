@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -615,8 +614,9 @@ func (s *solver) gStep() error {
 }
 
 // factorize factorises P + λI into m, unless it holds that factor already.
-// LAPACK's Potrf is called directly: gonum's Cholesky would also estimate
-// the condition number, which costs as much again.
+// potrfUpper is LAPACK's Potrf with its products in the BLAS's Dgemm;
+// gonum's Cholesky would also estimate the condition number, which costs
+// as much again.
 func (s *solver) factorize() error {
 	if s.factored {
 		return nil
@@ -626,7 +626,7 @@ func (s *solver) factorize() error {
 		copy(s.m.Data[i*s.d+i:(i+1)*s.d], raw.Data[i*raw.Stride+i:i*raw.Stride+s.d])
 		s.m.Data[i*s.d+i] += s.cfg.Lambda
 	}
-	if _, ok := lapack64.Potrf(s.m); !ok {
+	if !potrfUpper(s.m) {
 		return fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
 	s.factored = true
