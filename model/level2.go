@@ -11,6 +11,16 @@ func dotGo(x, y []float64) float64 { return blas64.Dot(unitVec(x), unitVec(y)) }
 
 func axpyGo(a float64, x, y []float64) { blas64.Axpy(a, unitVec(x), unitVec(y)) }
 
+func dot4Go(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64) {
+	return dotGo(r0, x), dotGo(r1, x), dotGo(r2, x), dotGo(r3, x)
+}
+
+func axpy4Go(a *[4]float64, r0, r1, r2, r3, y []float64) {
+	for k, r := range [4][]float64{r0, r1, r2, r3} {
+		axpyGo(a[k], r, y)
+	}
+}
+
 // rotGo sets r[j] = ac·r[j] + snc·x[j] and then x[j] = c·x[j] − sn·r[j].
 // The conversions keep every product rounded on its own (Go may fuse a
 // product into a sum otherwise), as the wide kernel rounds them.

@@ -19,6 +19,16 @@
 	SUBL  $1, BX;  \
 	KMOVW BX, K1
 
+// HSUM adds the eight lanes of Z into the low lane of X (Y and X are Z's
+// lower halves); YT and XT are scratch.
+#define HSUM(Z, Y, YT, X, XT) \
+	VEXTRACTF64X4 $1, Z, YT; \
+	VADDPD        YT, Y, Y;  \
+	VEXTRACTF128  $1, Y, XT; \
+	VADDPD        XT, X, X;  \
+	VPERMILPD     $1, X, XT; \
+	VADDSD        XT, X, X
+
 // func dotAVX512(x, y []float64) float64
 //
 // xᵀy over len(x) elements; y must have as many.
@@ -62,12 +72,7 @@ dotsum:
 	VADDPD        Z1, Z0, Z0
 	VADDPD        Z3, Z2, Z2
 	VADDPD        Z2, Z0, Z0
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPD        Y1, Y0, Y0
-	VEXTRACTF128  $1, Y0, X1
-	VADDPD        X1, X0, X0
-	VPERMILPD     $1, X0, X1
-	VADDSD        X1, X0, X0
+	HSUM(Z0, Y0, Y1, X0, X1)
 	VZEROUPPER
 	MOVSD         X0, ret+48(FP)
 	RET
@@ -178,5 +183,136 @@ rot8:
 	JMP       rot8
 
 rotdone:
+	VZEROUPPER
+	RET
+
+// func dot4AVX512(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64)
+//
+// The dot products of four rows with x over len(x) elements, x loaded
+// once for the four; each row must have len(x) elements.
+TEXT ·dot4AVX512(SB), NOSPLIT, $0-152
+	MOVQ   r0_base+0(FP), R8
+	MOVQ   r1_base+24(FP), R9
+	MOVQ   r2_base+48(FP), R10
+	MOVQ   r3_base+72(FP), R13
+	MOVQ   x_base+96(FP), SI
+	MOVQ   x_len+104(FP), R11
+	VXORPD Z0, Z0, Z0
+	VXORPD Z1, Z1, Z1
+	VXORPD Z2, Z2, Z2
+	VXORPD Z3, Z3, Z3
+	VXORPD Z4, Z4, Z4
+	VXORPD Z5, Z5, Z5
+	VXORPD Z6, Z6, Z6
+	VXORPD Z7, Z7, Z7
+	MOVQ   R11, R12
+	ANDQ   $-16, R12
+	XORQ   AX, AX
+
+dot4x16:
+	CMPQ        AX, R12
+	JGE         dot4x8
+	VMOVUPD     (SI)(AX*8), Z8
+	VMOVUPD     64(SI)(AX*8), Z9
+	VFMADD231PD (R8)(AX*8), Z8, Z0
+	VFMADD231PD (R9)(AX*8), Z8, Z1
+	VFMADD231PD (R10)(AX*8), Z8, Z2
+	VFMADD231PD (R13)(AX*8), Z8, Z3
+	VFMADD231PD 64(R8)(AX*8), Z9, Z4
+	VFMADD231PD 64(R9)(AX*8), Z9, Z5
+	VFMADD231PD 64(R10)(AX*8), Z9, Z6
+	VFMADD231PD 64(R13)(AX*8), Z9, Z7
+	ADDQ        $16, AX
+	JMP         dot4x16
+
+dot4x8:
+	CMPQ        AX, R11
+	JGE         dot4sum
+	MASK
+	VMOVUPD.Z   (SI)(AX*8), K1, Z8
+	VMOVUPD.Z   (R8)(AX*8), K1, Z10
+	VMOVUPD.Z   (R9)(AX*8), K1, Z11
+	VMOVUPD.Z   (R10)(AX*8), K1, Z12
+	VMOVUPD.Z   (R13)(AX*8), K1, Z13
+	VFMADD231PD Z10, Z8, Z0
+	VFMADD231PD Z11, Z8, Z1
+	VFMADD231PD Z12, Z8, Z2
+	VFMADD231PD Z13, Z8, Z3
+	ADDQ        $8, AX
+	JMP         dot4x8
+
+dot4sum:
+	VADDPD Z4, Z0, Z0
+	VADDPD Z5, Z1, Z1
+	VADDPD Z6, Z2, Z2
+	VADDPD Z7, Z3, Z3
+	HSUM(Z0, Y0, Y8, X0, X8)
+	MOVSD  X0, s0+120(FP)
+	HSUM(Z1, Y1, Y8, X1, X8)
+	MOVSD  X1, s1+128(FP)
+	HSUM(Z2, Y2, Y8, X2, X8)
+	MOVSD  X2, s2+136(FP)
+	HSUM(Z3, Y3, Y8, X3, X8)
+	MOVSD  X3, s3+144(FP)
+	VZEROUPPER
+	RET
+
+// func axpy4AVX512(a *[4]float64, r0, r1, r2, r3, y []float64)
+//
+// y += a[0]·r0 + a[1]·r1 + a[2]·r2 + a[3]·r3 over len(y) elements, y
+// loaded and stored once for the four rows, which must have len(y)
+// elements each.
+TEXT ·axpy4AVX512(SB), NOSPLIT, $0-128
+	MOVQ         a+0(FP), BX
+	VBROADCASTSD 0(BX), Z0
+	VBROADCASTSD 8(BX), Z1
+	VBROADCASTSD 16(BX), Z2
+	VBROADCASTSD 24(BX), Z3
+	MOVQ         r0_base+8(FP), R8
+	MOVQ         r1_base+32(FP), R9
+	MOVQ         r2_base+56(FP), R10
+	MOVQ         r3_base+80(FP), R13
+	MOVQ         y_base+104(FP), DI
+	MOVQ         y_len+112(FP), R11
+	MOVQ         R11, R12
+	ANDQ         $-16, R12
+	XORQ         AX, AX
+
+axpy4x16:
+	CMPQ        AX, R12
+	JGE         axpy4x8
+	VMOVUPD     (DI)(AX*8), Z4
+	VMOVUPD     64(DI)(AX*8), Z5
+	VFMADD231PD (R8)(AX*8), Z0, Z4
+	VFMADD231PD 64(R8)(AX*8), Z0, Z5
+	VFMADD231PD (R9)(AX*8), Z1, Z4
+	VFMADD231PD 64(R9)(AX*8), Z1, Z5
+	VFMADD231PD (R10)(AX*8), Z2, Z4
+	VFMADD231PD 64(R10)(AX*8), Z2, Z5
+	VFMADD231PD (R13)(AX*8), Z3, Z4
+	VFMADD231PD 64(R13)(AX*8), Z3, Z5
+	VMOVUPD     Z4, (DI)(AX*8)
+	VMOVUPD     Z5, 64(DI)(AX*8)
+	ADDQ        $16, AX
+	JMP         axpy4x16
+
+axpy4x8:
+	CMPQ        AX, R11
+	JGE         axpy4done
+	MASK
+	VMOVUPD.Z   (DI)(AX*8), K1, Z4
+	VMOVUPD.Z   (R8)(AX*8), K1, Z10
+	VMOVUPD.Z   (R9)(AX*8), K1, Z11
+	VMOVUPD.Z   (R10)(AX*8), K1, Z12
+	VMOVUPD.Z   (R13)(AX*8), K1, Z13
+	VFMADD231PD Z10, Z0, Z4
+	VFMADD231PD Z11, Z1, Z4
+	VFMADD231PD Z12, Z2, Z4
+	VFMADD231PD Z13, Z3, Z4
+	VMOVUPD     Z4, K1, (DI)(AX*8)
+	ADDQ        $8, AX
+	JMP         axpy4x8
+
+axpy4done:
 	VZEROUPPER
 	RET
