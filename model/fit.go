@@ -497,7 +497,7 @@ func (s *solver) run(ctx context.Context) error {
 		s.trace.Objective = append(s.trace.Objective, obj)
 		s.trace.Iterations = it
 		if s.cfg.Tol > 0 && ((prev-obj) <= s.cfg.Tol*math.Abs(prev) ||
-			(relChange(s.g, prevG) <= s.cfg.Tol && relChange(s.a, prevA) <= s.cfg.Tol)) {
+			(relChange(s.g, prevG) <= s.cfg.Tol && relChangeSym(s.a, prevA) <= s.cfg.Tol)) {
 			s.trace.Converged = true
 			break
 		}
@@ -750,8 +750,53 @@ func (s *solver) penalty(a *mat.SymDense) float64 {
 		}
 		return s.cfg.Eta * total
 	}
+	return s.cfg.Eta * sumSquares(a)
+}
+
+// sumSquares returns ‖a‖²_F from a's upper triangle by plain sums (the
+// wide dot products): gonum's Norm scales every term against overflow
+// (LAPACK's Dlassq), several times slower, and is kept for a sum that
+// overflows.
+func sumSquares(a *mat.SymDense) float64 {
+	r := a.RawSymmetric()
+	var diag, off float64
+	for i := 0; i < r.N; i++ {
+		row := r.Data[i*r.Stride+i : i*r.Stride+r.N]
+		diag += row[0] * row[0]
+		off += dot(row[1:], row[1:])
+	}
+	if ss := diag + 2*off; !math.IsInf(ss, 0) {
+		return ss
+	}
 	f := mat.Norm(a, 2)
-	return s.cfg.Eta * f * f
+	return f * f
+}
+
+// relChangeSym is relChange of two symmetric matrices from their upper
+// triangles, by plain sums and without a difference matrix (D×D).
+func relChangeSym(x, y *mat.SymDense) float64 {
+	xr, yr := x.RawSymmetric(), y.RawSymmetric()
+	var num, den float64
+	for i := 0; i < xr.N; i++ {
+		xs, ys := xr.Data[i*xr.Stride+i:i*xr.Stride+xr.N], yr.Data[i*yr.Stride+i:i*yr.Stride+yr.N]
+		ys = ys[:len(xs)]
+		d := xs[0] - ys[0] // the diagonal counts once, the rest twice
+		num -= d * d / 2
+		den -= ys[0] * ys[0] / 2
+		for j := range xs {
+			d := xs[j] - ys[j]
+			num += d * d
+			den += ys[j] * ys[j]
+		}
+	}
+	if math.IsInf(num, 0) || math.IsInf(den, 0) {
+		return relChange(x, y)
+	}
+	num, den = math.Sqrt(2*num), math.Sqrt(2*den)
+	if den == 0 {
+		return num
+	}
+	return num / den
 }
 
 // groupNorm is the Frobenius norm of the view-pair group {(l,m), (m,l)}.
@@ -820,8 +865,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	}
 	work := s.spare
 	work.Copy(s.u)
-	normA := mat.Norm(s.a, 2)
-	frob := normA * normA
+	frob := sumSquares(s.a)
 	var taken []metricStep
 	abar := mat.DenseCopyOf(s.abar)
 	for len(taken) < maxSteps {
