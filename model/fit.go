@@ -697,23 +697,19 @@ func (s *solver) followStep(alpha float64, w *mat.Dense) {
 	// T ← √α(T + (TY)DYᵀ).
 	var ty mat.Dense
 	mulCols(&ty, s.t, false, y)
-	s.t.Scale(sa, s.t)
-	addOuter(s.t, sa, scaleCols(&ty, dPlus), y)
+	addOuter(s.t, sa, sa, scaleCols(&ty, dPlus), y)
 	// T⁻¹ ← (T⁻¹ + YD'(YᵀT⁻¹))/√α.
 	var tity mat.Dense
 	mulCols(&tity, s.tinv, true, y)
-	s.tinv.Scale(1/sa, s.tinv)
-	addOuter(s.tinv, 1/sa, scaleCols(y, dInv), &tity)
-	// P ← α[P + VDYᵀ + YDVᵀ + YD(YᵀV)DYᵀ] with V = PY.
+	addOuter(s.tinv, 1/sa, 1/sa, scaleCols(y, dInv), &tity)
+	// P ← α[P + VDYᵀ + YDVᵀ + YD(YᵀV)DYᵀ] with V = PY, one update of rank
+	// 3r.
 	var v, ytv, inner mat.Dense
 	mulCols(&v, s.p, false, y)
 	innerCols(&ytv, y, &v)
 	yd := scaleCols(y, dPlus)
 	mulCols(&inner, yd, false, &ytv)
-	s.p.Scale(alpha, s.p)
-	addOuter(s.p, alpha, scaleCols(&v, dPlus), y)
-	addOuter(s.p, alpha, yd, &v)
-	addOuter(s.p, alpha, scaleCols(&inner, dPlus), y)
+	addOuter(s.p, alpha, alpha, hcat(scaleCols(&v, dPlus), yd, scaleCols(&inner, dPlus)), hcat(y, &v, y))
 	symmetrize(s.p)
 }
 
@@ -1040,7 +1036,7 @@ func (s *solver) tooIllConditioned(c float64) bool {
 func (s *solver) sparseStep() (float64, error) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
 	aat := mat.NewDense(s.d, s.d, nil)
-	addOuter(aat, 1, s.abar, s.abar) // ĀĀᵀ, so ∇ = −λĀĀᵀ
+	addOuter(aat, 1, 1, s.abar, s.abar) // ĀĀᵀ, so ∇ = −λĀĀᵀ
 	var t0 mat.Dense
 	innerCols(&t0, s.g, s.abar)
 	h0 := lam * mat.Trace(&t0)

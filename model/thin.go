@@ -181,23 +181,47 @@ func innerCols(dst *mat.Dense, x, y *mat.Dense) {
 	}
 }
 
-// addOuter adds alpha·xyᵀ to dst: a row of dst at a time, an axpy of
-// each column of y into it while it stays in the first-level cache
-// (level2.go's wide kernels), when they are few; else one Gemm, whose dot
-// products over the columns then pay for their calls.
-func addOuter(dst *mat.Dense, alpha float64, x, y *mat.Dense) {
+// addOuterRows is the most columns addOuter adds a row at a time; with
+// more, one Gemm.
+const addOuterRows = 64
+
+// addOuter sets dst to beta·dst + alpha·xyᵀ: a row of dst at a time,
+// scaled and then an axpy of each column of y into it while it stays in
+// the first-level cache (level2.go's wide kernels), when they are not
+// many; else one Gemm.
+func addOuter(dst *mat.Dense, beta, alpha float64, x, y *mat.Dense) {
 	xr, yr, dr := x.RawMatrix(), y.RawMatrix(), dst.RawMatrix()
-	if xr.Cols > 16 {
-		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, xr, yr, 1, dr)
+	if xr.Cols > addOuterRows {
+		blas64.Gemm(blas.NoTrans, blas.Trans, alpha, xr, yr, beta, dr)
 		return
 	}
 	yt := transposed(yr)
 	for i := 0; i < dr.Rows; i++ {
 		row := dr.Data[i*dr.Stride : i*dr.Stride+dr.Cols]
+		if beta != 1 {
+			blas64.Scal(beta, unitVec(row))
+		}
 		for c := 0; c < xr.Cols; c++ {
 			axpy(alpha*xr.Data[i*xr.Stride+c], yt[c*yr.Rows:(c+1)*yr.Rows], row)
 		}
 	}
+}
+
+// hcat returns the columns of the matrices side by side (all of D rows).
+func hcat(ms ...*mat.Dense) *mat.Dense {
+	rows, cols := 0, 0
+	for _, m := range ms {
+		r, c := m.Dims()
+		rows, cols = r, cols+c
+	}
+	out := mat.NewDense(rows, cols, nil)
+	at := 0
+	for _, m := range ms {
+		_, c := m.Dims()
+		out.Slice(0, rows, at, at+c).(*mat.Dense).Copy(m)
+		at += c
+	}
+	return out
 }
 
 // addSymOuter adds alpha·wwᵀ to a's upper triangle: a row at a time, an

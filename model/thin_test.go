@@ -25,7 +25,7 @@ func TestThinProductsMatchGonum(t *testing.T) {
 		return m
 	}
 	for _, n := range []int{1, 2, 3, 4, 5, 17, 100} {
-		for _, k := range []int{1, 3, 20} {
+		for _, k := range []int{1, 3, 20, 70} {
 			t.Run(fmt.Sprintf("n=%d/k=%d", n, k), func(t *testing.T) {
 				a, b := randDense(n, n), randDense(n, k)
 				for _, trans := range []bool{false, true} {
@@ -78,10 +78,11 @@ func TestThinProductsMatchGonum(t *testing.T) {
 				}
 				dst, ref := randDense(n, n), &mat.Dense{}
 				ref.CloneFrom(dst)
-				addOuter(dst, 0.5, b, c)
+				addOuter(dst, 0.75, 0.5, b, c)
 				var outer mat.Dense
 				outer.Mul(b, c.T())
 				outer.Scale(0.5, &outer)
+				ref.Scale(0.75, ref)
 				ref.Add(ref, &outer)
 				if d := relDiff(dst, ref); !(d <= 1e-13) {
 					t.Errorf("addOuter differs from Mul by %g", d)
