@@ -816,8 +816,10 @@ type metricStep struct {
 
 // applySteps moves the upper Cholesky factor u of Ã along the steps, in
 // their order: a scaling and a rank-one update per column of every
-// step's Ā, all in one sweep over u's rows (cholUpdates).
-func applySteps(u *mat.TriDense, steps []metricStep) {
+// step's Ā, all in one sweep over u's rows (cholUpdates). The columns of
+// carry, if not nil, solve UᵀY = B for the factor before and are made to
+// solve it for the factor after.
+func applySteps(u *mat.TriDense, steps []metricStep, carry *mat.Dense) {
 	n, _ := u.Triangle()
 	var scales []float64
 	var xs [][]float64
@@ -832,7 +834,17 @@ func applySteps(u *mat.TriDense, steps []metricStep) {
 			scale = 1
 		}
 	}
-	cholUpdates(u.RawTriangular(), scales, xs)
+	var vs [][]float64
+	if carry != nil {
+		_, k := carry.Dims()
+		for c := 0; c < k; c++ {
+			vs = append(vs, mat.Col(nil, c, carry))
+		}
+	}
+	cholUpdates(u.RawTriangular(), scales, xs, vs)
+	for c, v := range vs {
+		carry.SetCol(c, v)
+	}
 }
 
 // frobeniusSteps iterates the gradient step on the Ã-subproblem
@@ -864,23 +876,32 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	frob := sumSquares(s.a)
 	var taken []metricStep
 	abar := mat.DenseCopyOf(s.abar)
+	var y, z mat.Dense // U⁻ᵀG̃ for the working factor U, once a step follows; U⁻ᵀĀ
 	for len(taken) < maxSteps {
 		if len(taken) > 0 {
-			abar = solveUpper(work, s.g)
+			abar = mat.DenseCopyOf(&y)
+			triCols(work.RawTriangular(), blas.NoTrans, true, abar) // Ā = U⁻¹U⁻ᵀG̃
 		}
 		// ĀᵀÃ⁻¹Ā = zᵀz with z = U⁻ᵀĀ: one triangular solve per column.
-		z := mat.DenseCopyOf(abar)
-		triCols(work.RawTriangular(), blas.Trans, true, z)
-		step, frobNew, decrease, ok := s.armijo(abar, z, frob)
+		z.CloneFrom(abar)
+		triCols(work.RawTriangular(), blas.Trans, true, &z)
+		step, frobNew, decrease, ok := s.armijo(abar, &z, frob)
 		if !ok {
 			break
 		}
 		taken = append(taken, step)
-		applySteps(work, taken[len(taken)-1:])
 		frob = frobNew
-		if decrease <= s.cfg.Tol*math.Abs(objective) {
+		if decrease <= s.cfg.Tol*math.Abs(objective) || len(taken) == maxSteps {
+			applySteps(work, taken[len(taken)-1:], nil)
 			break
 		}
+		// The next step's U⁻ᵀG̃ follows the factor's update (cholUpdates):
+		// one solve for the first step, none for the others.
+		if len(taken) == 1 {
+			y.CloneFrom(s.g)
+			triCols(work.RawTriangular(), blas.Trans, true, &y)
+		}
+		applySteps(work, taken[len(taken)-1:], &y)
 	}
 	if len(taken) == 0 {
 		return 0, 0
@@ -899,7 +920,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 			taken[0] = metricStep{mu: first, alpha: 1 - 2*first*eta, beta: first * lam, abar: taken[0].abar}
 		}
 		work.Copy(s.u)
-		applySteps(work, taken)
+		applySteps(work, taken, nil)
 		cond = condition(work, 0)
 	}
 	// Ã⁺ = cÃ + WWᵀ, the columns of W being the steps' Ā scaled by
@@ -979,13 +1000,6 @@ func (s *solver) armijo(abar, z *mat.Dense, frob float64) (metricStep, float64, 
 	return metricStep{}, 0, 0, false
 }
 
-// solveUpper returns (UᵀU)⁻¹B for an upper triangular factor U.
-func solveUpper(u *mat.TriDense, b *mat.Dense) *mat.Dense {
-	x := mat.DenseCopyOf(b)
-	cholSolveCols(u.RawTriangular(), x)
-	return x
-}
-
 // cholUpdates turns the upper factor U of A into that of
 // a_m²(…(a_1²A + x_1x_1ᵀ)…) + x_mx_mᵀ in O(D²m) by Givens rotations,
 // destroying the x_j. gonum's Cholesky.SymRankOne does one such update but
@@ -995,8 +1009,16 @@ func solveUpper(u *mat.TriDense, b *mat.Dense) *mat.Dense {
 // at row i reads only that row after update j−1 and x_j after the rows
 // above, so the result is that of the updates one after another to the
 // bit, with U read and written once instead of m times.
-func cholUpdates(u blas64.Triangular, a []float64, xs [][]float64) {
+//
+// Every vector y of carry, which solves Uᵀy = b for the factor before, is
+// turned into the solution for the factor after, in O(D) an update instead
+// of an O(D²) solve: an update rotates the rows of [aU; xᵀ] into [U⁺; 0],
+// so Uᵀy = [aU; xᵀ]ᵀ[y/a; 0] = U⁺ᵀ(the first D elements of the same
+// rotations applied to [y/a; 0]).
+func cholUpdates(u blas64.Triangular, a []float64, xs [][]float64, carry [][]float64) {
 	n := u.N
+	// The appended row's element of every carried vector, per update.
+	extra := make([]float64, len(carry)*len(xs))
 	for i := 0; i < n; i++ {
 		row := u.Data[i*u.Stride+i : i*u.Stride+n]
 		for j, x := range xs {
@@ -1005,6 +1027,12 @@ func cholUpdates(u blas64.Triangular, a []float64, xs [][]float64) {
 			c, sn := r/rii, x[i]/rii
 			row[0] = r
 			rot(a[j]/c, sn/c, c, sn, row[1:], x[i+1:n])
+			cos, sin := rii/r, x[i]/r
+			for v, y := range carry {
+				e := &extra[v*len(xs)+j]
+				yi := y[i] / a[j]
+				y[i], *e = cos*yi+sin**e, cos**e-sin*yi
+			}
 		}
 	}
 }
