@@ -548,9 +548,9 @@ func (s *solver) refactor() {
 // gonumDgemm says that the BLAS is gonum's own, whose Dgemm runs its
 // products as blocks of 64-element axpys: there the two triangular
 // products (Dtrmm, whose axpys are rows of D) compute P = LᵀBL faster
-// than congruence (17 against 27 ms at D = 432); with mvml's assembly
-// Dgemm or OpenBLAS congruence is the faster (7 against 23 ms with the
-// former).
+// than congruence (17–22 against 27–38 ms at D = 432, BenchmarkCongruence);
+// with mvml's assembly Dgemm or OpenBLAS congruence is the faster (7
+// against 23 ms with the former).
 func gonumDgemm() bool {
 	_, ok := blas64.Implementation().(gonum.Implementation)
 	return ok
@@ -857,10 +857,11 @@ func applySteps(u *mat.TriDense, steps []metricStep, carry *mat.Dense) {
 // so one step per outer iteration left Ã near its initial value: on SARCOS
 // ten of them left the objective at twice its optimum (REPRODUCTION.md).
 //
-// A step costs O(D²k): with a working Cholesky factor Ã = UᵀU, two
-// triangular solves per column give Ā and a third U⁻ᵀĀ (ĀᵀÃ⁻¹Ā is its
-// Gram matrix), h at a trial μ costs O(k³) by the Woodbury identity, and
-// the factor follows the step by a scaling and k rank-one updates. The metric
+// A step costs O(D²k): with a working Cholesky factor Ã = UᵀU, a
+// triangular solve per column gives Ā from U⁻ᵀG̃ (which follows the
+// factor's updates, cholUpdates) and another U⁻ᵀĀ (ĀᵀÃ⁻¹Ā is its Gram
+// matrix), h at a trial μ costs O(k³) by the Woodbury identity, and the
+// factor follows the step by a scaling and k rank-one updates. The metric
 // the steps end at must respect MaxCondGrowth (see tooIllConditioned), or
 // the later half of the steps is undone (and a lone step's μ halved) until
 // it does. Ã, its Cholesky factor and F, T⁻¹, P then follow all the steps
