@@ -41,7 +41,7 @@ func condition(u *mat.TriDense, anorm float64) float64 {
 	n := ur.N
 	work := make([]float64, 3*n)
 	if anorm <= 0 {
-		anorm = lapack64.Lantr(lapack.MaxRowSum, ur, work) * lapack64.Lantr(lapack.MaxColumnSum, ur, work)
+		anorm = triNormBound(ur, work[:n])
 	}
 	if anorm == 0 {
 		return math.Inf(1)
@@ -71,4 +71,34 @@ func condition(u *mat.TriDense, anorm float64) float64 {
 			}
 		}
 	}
+}
+
+// triNormBound returns ‖Uᵀ‖₁‖U‖₁ = ‖U‖_∞‖U‖₁ for an upper triangular U
+// (NaN if U holds one), the row and column sums of LAPACK's Dlantr in
+// one pass over U instead of two; colSums is scratch of U's order.
+func triNormBound(u blas64.Triangular, colSums []float64) float64 {
+	n := u.N
+	colSums = colSums[:n]
+	clear(colSums)
+	var maxRow float64
+	for i := 0; i < n; i++ {
+		row := u.Data[i*u.Stride+i : i*u.Stride+n]
+		sums := colSums[i:]
+		sums = sums[:len(row)] // one bounds check for the loop
+		var sum float64
+		for j, v := range row {
+			v = math.Abs(v)
+			sum += v
+			sums[j] += v
+		}
+		if math.IsNaN(sum) {
+			return math.NaN()
+		}
+		maxRow = max(maxRow, sum)
+	}
+	var maxCol float64
+	for _, v := range colSums {
+		maxCol = max(maxCol, v)
+	}
+	return maxRow * maxCol
 }

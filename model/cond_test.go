@@ -5,6 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -93,5 +97,28 @@ func TestConditionOverflowingSolve(t *testing.T) {
 	}
 	if math.IsNaN(got) || got < 1e300 {
 		t.Errorf("condition %v of a factor whose inverse overflows, want +Inf or beyond 1e300", got)
+	}
+}
+
+// triNormBound is LAPACK's ‖U‖_∞·‖U‖₁ bit for bit, and NaN for a factor
+// holding one, at every small order and with a stride past the order.
+func TestTriNormBoundMatchesLantr(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	for _, tc := range []struct{ n, stride int }{{0, 1}, {1, 1}, {2, 3}, {7, 7}, {17, 20}, {64, 64}, {433, 437}} {
+		u := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: tc.n, Stride: tc.stride, Data: make([]float64, max(tc.n*tc.stride, 1))}
+		for i := range u.Data {
+			u.Data[i] = rng.NormFloat64() * math.Exp2(float64(rng.IntN(40)-20))
+		}
+		work := make([]float64, tc.n)
+		want := lapack64.Lantr(lapack.MaxRowSum, u, work) * lapack64.Lantr(lapack.MaxColumnSum, u, work)
+		if got := triNormBound(u, work); math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("n = %d, stride %d: %v, Lantr %v", tc.n, tc.stride, got, want)
+		}
+		if tc.n > 1 {
+			u.Data[(tc.n/2)*tc.stride+tc.n-1] = math.NaN()
+			if got := triNormBound(u, work); !math.IsNaN(got) {
+				t.Errorf("n = %d with a NaN: %v", tc.n, got)
+			}
+		}
 	}
 }

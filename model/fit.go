@@ -9,8 +9,8 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -245,14 +245,20 @@ type solver struct {
 	d, k int
 	yty  float64 // Σ yᵀy over the target columns
 
-	a    *mat.SymDense // Ã
-	u    *mat.TriDense // Ã = UᵀU, followed through the Ã steps
-	cond float64       // condition number estimate of Ã (see condition)
-	w    []float64
-	bw   *mat.Dense // B(w) = [w_l w_m S_lm], both triangles; read-only, shared by heads
-	cw   *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
-	g    *mat.Dense // g̃ (D×k)
-	abar *mat.Dense // Ã⁻¹g̃ (D×k)
+	a *mat.SymDense // Ã
+	u *mat.TriDense // Ã = UᵀU, followed through the Ã steps
+	// spare is where the Ã steps of the next iteration move a copy of u.
+	spare *mat.TriDense
+	// scratch is refactor's (D×D), made at its first use.
+	scratch *mat.Dense
+	// prevA is run's copy of the last iteration's Ã.
+	prevA *mat.SymDense
+	cond  float64 // condition number estimate of Ã (see condition)
+	w     []float64
+	bw    *mat.Dense // B(w) = [w_l w_m S_lm], both triangles; read-only, shared by heads
+	cw    *mat.Dense // b(w) = [w_l c_l] for the target columns (D×k)
+	g     *mat.Dense // g̃ (D×k)
+	abar  *mat.Dense // Ã⁻¹g̃ (D×k)
 
 	// The g̃-step works with a factor F = L·T of Ã (L the Cholesky factor
 	// at the last refactorisation) and P = FᵀBF. A Frobenius Ã-step is a
@@ -261,10 +267,14 @@ type solver struct {
 	// that middle factor, and P, T and T⁻¹ follow in O(D²k): no O(D³)
 	// product is formed inside the iterations.
 	lower *mat.TriDense
-	t     *mat.Dense       // T (D×D)
-	tinv  *mat.Dense       // T⁻¹, kept by the closed form of each factor's inverse
-	p     *mat.Dense       // P = FᵀBF (symmetric, both triangles)
-	m     blas64.Symmetric // P + λI, factorised in place (upper Cholesky factor)
+	t     *mat.Dense // T (D×D)
+	tinv  *mat.Dense // T⁻¹, kept by the closed form of each factor's inverse
+	// tIdentity says that T = T⁻¹ = I (after a refactorisation), whatever
+	// t and tinv hold: the g̃-step skips its products with them, and they
+	// are set only when a step is followed.
+	tIdentity bool
+	p         *mat.Dense       // P = FᵀBF (symmetric, both triangles)
+	m         blas64.Symmetric // P + λI, factorised in place (upper Cholesky factor)
 	// factored says that m holds the factor of the current P + λI: P
 	// changes with Ã and w, and the first g̃-step of a head uses its
 	// start's factor.
@@ -278,12 +288,24 @@ type solver struct {
 }
 
 func newSolver(st *Stats, cols []int, cfg Config) *solver {
+	return newSolverFrom(st, cols, cfg, nil)
+}
+
+// newSolverFrom is newSolver taking its working matrices (the factors, T,
+// T⁻¹, P, P + λI and the scratch, 8 or more D×D matrices) from the solver
+// of a finished fit of the same order, when one is given, instead of
+// allocating them: its contents are overwritten before they are read.
+// The results of that fit (Ã, g̃, w) are not among them.
+func newSolverFrom(st *Stats, cols []int, cfg Config, done *solver) *solver {
 	d, k := st.Dim(), len(cols)
-	s := &solver{
-		cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k,
-		u: mat.NewTriDense(d, mat.Upper, nil), lower: mat.NewTriDense(d, mat.Lower, nil),
-		t: mat.NewDense(d, d, nil), tinv: mat.NewDense(d, d, nil), p: mat.NewDense(d, d, nil),
-		m: blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}, sparseMu: cfg.StepMu(),
+	s := &solver{cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k, sparseMu: cfg.StepMu()}
+	if done != nil && done.d == d {
+		s.u, s.lower, s.t, s.tinv, s.p, s.m = done.u, done.lower, done.t, done.tinv, done.p, done.m
+		s.spare, s.scratch, s.prevA = done.spare, done.scratch, done.prevA
+	} else {
+		s.u, s.lower = mat.NewTriDense(d, mat.Upper, nil), mat.NewTriDense(d, mat.Lower, nil)
+		s.t, s.tinv, s.p = mat.NewDense(d, d, nil), mat.NewDense(d, d, nil), mat.NewDense(d, d, nil)
+		s.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
 	}
 	// A start (newStart) has no target columns.
 	if k > 0 {
@@ -311,9 +333,11 @@ func (s *solver) withColumns(cols []int) *solver {
 // head returns a solver for the target columns cols that continues from
 // the start s (newStart, which ends refactored: T = T⁻¹ = I) and leaves s
 // as it is: a copy of its metric, factors and state, its B(w), and b(w)
-// for its own columns.
-func (s *solver) head(cols []int) *solver {
-	h := newSolver(s.st, cols, s.cfg)
+// for its own columns. It works in the matrices of done, the solver of a
+// head that has finished, if not nil (newSolverFrom): a worker fitting
+// heads one after another allocates and clears them once, not per head.
+func (s *solver) head(cols []int, done *solver) *solver {
+	h := newSolverFrom(s.st, cols, s.cfg, done)
 	h.a = mat.NewSymDense(s.d, nil)
 	h.a.CopySym(s.a)
 	h.u.Copy(s.u)
@@ -323,8 +347,7 @@ func (s *solver) head(cols []int) *solver {
 	h.bw = s.bw
 	h.weighTargets()
 	h.lower.Copy(s.lower)
-	identity(h.t) // a start has just refactored
-	identity(h.tinv)
+	h.tIdentity = true // a start has just refactored
 	h.p.Copy(s.p)
 	copy(h.m.Data, s.m.Data)
 	h.factored = s.factored
@@ -438,7 +461,10 @@ func (s *solver) run(ctx context.Context) error {
 		return nil
 	}
 	prevG := mat.NewDense(s.d, s.k, nil)
-	prevA := mat.NewSymDense(s.d, nil)
+	if s.prevA == nil {
+		s.prevA = mat.NewSymDense(s.d, nil)
+	}
+	prevA := s.prevA
 	for it := 1; it <= s.cfg.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("fit: %w", err)
@@ -471,7 +497,7 @@ func (s *solver) run(ctx context.Context) error {
 		s.trace.Objective = append(s.trace.Objective, obj)
 		s.trace.Iterations = it
 		if s.cfg.Tol > 0 && ((prev-obj) <= s.cfg.Tol*math.Abs(prev) ||
-			(relChange(s.g, prevG) <= s.cfg.Tol && relChange(s.a, prevA) <= s.cfg.Tol)) {
+			(relChange(s.g, prevG) <= s.cfg.Tol && relChangeSym(s.a, prevA) <= s.cfg.Tol)) {
 			s.trace.Converged = true
 			break
 		}
@@ -492,8 +518,8 @@ func relChange(x, y mat.Matrix) float64 {
 }
 
 // refactor restarts the factor F = L from the current Cholesky factor of
-// Ã and computes P = LᵀBL by two triangular products: O(D³), needed at the
-// start, after a sparse step and after a change of w.
+// Ã and computes P = LᵀBL: O(D³), needed at the start, after a sparse
+// step, after a change of w and after the larger metric steps.
 func (s *solver) refactor() {
 	s.factored = false
 	lr, ur := s.lower.RawTriangular(), s.u.RawTriangular()
@@ -501,14 +527,42 @@ func (s *solver) refactor() {
 		for j := i; j < s.d; j++ {
 			lr.Data[j*lr.Stride+i] = ur.Data[i*ur.Stride+j]
 		}
+		clear(lr.Data[i*lr.Stride+i+1 : i*lr.Stride+s.d]) // congruence reads L as a square
 	}
-	identity(s.t)
-	identity(s.tinv)
-	s.p.Copy(s.bw)
-	raw, lower := s.p.RawMatrix(), s.lower.RawTriangular()
-	blas64.Trmm(blas.Right, blas.NoTrans, 1, lower, raw)
-	blas64.Trmm(blas.Left, blas.Trans, 1, lower, raw)
-	symmetrize(s.p)
+	s.tIdentity = true
+	if gonumDgemm() {
+		s.p.Copy(s.bw)
+		raw := s.p.RawMatrix()
+		blas64.Trmm(blas.Right, blas.NoTrans, 1, lr, raw)
+		blas64.Trmm(blas.Left, blas.Trans, 1, lr, raw)
+		symmetrize(s.p)
+		return
+	}
+	if s.scratch == nil {
+		s.scratch = mat.NewDense(s.d, s.d, nil)
+	}
+	square := blas64.General{Rows: s.d, Cols: s.d, Stride: lr.Stride, Data: lr.Data}
+	congruence(s.p.RawMatrix(), s.bw.RawMatrix(), square, s.scratch.RawMatrix())
+}
+
+// gonumDgemm says that the BLAS is gonum's own, whose Dgemm runs its
+// products as blocks of 64-element axpys: there the two triangular
+// products (Dtrmm, whose axpys are rows of D) compute P = LᵀBL faster
+// than congruence (17–22 against 27–38 ms at D = 432, BenchmarkCongruence);
+// with mvml's assembly Dgemm or OpenBLAS congruence is the faster (7
+// against 23 ms with the former).
+func gonumDgemm() bool {
+	_, ok := blas64.Implementation().(gonum.Implementation)
+	return ok
+}
+
+// materializeT sets t and tinv to T = T⁻¹ = I when tIdentity says so.
+func (s *solver) materializeT() {
+	if s.tIdentity {
+		identity(s.t)
+		identity(s.tinv)
+		s.tIdentity = false
+	}
 }
 
 func identity(d *mat.Dense) {
@@ -541,18 +595,28 @@ func (s *solver) gStep() error {
 	lb := mat.DenseCopyOf(s.cw)
 	triCols(lower, blas.Trans, false, lb)
 	var z mat.Dense
-	mulCols(&z, s.t, true, lb) // Fᵀb = TᵀLᵀb
+	if s.tIdentity {
+		z.CloneFrom(lb)
+	} else {
+		mulCols(&z, s.t, true, lb) // Fᵀb = TᵀLᵀb
+	}
 	cholSolveCols(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: s.d, Stride: s.d, Data: s.m.Data}, &z)
-	mulCols(s.g, s.t, false, &z) // g̃ = L(Tz)
+	if s.tIdentity {
+		s.g.Copy(&z)
+		s.abar.Copy(&z)
+	} else {
+		mulCols(s.g, s.t, false, &z)      // g̃ = L(Tz)
+		mulCols(s.abar, s.tinv, true, &z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
+	}
 	triCols(lower, blas.NoTrans, false, s.g)
-	mulCols(s.abar, s.tinv, true, &z) // Ã⁻¹g̃ = F⁻ᵀz = L⁻ᵀ(T⁻ᵀz)
 	triCols(lower, blas.Trans, true, s.abar)
 	return nil
 }
 
 // factorize factorises P + λI into m, unless it holds that factor already.
-// LAPACK's Potrf is called directly: gonum's Cholesky would also estimate
-// the condition number, which costs as much again.
+// potrfUpper is LAPACK's Potrf with its products in the BLAS's Dgemm;
+// gonum's Cholesky would also estimate the condition number, which costs
+// as much again.
 func (s *solver) factorize() error {
 	if s.factored {
 		return nil
@@ -562,7 +626,7 @@ func (s *solver) factorize() error {
 		copy(s.m.Data[i*s.d+i:(i+1)*s.d], raw.Data[i*raw.Stride+i:i*raw.Stride+s.d])
 		s.m.Data[i*s.d+i] += s.cfg.Lambda
 	}
-	if _, ok := lapack64.Potrf(s.m); !ok {
+	if !potrfUpper(s.m) {
 		return fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
 	s.factored = true
@@ -576,6 +640,7 @@ func (s *solver) factorize() error {
 // D' = −D/(1+D).
 func (s *solver) followStep(alpha float64, w *mat.Dense) {
 	s.factored = false
+	s.materializeT()
 	_, m := w.Dims()
 	u := mat.DenseCopyOf(w)
 	triCols(s.lower.RawTriangular(), blas.NoTrans, true, u)
@@ -632,23 +697,19 @@ func (s *solver) followStep(alpha float64, w *mat.Dense) {
 	// T ← √α(T + (TY)DYᵀ).
 	var ty mat.Dense
 	mulCols(&ty, s.t, false, y)
-	s.t.Scale(sa, s.t)
-	addOuter(s.t, sa, scaleCols(&ty, dPlus), y)
+	addOuter(s.t, sa, sa, scaleCols(&ty, dPlus), y)
 	// T⁻¹ ← (T⁻¹ + YD'(YᵀT⁻¹))/√α.
 	var tity mat.Dense
 	mulCols(&tity, s.tinv, true, y)
-	s.tinv.Scale(1/sa, s.tinv)
-	addOuter(s.tinv, 1/sa, scaleCols(y, dInv), &tity)
-	// P ← α[P + VDYᵀ + YDVᵀ + YD(YᵀV)DYᵀ] with V = PY.
+	addOuter(s.tinv, 1/sa, 1/sa, scaleCols(y, dInv), &tity)
+	// P ← α[P + VDYᵀ + YDVᵀ + YD(YᵀV)DYᵀ] with V = PY, one update of rank
+	// 3r.
 	var v, ytv, inner mat.Dense
 	mulCols(&v, s.p, false, y)
 	innerCols(&ytv, y, &v)
 	yd := scaleCols(y, dPlus)
 	mulCols(&inner, yd, false, &ytv)
-	s.p.Scale(alpha, s.p)
-	addOuter(s.p, alpha, scaleCols(&v, dPlus), y)
-	addOuter(s.p, alpha, yd, &v)
-	addOuter(s.p, alpha, scaleCols(&inner, dPlus), y)
+	addOuter(s.p, alpha, alpha, hcat(scaleCols(&v, dPlus), yd, scaleCols(&inner, dPlus)), hcat(y, &v, y))
 	symmetrize(s.p)
 }
 
@@ -685,8 +746,53 @@ func (s *solver) penalty(a *mat.SymDense) float64 {
 		}
 		return s.cfg.Eta * total
 	}
+	return s.cfg.Eta * sumSquares(a)
+}
+
+// sumSquares returns ‖a‖²_F from a's upper triangle by plain sums (the
+// wide dot products): gonum's Norm scales every term against overflow
+// (LAPACK's Dlassq), several times slower, and is kept for a sum that
+// overflows.
+func sumSquares(a *mat.SymDense) float64 {
+	r := a.RawSymmetric()
+	var diag, off float64
+	for i := 0; i < r.N; i++ {
+		row := r.Data[i*r.Stride+i : i*r.Stride+r.N]
+		diag += row[0] * row[0]
+		off += dot(row[1:], row[1:])
+	}
+	if ss := diag + 2*off; !math.IsInf(ss, 0) {
+		return ss
+	}
 	f := mat.Norm(a, 2)
-	return s.cfg.Eta * f * f
+	return f * f
+}
+
+// relChangeSym is relChange of two symmetric matrices from their upper
+// triangles, by plain sums and without a difference matrix (D×D).
+func relChangeSym(x, y *mat.SymDense) float64 {
+	xr, yr := x.RawSymmetric(), y.RawSymmetric()
+	var num, den float64
+	for i := 0; i < xr.N; i++ {
+		xs, ys := xr.Data[i*xr.Stride+i:i*xr.Stride+xr.N], yr.Data[i*yr.Stride+i:i*yr.Stride+yr.N]
+		ys = ys[:len(xs)]
+		d := xs[0] - ys[0] // the diagonal counts once, the rest twice
+		num -= d * d / 2
+		den -= ys[0] * ys[0] / 2
+		for j := range xs {
+			d := xs[j] - ys[j]
+			num += d * d
+			den += ys[j] * ys[j]
+		}
+	}
+	if math.IsInf(num, 0) || math.IsInf(den, 0) {
+		return relChange(x, y)
+	}
+	num, den = math.Sqrt(2*num), math.Sqrt(2*den)
+	if den == 0 {
+		return num
+	}
+	return num / den
 }
 
 // groupNorm is the Frobenius norm of the view-pair group {(l,m), (m,l)}.
@@ -708,17 +814,36 @@ type metricStep struct {
 	abar            *mat.Dense // Ā = Ã⁻¹G̃ at the step (D×k)
 }
 
-// applyTo moves the upper Cholesky factor u of Ã along the step.
-func (m metricStep) applyTo(u *mat.TriDense) {
-	_, k := m.abar.Dims()
+// applySteps moves the upper Cholesky factor u of Ã along the steps, in
+// their order: a scaling and a rank-one update per column of every
+// step's Ā, all in one sweep over u's rows (cholUpdates). The columns of
+// carry, if not nil, solve UᵀY = B for the factor before and are made to
+// solve it for the factor after.
+func applySteps(u *mat.TriDense, steps []metricStep, carry *mat.Dense) {
 	n, _ := u.Triangle()
-	x := make([]float64, n)
-	scale := math.Sqrt(m.alpha)
-	for c := 0; c < k; c++ {
-		mat.Col(x, c, m.abar)
-		floats.Scale(math.Sqrt(m.beta), x)
-		cholUpdate(u.RawTriangular(), scale, x)
-		scale = 1
+	var scales []float64
+	var xs [][]float64
+	for _, m := range steps {
+		_, k := m.abar.Dims()
+		scale := math.Sqrt(m.alpha)
+		for c := 0; c < k; c++ {
+			x := make([]float64, n)
+			mat.Col(x, c, m.abar)
+			floats.Scale(math.Sqrt(m.beta), x)
+			scales, xs = append(scales, scale), append(xs, x)
+			scale = 1
+		}
+	}
+	var vs [][]float64
+	if carry != nil {
+		_, k := carry.Dims()
+		for c := 0; c < k; c++ {
+			vs = append(vs, mat.Col(nil, c, carry))
+		}
+	}
+	cholUpdates(u.RawTriangular(), scales, xs, vs)
+	for c, v := range vs {
+		carry.SetCol(c, v)
 	}
 }
 
@@ -732,10 +857,11 @@ func (m metricStep) applyTo(u *mat.TriDense) {
 // so one step per outer iteration left Ã near its initial value: on SARCOS
 // ten of them left the objective at twice its optimum (REPRODUCTION.md).
 //
-// A step costs O(D²k): with a working Cholesky factor Ã = UᵀU, two
-// triangular solves per column give Ā and a third U⁻ᵀĀ (ĀᵀÃ⁻¹Ā is its
-// Gram matrix), h at a trial μ costs O(k³) by the Woodbury identity, and
-// the factor follows the step by a scaling and k rank-one updates. The metric
+// A step costs O(D²k): with a working Cholesky factor Ã = UᵀU, a
+// triangular solve per column gives Ā from U⁻ᵀG̃ (which follows the
+// factor's updates, cholUpdates) and another U⁻ᵀĀ (ĀᵀÃ⁻¹Ā is its Gram
+// matrix), h at a trial μ costs O(k³) by the Woodbury identity, and the
+// factor follows the step by a scaling and k rank-one updates. The metric
 // the steps end at must respect MaxCondGrowth (see tooIllConditioned), or
 // the later half of the steps is undone (and a lone step's μ halved) until
 // it does. Ã, its Cholesky factor and F, T⁻¹, P then follow all the steps
@@ -743,29 +869,40 @@ func (m metricStep) applyTo(u *mat.TriDense) {
 // number of steps.
 func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64, steps int) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
-	work := mat.NewTriDense(s.d, mat.Upper, nil)
+	if s.spare == nil {
+		s.spare = mat.NewTriDense(s.d, mat.Upper, nil)
+	}
+	work := s.spare
 	work.Copy(s.u)
-	normA := mat.Norm(s.a, 2)
-	frob := normA * normA
+	frob := sumSquares(s.a)
 	var taken []metricStep
 	abar := mat.DenseCopyOf(s.abar)
+	var y, z mat.Dense // U⁻ᵀG̃ for the working factor U, once a step follows; U⁻ᵀĀ
 	for len(taken) < maxSteps {
 		if len(taken) > 0 {
-			abar = solveUpper(work, s.g)
+			abar = mat.DenseCopyOf(&y)
+			triCols(work.RawTriangular(), blas.NoTrans, true, abar) // Ā = U⁻¹U⁻ᵀG̃
 		}
 		// ĀᵀÃ⁻¹Ā = zᵀz with z = U⁻ᵀĀ: one triangular solve per column.
-		z := mat.DenseCopyOf(abar)
-		triCols(work.RawTriangular(), blas.Trans, true, z)
-		step, frobNew, decrease, ok := s.armijo(abar, z, frob)
+		z.CloneFrom(abar)
+		triCols(work.RawTriangular(), blas.Trans, true, &z)
+		step, frobNew, decrease, ok := s.armijo(abar, &z, frob)
 		if !ok {
 			break
 		}
 		taken = append(taken, step)
-		step.applyTo(work)
 		frob = frobNew
-		if decrease <= s.cfg.Tol*math.Abs(objective) {
+		if decrease <= s.cfg.Tol*math.Abs(objective) || len(taken) == maxSteps {
+			applySteps(work, taken[len(taken)-1:], nil)
 			break
 		}
+		// The next step's U⁻ᵀG̃ follows the factor's update (cholUpdates):
+		// one solve for the first step, none for the others.
+		if len(taken) == 1 {
+			y.CloneFrom(s.g)
+			triCols(work.RawTriangular(), blas.Trans, true, &y)
+		}
+		applySteps(work, taken[len(taken)-1:], &y)
 	}
 	if len(taken) == 0 {
 		return 0, 0
@@ -784,9 +921,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 			taken[0] = metricStep{mu: first, alpha: 1 - 2*first*eta, beta: first * lam, abar: taken[0].abar}
 		}
 		work.Copy(s.u)
-		for _, st := range taken {
-			st.applyTo(work)
-		}
+		applySteps(work, taken, nil)
 		cond = condition(work, 0)
 	}
 	// Ã⁺ = cÃ + WWᵀ, the columns of W being the steps' Ā scaled by
@@ -800,7 +935,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	}
 	s.a.ScaleSym(c, s.a)
 	addSymOuter(s.a, 1, w)
-	s.u, s.cond = work, cond
+	s.u, s.spare, s.cond = work, s.u, cond
 	// Following a rank-r update costs about 20D²r flops in matrix-vector
 	// products and rank-one updates, refactoring 2D³ in triangular matrix
 	// products, which run several times faster per flop: following was
@@ -866,33 +1001,39 @@ func (s *solver) armijo(abar, z *mat.Dense, frob float64) (metricStep, float64, 
 	return metricStep{}, 0, 0, false
 }
 
-// solveUpper returns (UᵀU)⁻¹B for an upper triangular factor U.
-func solveUpper(u *mat.TriDense, b *mat.Dense) *mat.Dense {
-	x := mat.DenseCopyOf(b)
-	cholSolveCols(u.RawTriangular(), x)
-	return x
-}
-
-// cholUpdate turns the upper factor U of A into that of a²A + xxᵀ in
-// O(D²) by Givens rotations, destroying x. gonum's Cholesky.SymRankOne does
-// the same but also estimates the condition number, which costs several
-// times more and is needed only once the steps are done.
-func cholUpdate(u blas64.Triangular, a float64, x []float64) {
+// cholUpdates turns the upper factor U of A into that of
+// a_m²(…(a_1²A + x_1x_1ᵀ)…) + x_mx_mᵀ in O(D²m) by Givens rotations,
+// destroying the x_j. gonum's Cholesky.SymRankOne does one such update but
+// also estimates the condition number, which costs several times more and
+// is needed only once the steps are done. The updates go through U a row
+// at a time, each row taking update 1, then 2, …: the rotation of update j
+// at row i reads only that row after update j−1 and x_j after the rows
+// above, so the result is that of the updates one after another to the
+// bit, with U read and written once instead of m times.
+//
+// Every vector y of carry, which solves Uᵀy = b for the factor before, is
+// turned into the solution for the factor after, in O(D) an update instead
+// of an O(D²) solve: an update rotates the rows of [aU; xᵀ] into [U⁺; 0],
+// so Uᵀy = [aU; xᵀ]ᵀ[y/a; 0] = U⁺ᵀ(the first D elements of the same
+// rotations applied to [y/a; 0]).
+func cholUpdates(u blas64.Triangular, a []float64, xs [][]float64, carry [][]float64) {
 	n := u.N
+	// The appended row's element of every carried vector, per update.
+	extra := make([]float64, len(carry)*len(xs))
 	for i := 0; i < n; i++ {
 		row := u.Data[i*u.Stride+i : i*u.Stride+n]
-		rii := a * row[0]
-		r := math.Hypot(rii, x[i])
-		c, sn := r/rii, x[i]/rii
-		row[0] = r
-		ac, snc := a/c, sn/c
-		xs := x[i+1 : n]
-		rest := row[1:]
-		rest = rest[:len(xs)] // one bounds check for the loop
-		for j, xj := range xs {
-			v := ac*rest[j] + snc*xj
-			rest[j] = v
-			xs[j] = c*xj - sn*v
+		for j, x := range xs {
+			rii := a[j] * row[0]
+			r := math.Hypot(rii, x[i])
+			c, sn := r/rii, x[i]/rii
+			row[0] = r
+			rot(a[j]/c, sn/c, c, sn, row[1:], x[i+1:n])
+			cos, sin := rii/r, x[i]/r
+			for v, y := range carry {
+				e := &extra[v*len(xs)+j]
+				yi := y[i] / a[j]
+				y[i], *e = cos*yi+sin**e, cos**e-sin*yi
+			}
 		}
 	}
 }
@@ -924,7 +1065,7 @@ func (s *solver) tooIllConditioned(c float64) bool {
 func (s *solver) sparseStep() (float64, error) {
 	lam, eta := s.cfg.Lambda, s.cfg.Eta
 	aat := mat.NewDense(s.d, s.d, nil)
-	addOuter(aat, 1, s.abar, s.abar) // ĀĀᵀ, so ∇ = −λĀĀᵀ
+	addOuter(aat, 1, 1, s.abar, s.abar) // ĀĀᵀ, so ∇ = −λĀĀᵀ
 	var t0 mat.Dense
 	innerCols(&t0, s.g, s.abar)
 	h0 := lam * mat.Trace(&t0)

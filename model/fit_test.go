@@ -275,6 +275,7 @@ func TestMetricGradientFiniteDifference(t *testing.T) {
 // F = LT factorises Ã, T⁻¹ inverts T, and P = FᵀBF.
 func checkFollowedFactor(t *testing.T, s *solver) {
 	t.Helper()
+	s.materializeT() // after a refactorisation T = T⁻¹ = I, kept as a flag
 	var f, fft, tti, ptrue, bf mat.Dense
 	f.Mul(s.lower, s.t)
 	fft.Mul(&f, f.T())

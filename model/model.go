@@ -369,6 +369,7 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(groups)) {
 		wg.Go(func() {
+			var done *solver // this worker's last head, whose matrices the next reuses
 			for h := range next {
 				var s *solver
 				var err error
@@ -380,7 +381,8 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 				case len(groups) == 1:
 					s = shared.withColumns(groups[h])
 				default:
-					s = shared.head(groups[h])
+					s = shared.head(groups[h], done)
+					done = s
 				}
 				var sol *Solution
 				if err == nil {

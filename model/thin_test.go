@@ -2,7 +2,9 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -23,7 +25,7 @@ func TestThinProductsMatchGonum(t *testing.T) {
 		return m
 	}
 	for _, n := range []int{1, 2, 3, 4, 5, 17, 100} {
-		for _, k := range []int{1, 3, 20} {
+		for _, k := range []int{1, 3, 20, 70} {
 			t.Run(fmt.Sprintf("n=%d/k=%d", n, k), func(t *testing.T) {
 				a, b := randDense(n, n), randDense(n, k)
 				for _, trans := range []bool{false, true} {
@@ -76,10 +78,11 @@ func TestThinProductsMatchGonum(t *testing.T) {
 				}
 				dst, ref := randDense(n, n), &mat.Dense{}
 				ref.CloneFrom(dst)
-				addOuter(dst, 0.5, b, c)
+				addOuter(dst, 0.75, 0.5, b, c)
 				var outer mat.Dense
 				outer.Mul(b, c.T())
 				outer.Scale(0.5, &outer)
+				ref.Scale(0.75, ref)
 				ref.Add(ref, &outer)
 				if d := relDiff(dst, ref); !(d <= 1e-13) {
 					t.Errorf("addOuter differs from Mul by %g", d)
@@ -91,6 +94,65 @@ func TestThinProductsMatchGonum(t *testing.T) {
 					t.Errorf("addSymOuter differs from SymRankK by %g", d)
 				}
 			})
+		}
+	}
+}
+
+// solveTri solves every kind of triangular system as plain substitution
+// does, to rounding, at every order up to 17 (the four-row blocks and
+// their remainders), larger ones, and a stride past the order.
+func TestSolveTriMatchesPlainSubstitution(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 1))
+	for _, n := range append(slicesRange(18), 31, 100, 433) {
+		for _, uplo := range []blas.Uplo{blas.Upper, blas.Lower} {
+			stride := n + 3
+			tri := blas64.Triangular{Uplo: uplo, Diag: blas.NonUnit, N: n, Stride: stride, Data: make([]float64, max(n*stride, 1))}
+			for i := 0; i < n; i++ {
+				for j := 0; j < n; j++ {
+					if (uplo == blas.Upper) == (j >= i) {
+						tri.Data[i*stride+j] = rng.NormFloat64() / math.Sqrt(float64(n))
+					}
+				}
+				tri.Data[i*stride+i] = 1 + rng.Float64()
+			}
+			at := func(i, j int, op blas.Transpose) float64 {
+				if op == blas.Trans {
+					i, j = j, i
+				}
+				if (uplo == blas.Upper) != (j >= i) && i != j {
+					return 0
+				}
+				return tri.Data[i*stride+j]
+			}
+			for _, op := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+				b := make([]float64, n)
+				for i := range b {
+					b[i] = rng.NormFloat64()
+				}
+				// Plain substitution in the order op(t) is triangular in.
+				want := slices.Clone(b)
+				lowerOp := (uplo == blas.Lower) == (op == blas.NoTrans)
+				for k := 0; k < n; k++ {
+					i := k
+					if !lowerOp {
+						i = n - 1 - k
+					}
+					v := want[i]
+					for j := 0; j < n; j++ {
+						if j != i && at(i, j, op) != 0 {
+							v -= at(i, j, op) * want[j]
+						}
+					}
+					want[i] = v / at(i, i, op)
+				}
+				got := slices.Clone(b)
+				solveTri(tri, op, got)
+				for i := range got {
+					if math.Abs(got[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
+						t.Fatalf("n = %d, %c, op %c: x[%d] = %v, plain substitution %v", n, uplo, op, i, got[i], want[i])
+					}
+				}
+			}
 		}
 	}
 }

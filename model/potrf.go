@@ -1,0 +1,57 @@
+package model
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/gonum"
+)
+
+// potrfBlock is the order of potrfUpper's diagonal blocks, gonum's
+// Dpotrf's.
+const potrfBlock = 64
+
+// potrfUpper factorises the symmetric positive definite a (its upper
+// triangle) in place as a = UᵀU, or reports that it is not positive
+// definite: LAPACK's blocked Dpotrf as gonum runs it, but with each
+// diagonal block's update (there Dsyrk, gonum's own axpys) a Gemm over
+// the block, and the triangular solve of the block row (there Dtrsm) by
+// the wide axpys (level2.go), so that the BLAS's Dgemm (mvml's assembly
+// one in the default build) does all but the diagonal blocks' own
+// factorisations. The g̃-step factorises P + λI at every iteration; gonum's
+// Dsyrk and Dtrsm were most of that. The diagonal block's lower half is
+// overwritten.
+func potrfUpper(a blas64.Symmetric) bool {
+	n, lda := a.N, a.Stride
+	gen := func(i, j, r, c int) blas64.General {
+		return blas64.General{Rows: r, Cols: c, Stride: lda, Data: a.Data[i*lda+j:]}
+	}
+	var impl gonum.Implementation
+	for j := 0; j < n; j += potrfBlock {
+		jb := min(potrfBlock, n-j)
+		if j > 0 {
+			blas64.Gemm(blas.Trans, blas.NoTrans, -1, gen(0, j, j, jb), gen(0, j, j, jb), 1, gen(j, j, jb, jb))
+		}
+		if !impl.Dpotf2(blas.Upper, jb, a.Data[j*lda+j:], lda) {
+			return false
+		}
+		rest := n - j - jb
+		if rest == 0 {
+			break
+		}
+		if j > 0 {
+			blas64.Gemm(blas.Trans, blas.NoTrans, -1, gen(0, j, j, jb), gen(0, j+jb, j, rest), 1, gen(j, j+jb, jb, rest))
+		}
+		// U_JJᵀ X = A[J, j+jb:], a row of X at a time, each taken from the
+		// rows below it (Dtrsm's order).
+		for k := 0; k < jb; k++ {
+			rowK := a.Data[(j+k)*lda+j+jb : (j+k)*lda+n]
+			blas64.Scal(1/a.Data[(j+k)*lda+j+k], unitVec(rowK))
+			for i := k + 1; i < jb; i++ {
+				if v := a.Data[(j+k)*lda+j+i]; v != 0 {
+					axpy(-v, rowK, a.Data[(j+i)*lda+j+jb:(j+i)*lda+n])
+				}
+			}
+		}
+	}
+	return true
+}
