@@ -1,0 +1,66 @@
+package blasimpl
+
+import "golang.org/x/sys/cpu"
+
+//go:generate go run gen_kernels.go
+
+// The kernels of dgemm_kernels_amd64.s: each adds a packed panel of A
+// times a packed strip of B (k steps) to a tile of C at c, row stride ldc;
+// xN is a strip of N registers, Skip leaves an element where tmp == 0.
+
+//go:noescape
+func kernelAVX512x1(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX512x1Skip(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX512x2(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX512x2Skip(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX512x3(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX512x3Skip(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX2x1(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX2x1Skip(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX2x2(k int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernelAVX2x2Skip(k int, a, b, c *float64, ldc int)
+
+// avx512 is an 8×24 tile in 24 zmm registers.
+var avx512 = &microKernel{
+	name: "AVX-512", rows: 8, lanes: 8,
+	kernels: []kernelFunc{kernelAVX512x1, kernelAVX512x2, kernelAVX512x3},
+	skips:   []kernelFunc{kernelAVX512x1Skip, kernelAVX512x2Skip, kernelAVX512x3Skip},
+}
+
+// avx2 is a 4×8 tile in 8 ymm registers (16 in all, with the skip's masks).
+var avx2 = &microKernel{
+	name: "AVX2", rows: 4, lanes: 4,
+	kernels: []kernelFunc{kernelAVX2x1, kernelAVX2x2},
+	skips:   []kernelFunc{kernelAVX2x1Skip, kernelAVX2x2Skip},
+}
+
+// availableKernels are the kernels the processor and the OS support, the
+// widest first.
+func availableKernels() []*microKernel {
+	var ks []*microKernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, avx512)
+	}
+	if cpu.X86.HasAVX2 {
+		ks = append(ks, avx2)
+	}
+	return ks
+}
