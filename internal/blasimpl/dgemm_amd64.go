@@ -1,3 +1,5 @@
+//go:build !openblas
+
 package blasimpl
 
 import "golang.org/x/sys/cpu"

@@ -3,18 +3,30 @@
 package blasimpl
 
 import (
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/blas/gonum"
 )
 
-// The default build computes with gonum's pure-Go BLAS and says so.
+// The default build computes with gonum's pure-Go BLAS and mvml's Dgemm,
+// with the widest kernel the processor runs, and says so.
 func TestUsesPureGoBLAS(t *testing.T) {
-	if _, ok := blas64.Implementation().(gonum.Implementation); !ok {
-		t.Errorf("blas64 computes with %T, want gonum.Implementation", blas64.Implementation())
+	impl, ok := blas64.Implementation().(Implementation)
+	if !ok {
+		t.Fatalf("blas64 computes with %T, want blasimpl.Implementation", blas64.Implementation())
 	}
-	if got, want := Name(), "gonum (pure Go)"; got != want {
+	want := "gonum (pure Go)"
+	if ks := availableKernels(); len(ks) > 0 {
+		if impl.KernelName() != ks[0].name {
+			t.Errorf("Dgemm's kernel is %q, want %q", impl.KernelName(), ks[0].name)
+		}
+		want += " with mvml's " + ks[0].name + " Dgemm"
+	}
+	if got := Name(); got != want {
 		t.Errorf("Name() = %q, want %q", got, want)
+	}
+	if strings.Contains(Name(), "OpenBLAS") {
+		t.Errorf("Name() = %q names OpenBLAS in the default build", Name())
 	}
 }
