@@ -1,6 +1,7 @@
 package blasimpl
 
 import (
+	"math"
 	"runtime"
 	"sync"
 
@@ -55,11 +56,18 @@ type kernelFunc func(k int, a, b, c *float64, ldc int)
 // microKernel is one instruction set's kernels: kernels[v-1] computes a
 // strip of v registers, skips[v-1] the same leaving an element of C as it
 // is where tmp == 0.
+//
+// packNoTrans and packTrans, where not nil, pack a panel of A in assembly:
+// a whole one of A stored as is (writing up to rows·(rows−1) elements past
+// the panel's end), or one of A stored transposed whose rows are the lanes
+// of mask; they say whether some tmp is zero.
 type microKernel struct {
 	name        string
 	rows, lanes int
 	kernels     []kernelFunc
 	skips       []kernelFunc
+	packNoTrans func(k int, a *float64, lda int, alpha float64, dst *float64) (zero bool)
+	packTrans   func(k int, a *float64, lda int, mask int, alpha float64, dst *float64) (zero bool)
 }
 
 func (mk *microKernel) maxCols() int { return len(mk.kernels) * mk.lanes }
@@ -93,8 +101,11 @@ func (impl Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float
 	bTrans := tB == blas.Trans || tB == blas.ConjTrans
 	validA := aTrans || tA == blas.NoTrans
 	validB := bTrans || tB == blas.NoTrans
+	// A NaN alpha or beta is gonum's too: which of two NaNs a product
+	// keeps depends on the operand order Go's compiler chose in gonum's
+	// code.
 	if impl.kernel == nil || !validA || !validB || (!aTrans && bTrans) ||
-		m <= 0 || n <= 0 || k <= 0 || m*n*k < minPackedWork {
+		m <= 0 || n <= 0 || k <= 0 || m*n*k < minPackedWork || math.IsNaN(alpha) || math.IsNaN(beta) {
 		impl.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -261,9 +272,10 @@ func (mk *microKernel) stripWidth(w int) int {
 // panels of mk.rows rows (the last padded with zeros), each l-major, and
 // notes which panels hold a zero tmp (padding aside).
 func (impl Implementation) packA(buf *packBuffers, p gemmProblem, ic, mb, pc, kb int) {
-	mr := impl.kernel.rows
+	mk := impl.kernel
+	mr := mk.rows
 	panels := (mb + mr - 1) / mr
-	buf.a = grow(buf.a, panels*mr*kb)
+	buf.a = grow(buf.a, panels*mr*kb+mr*mr)
 	if cap(buf.zeros) < panels {
 		buf.zeros = make([]bool, panels)
 	}
@@ -271,6 +283,14 @@ func (impl Implementation) packA(buf *packBuffers, p gemmProblem, ic, mb, pc, kb
 	for q := range panels {
 		panel := buf.a[q*mr*kb : (q+1)*mr*kb]
 		h := min(mr, mb-q*mr)
+		switch {
+		case p.aTrans && mk.packTrans != nil:
+			buf.zeros[q] = mk.packTrans(kb, &p.a[pc*p.lda+ic+q*mr], p.lda, 1<<h-1, p.alpha, &panel[0])
+			continue
+		case !p.aTrans && h == mr && mk.packNoTrans != nil:
+			buf.zeros[q] = mk.packNoTrans(kb, &p.a[(ic+q*mr)*p.lda+pc], p.lda, p.alpha, &panel[0])
+			continue
+		}
 		zero := false
 		if p.aTrans {
 			for l := range kb {

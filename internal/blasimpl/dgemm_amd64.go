@@ -40,11 +40,27 @@ func kernelAVX2x2(k int, a, b, c *float64, ldc int)
 //go:noescape
 func kernelAVX2x2Skip(k int, a, b, c *float64, ldc int)
 
+// packA8NoTransAVX512 packs tmp = alpha·a of rows a, a+lda, … a+7·lda,
+// columns [0, k), as a panel at dst (8·roundup(k, 8) elements written) and
+// says whether some tmp is zero.
+//
+//go:noescape
+func packA8NoTransAVX512(k int, a *float64, lda int, alpha float64, dst *float64) (zero bool)
+
+// packA8TransAVX512 packs tmp = alpha·a of the lanes of mask of a+l·lda
+// for l in [0, k) (columns of A stored transposed), zeros in the others,
+// as a panel at dst and says whether some tmp is zero.
+//
+//go:noescape
+func packA8TransAVX512(k int, a *float64, lda int, mask int, alpha float64, dst *float64) (zero bool)
+
 // avx512 is an 8×24 tile in 24 zmm registers.
 var avx512 = &microKernel{
 	name: "AVX-512", rows: 8, lanes: 8,
-	kernels: []kernelFunc{kernelAVX512x1, kernelAVX512x2, kernelAVX512x3},
-	skips:   []kernelFunc{kernelAVX512x1Skip, kernelAVX512x2Skip, kernelAVX512x3Skip},
+	kernels:     []kernelFunc{kernelAVX512x1, kernelAVX512x2, kernelAVX512x3},
+	skips:       []kernelFunc{kernelAVX512x1Skip, kernelAVX512x2Skip, kernelAVX512x3Skip},
+	packNoTrans: packA8NoTransAVX512,
+	packTrans:   packA8TransAVX512,
 }
 
 // avx2 is a 4×8 tile in 8 ymm registers (16 in all, with the skip's masks).

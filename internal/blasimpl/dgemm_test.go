@@ -114,6 +114,7 @@ func TestDgemmMatchesGonumTable(t *testing.T) {
 	}
 	scalars := []struct{ alpha, beta float64 }{
 		{1, 0}, {1, 1}, {-1, 0.5}, {0.5, -1}, {0, 1}, {0, 0}, {0, 0.5}, {0.3, 0.7},
+		{math.Float64frombits(0x7ff8_0000_0bad_0001), 1}, {1, math.Float64frombits(0x7ff8_0000_0bad_0002)}, // NaNs meet NaNs
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, impl := range testedKernels(t) {
