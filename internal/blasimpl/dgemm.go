@@ -49,9 +49,9 @@ func (impl Implementation) KernelName() string {
 	return impl.kernel.name
 }
 
-// kernelFunc adds a packed rows×k panel of A times a packed k×(vectors·lanes)
-// strip of B to the tile of C at c (row stride ldc).
-type kernelFunc func(k int, a, b, c *float64, ldc int)
+// kernelFunc adds a packed rows×k panel of A times a k×(vectors·lanes)
+// strip of B (row stride ldb) to the tile of C at c (row stride ldc).
+type kernelFunc func(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 // microKernel is one instruction set's kernels: kernels[v-1] computes a
 // strip of v registers, skips[v-1] the same leaving an element of C as it
@@ -222,7 +222,7 @@ func (impl Implementation) serial(p gemmProblem, i0, i1, n int) {
 			for ic := i0; ic < i1; ic += blockM {
 				mb := min(blockM, i1-ic)
 				impl.packA(buf, p, ic, mb, pc, kb)
-				impl.macroKernel(buf, p, ic, mb, jc, nb, kb)
+				impl.macroKernel(buf, p, ic, mb, pc, kb, jc, nb)
 			}
 		}
 	}
@@ -230,7 +230,7 @@ func (impl Implementation) serial(p gemmProblem, i0, i1, n int) {
 
 // packB packs B's rows [pc, pc+kb), columns [jc, jc+nb) as strips of
 // maxCols columns (the last one of as many registers as it needs, padded
-// with zeros), each l-major.
+// with zeros), each l-major; but a strip the kernel reads from B itself.
 func (impl Implementation) packB(buf *packBuffers, p gemmProblem, pc, kb, jc, nb int) {
 	mk := impl.kernel
 	nr := mk.maxCols()
@@ -242,6 +242,9 @@ func (impl Implementation) packB(buf *packBuffers, p gemmProblem, pc, kb, jc, nb
 	for jr := 0; jr < nb; jr += nr {
 		w := min(nr, nb-jr)
 		ws := mk.stripWidth(w)
+		if unpackedB(p, w, ws) {
+			continue
+		}
 		strip := buf.b[jr*kb : jr*kb+kb*ws]
 		if p.bTrans {
 			for j := range w {
@@ -262,6 +265,13 @@ func (impl Implementation) packB(buf *packBuffers, p gemmProblem, pc, kb, jc, nb
 		}
 	}
 }
+
+// unpackedB says whether the kernel reads a strip of w columns of B (ws
+// in registers) from B itself: B stored as is and the strip whole
+// registers wide. Its rows are then ldb apart, not packed, which costs
+// nothing in the kernel and saves a copy of B, as costly as the kernel
+// itself when C has few rows.
+func unpackedB(p gemmProblem, w, ws int) bool { return !p.bTrans && w == ws }
 
 // stripWidth is the columns of a packed strip holding w columns of B.
 func (mk *microKernel) stripWidth(w int) int {
@@ -324,14 +334,17 @@ func (impl Implementation) packA(buf *packBuffers, p gemmProblem, ic, mb, pc, kb
 // columns [jc, jc+nb), l-block of kb: strips of B outer, so that one stays
 // in L1 while the kernel runs down A's panels. A tile that is not whole
 // (at the bottom or right edge) is computed in buf.tile and copied.
-func (impl Implementation) macroKernel(buf *packBuffers, p gemmProblem, ic, mb, jc, nb, kb int) {
+func (impl Implementation) macroKernel(buf *packBuffers, p gemmProblem, ic, mb, pc, kb, jc, nb int) {
 	mk := impl.kernel
 	mr, nr := mk.rows, mk.maxCols()
 	for jr := 0; jr < nb; jr += nr {
 		w := min(nr, nb-jr)
 		ws := mk.stripWidth(w)
 		vectors := ws / mk.lanes
-		bStrip := &buf.b[jr*kb]
+		bStrip, ldb := &buf.b[jr*kb], ws
+		if unpackedB(p, w, ws) {
+			bStrip, ldb = &p.b[pc*p.ldb+jc+jr], p.ldb
+		}
 		for ir := 0; ir < mb; ir += mr {
 			h := min(mr, mb-ir)
 			kernel := mk.kernels[vectors-1]
@@ -341,13 +354,13 @@ func (impl Implementation) macroKernel(buf *packBuffers, p gemmProblem, ic, mb, 
 			aPanel := &buf.a[ir*kb]
 			cOff := (ic+ir)*p.ldc + jc + jr
 			if h == mr && w == ws {
-				kernel(kb, aPanel, bStrip, &p.c[cOff], p.ldc)
+				kernel(kb, aPanel, bStrip, ldb, &p.c[cOff], p.ldc)
 				continue
 			}
 			for r := range h {
 				copy(buf.tile[r*ws:r*ws+w], p.c[cOff+r*p.ldc:cOff+r*p.ldc+w])
 			}
-			kernel(kb, aPanel, bStrip, &buf.tile[0], ws)
+			kernel(kb, aPanel, bStrip, ldb, &buf.tile[0], ws)
 			for r := range h {
 				copy(p.c[cOff+r*p.ldc:cOff+r*p.ldc+w], buf.tile[r*ws:r*ws+w])
 			}

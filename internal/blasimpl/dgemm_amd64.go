@@ -7,38 +7,39 @@ import "golang.org/x/sys/cpu"
 //go:generate go run gen_kernels.go
 
 // The kernels of dgemm_kernels_amd64.s: each adds a packed panel of A
-// times a packed strip of B (k steps) to a tile of C at c, row stride ldc;
+// times a strip of B (k steps, row stride ldb) to a tile of C at c, row
+// stride ldc;
 // xN is a strip of N registers, Skip leaves an element where tmp == 0.
 
 //go:noescape
-func kernelAVX512x1(k int, a, b, c *float64, ldc int)
+func kernelAVX512x1(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX512x1Skip(k int, a, b, c *float64, ldc int)
+func kernelAVX512x1Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX512x2(k int, a, b, c *float64, ldc int)
+func kernelAVX512x2(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX512x2Skip(k int, a, b, c *float64, ldc int)
+func kernelAVX512x2Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX512x3(k int, a, b, c *float64, ldc int)
+func kernelAVX512x3(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX512x3Skip(k int, a, b, c *float64, ldc int)
+func kernelAVX512x3Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX2x1(k int, a, b, c *float64, ldc int)
+func kernelAVX2x1(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX2x1Skip(k int, a, b, c *float64, ldc int)
+func kernelAVX2x1Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX2x2(k int, a, b, c *float64, ldc int)
+func kernelAVX2x2(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape
-func kernelAVX2x2Skip(k int, a, b, c *float64, ldc int)
+func kernelAVX2x2Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
 
 // packA8NoTransAVX512 packs tmp = alpha·a of rows a, a+lda, … a+7·lda,
 // columns [0, k), as a panel at dst (8·roundup(k, 8) elements written) and

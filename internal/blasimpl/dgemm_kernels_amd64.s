@@ -6,13 +6,15 @@
 
 #include "textflag.h"
 
-// func kernelAVX512x1(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX512x1(SB), NOSPLIT, $0-40
+// func kernelAVX512x1(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX512x1(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -53,7 +55,7 @@ loop:
 	VMULPD Z27, Z24, Z28
 	VADDPD Z7, Z28, Z7
 	ADDQ $64, SI
-	ADDQ $64, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -68,13 +70,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x1Skip(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX512x1Skip(SB), NOSPLIT, $0-40
+// func kernelAVX512x1Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX512x1Skip(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -124,7 +128,7 @@ loop:
 	VMULPD Z27, Z24, Z28
 	VADDPD Z7, Z28, K1, Z7
 	ADDQ $64, SI
-	ADDQ $64, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -139,13 +143,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x2(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX512x2(SB), NOSPLIT, $0-40
+// func kernelAVX512x2(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX512x2(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -211,7 +217,7 @@ loop:
 	VADDPD Z14, Z28, Z14
 	VADDPD Z15, Z29, Z15
 	ADDQ $64, SI
-	ADDQ $128, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -234,13 +240,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x2Skip(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX512x2Skip(SB), NOSPLIT, $0-40
+// func kernelAVX512x2Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX512x2Skip(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -315,7 +323,7 @@ loop:
 	VADDPD Z14, Z28, K1, Z14
 	VADDPD Z15, Z29, K1, Z15
 	ADDQ $64, SI
-	ADDQ $128, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -338,13 +346,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x3(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX512x3(SB), NOSPLIT, $0-40
+// func kernelAVX512x3(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX512x3(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -435,7 +445,7 @@ loop:
 	VADDPD Z22, Z29, Z22
 	VADDPD Z23, Z30, Z23
 	ADDQ $64, SI
-	ADDQ $192, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -466,13 +476,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x3Skip(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX512x3Skip(SB), NOSPLIT, $0-40
+// func kernelAVX512x3Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX512x3Skip(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -572,7 +584,7 @@ loop:
 	VADDPD Z22, Z29, K1, Z22
 	VADDPD Z23, Z30, K1, Z23
 	ADDQ $64, SI
-	ADDQ $192, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -603,13 +615,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x1(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX2x1(SB), NOSPLIT, $0-40
+// func kernelAVX2x1(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX2x1(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -634,7 +648,7 @@ loop:
 	VMULPD Y10, Y8, Y11
 	VADDPD Y3, Y11, Y3
 	ADDQ $32, SI
-	ADDQ $32, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -645,13 +659,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x1Skip(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX2x1Skip(SB), NOSPLIT, $0-40
+// func kernelAVX2x1Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX2x1Skip(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -685,7 +701,7 @@ loop:
 	VADDPD Y3, Y11, Y15
 	VBLENDVPD Y14, Y15, Y3, Y3
 	ADDQ $32, SI
-	ADDQ $32, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -696,13 +712,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x2(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX2x2(SB), NOSPLIT, $0-40
+// func kernelAVX2x2(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX2x2(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -740,7 +758,7 @@ loop:
 	VADDPD Y6, Y11, Y6
 	VADDPD Y7, Y12, Y7
 	ADDQ $32, SI
-	ADDQ $64, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:
@@ -755,13 +773,15 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x2Skip(k int, a, b, c *float64, ldc int)
-TEXT ·kernelAVX2x2Skip(SB), NOSPLIT, $0-40
+// func kernelAVX2x2Skip(k int, a, b *float64, ldb int, c *float64, ldc int)
+TEXT ·kernelAVX2x2Skip(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), R10
+	SHLQ $3, R10
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $3, R8
 	LEAQ (R8)(R8*2), R11
 	LEAQ (DX)(R8*4), R9
@@ -812,7 +832,7 @@ loop:
 	VADDPD Y7, Y12, Y15
 	VBLENDVPD Y14, Y15, Y7, Y7
 	ADDQ $32, SI
-	ADDQ $64, DI
+	ADDQ R10, DI
 	DECQ CX
 	JNZ loop
 store:

@@ -4,8 +4,8 @@
 // default build's Dgemm: go generate ./internal/blasimpl.
 //
 // Each kernel adds the product of a packed panel of A (rows×k, tmp = alpha·a
-// already rounded, l-major) and a packed strip of B (k×vectors·lanes,
-// l-major) to a tile of C held in registers, for l = 0, 1, … in order, each
+// already rounded, l-major) and a strip of B (k×vectors·lanes, rows ldb
+// apart: packed, or B itself) to a tile of C held in registers, for l = 0, 1, … in order, each
 // step a rounded product then a rounded add (VMULPD then VADDPD, never
 // VFMADD), with the operands in the order of gonum's AxpyUnitary (MULPD
 // b, tmp; ADDPD product, c) so that even the payload of a NaN result is
@@ -82,12 +82,14 @@ func kernel(w *bytes.Buffer, s isa, vectors int, skip bool) {
 	bytesPerVector := 8 * s.lanes
 
 	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
-	fmt.Fprintf(w, "\n// func %s(k int, a, b, c *float64, ldc int)\nTEXT ·%s(SB), NOSPLIT, $0-40\n", name, name)
+	fmt.Fprintf(w, "\n// func %s(k int, a, b *float64, ldb int, c *float64, ldc int)\nTEXT ·%s(SB), NOSPLIT, $0-48\n", name, name)
 	p("MOVQ k+0(FP), CX")
 	p("MOVQ a+8(FP), SI")
 	p("MOVQ b+16(FP), DI")
-	p("MOVQ c+24(FP), DX")
-	p("MOVQ ldc+32(FP), R8")
+	p("MOVQ ldb+24(FP), R10")
+	p("SHLQ $3, R10")
+	p("MOVQ c+32(FP), DX")
+	p("MOVQ ldc+40(FP), R8")
 	p("SHLQ $3, R8")
 	p("LEAQ (R8)(R8*2), R11")
 	p("LEAQ (DX)(R8*4), R9")
@@ -135,7 +137,7 @@ func kernel(w *bytes.Buffer, s isa, vectors int, skip bool) {
 		}
 	}
 	p("ADDQ $%d, SI", 8*s.rows)
-	p("ADDQ $%d, DI", vectors*bytesPerVector)
+	p("ADDQ R10, DI")
 	p("DECQ CX")
 	p("JNZ loop")
 	fmt.Fprintf(w, "store:\n")
