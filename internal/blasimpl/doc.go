@@ -7,7 +7,7 @@
 // before main runs.
 //
 // The default build computes with gonum's pure-Go BLAS and needs no cgo,
-// but for Dgemm: Implementation replaces it with packed panels and an
+// but for Dgemm: package gemm replaces it with packed panels and an
 // assembly micro-kernel (AVX-512 where the processor has it, else AVX2,
 // else gonum's own), 6–8 times as fast, which computes every element of C
 // with the same rounded products and adds in the same order as gonum's, so

@@ -2,14 +2,18 @@
 
 package blasimpl
 
-import "gonum.org/v1/gonum/blas/blas64"
+import (
+	"gonum.org/v1/gonum/blas/blas64"
 
-func init() { blas64.Use(New()) }
+	"github.com/mvml/mvml/internal/blasimpl/gemm"
+)
+
+func init() { blas64.Use(gemm.New()) }
 
 // Name says which BLAS the program computes with: gonum's, and the
 // micro-kernel of mvml's Dgemm where the processor has one.
 func Name() string {
-	if k := New().KernelName(); k != "" {
+	if k := gemm.New().KernelName(); k != "" {
 		return "gonum (pure Go) with mvml's " + k + " Dgemm"
 	}
 	return "gonum (pure Go)"

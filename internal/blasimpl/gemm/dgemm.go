@@ -1,4 +1,4 @@
-package blasimpl
+package gemm
 
 import (
 	"math"

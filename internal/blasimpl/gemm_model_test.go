@@ -1,5 +1,3 @@
-//go:build !openblas
-
 package blasimpl
 
 import (
@@ -13,15 +11,17 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/gonum/mat"
 
+	mvmlgemm "github.com/mvml/mvml/internal/blasimpl/gemm"
 	"github.com/mvml/mvml/model"
 )
 
-// A model trained and scored with mvml's Dgemm is gonum's to the bit: the
+// A model trained and scored with mvml's Dgemm (package gemm) is gonum's
+// to the bit, in either build: the
 // same version (a hash of its arrays) and the same decisions, in the
 // learned mode (whose fit carries every rounding into its result) and in
 // the identity one.
 func TestModelMatchesGonumBitForBit(t *testing.T) {
-	if New().KernelName() == "" {
+	if mvmlgemm.New().KernelName() == "" {
 		t.Skip("no micro-kernel on this processor: Dgemm is gonum's")
 	}
 	defer blas64.Use(blas64.Implementation())
@@ -43,7 +43,7 @@ func TestModelMatchesGonumBitForBit(t *testing.T) {
 					return m, &dec
 				}
 				wantModel, want := run(gonum.Implementation{})
-				gotModel, got := run(New())
+				gotModel, got := run(mvmlgemm.New())
 				if gotModel.Version != wantModel.Version {
 					t.Errorf("model version %s, with gonum's Dgemm %s", gotModel.Version, wantModel.Version)
 				}

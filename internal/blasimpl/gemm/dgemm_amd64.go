@@ -1,6 +1,4 @@
-//go:build !openblas
-
-package blasimpl
+package gemm
 
 import "golang.org/x/sys/cpu"
 

@@ -2,8 +2,6 @@
 // is not NaN), l-major, 8 rows, and whether some tmp of the panel is zero
 // (EQ_OQ: a NaN is not).
 
-//go:build !openblas
-
 #include "textflag.h"
 
 // TRANSPOSE_STORE stores the 8×8 block of rows Z0–Z7 as its 8 columns at
