@@ -72,9 +72,9 @@ type microKernel struct {
 
 func (mk *microKernel) maxCols() int { return len(mk.kernels) * mk.lanes }
 
-// Blocking: a kc×nc block of B packed (kc·nc·8 bytes, in L2/L3 at these
-// sizes), an mc×kc block of A (in L2), a kc×24 strip of B in L1 while the
-// kernel runs down the A block's panels.
+// Blocking: a kc×nc block of B (packed where it must be, kc·nc·8 bytes,
+// in L2/L3 at these sizes), an mc×kc block of A packed (in L2), a kc×24
+// strip of B in L1 while the kernel runs down the A block's panels.
 const (
 	blockK = 256
 	blockM = 96
@@ -82,9 +82,12 @@ const (
 	// Products of fewer multiply-adds than this are gonum's: packing does
 	// not pay there.
 	minPackedWork = 8 * 24 * 16
-	// Products of at least this many multiply-adds are split over
-	// GOMAXPROCS goroutines by rows of C.
-	minParallelWork = 1 << 21
+	// Products are split over GOMAXPROCS goroutines by rows of C where
+	// each gets at least this many multiply-adds. On 2 vCPUs (one core)
+	// the split paid nothing at any size and cost 28% at 432×64×432
+	// (12M); mvml's callers split their own products by rows already, so
+	// this is for the large single calls of a fit on many cores.
+	minPartWork = 1 << 23
 )
 
 // packBuffers are one goroutine's packed panels, reused between calls.
@@ -161,7 +164,7 @@ func (impl Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float
 	}
 	p := gemmProblem{aTrans: aTrans, bTrans: bTrans, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
 	parts := runtime.GOMAXPROCS(0)
-	if parts == 1 || m*n*k < minParallelWork {
+	if parts == 1 || m*n*k < parts*minPartWork {
 		impl.serial(p, 0, m, n)
 		return
 	}
@@ -234,11 +237,7 @@ func (impl Implementation) serial(p gemmProblem, i0, i1, n int) {
 func (impl Implementation) packB(buf *packBuffers, p gemmProblem, pc, kb, jc, nb int) {
 	mk := impl.kernel
 	nr := mk.maxCols()
-	size := 0
-	for jr := 0; jr < nb; jr += nr {
-		size += kb * mk.stripWidth(nb-jr)
-	}
-	buf.b = grow(buf.b, size)
+	buf.b = grow(buf.b, kb*mk.stripWidth(nb))
 	for jr := 0; jr < nb; jr += nr {
 		w := min(nr, nb-jr)
 		ws := mk.stripWidth(w)
