@@ -6,8 +6,8 @@ import "golang.org/x/sys/cpu"
 
 // The kernels of dgemm_kernels_amd64.s: each adds a packed panel of A
 // times a strip of B (k steps, row stride ldb) to a tile of C at c, row
-// stride ldc;
-// xN is a strip of N registers, Skip leaves an element where tmp == 0.
+// stride ldc; xN is a strip of N registers, Skip leaves an element where
+// tmp == 0.
 
 //go:noescape
 func kernelAVX512x1(k int, a, b *float64, ldb int, c *float64, ldc int)
