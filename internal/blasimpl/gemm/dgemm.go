@@ -85,10 +85,11 @@ const (
 	// not pay there.
 	minPackedWork = 8 * 24 * 16
 	// Products are split over GOMAXPROCS goroutines by rows of C where
-	// each gets at least this many multiply-adds. On 2 vCPUs (one core)
-	// the split paid nothing at any size and cost 28% at 432×64×432
-	// (12M); mvml's callers split their own products by rows already, so
-	// this is for the large single calls of a fit on many cores.
+	// each gets at least this many multiply-adds. On 2 vCPUs the split
+	// gave +50–97% at 4096×128×128 and up with the other vCPU idle, and
+	// nothing (idle) to −28% (loaded) at 432×64×432 (12M); mvml's callers
+	// split their own row blocks already, so this is for the large single
+	// calls of a fit.
 	minPartWork = 1 << 23
 )
 
