@@ -18,7 +18,7 @@ help:
 	@echo "make static          build bin/mvml-static as deploy/Dockerfile does (CGO_ENABLED=0) and check it is static"
 	@echo "make build-openblas  build bin/mvml on the machine's OpenBLAS (cgo; Debian: libopenblas-dev)"
 	@echo "make bench           run the benchmarks and print a table (BENCHTIME=$(BENCHTIME))"
-	@echo "make bench-blas      pure-Go BLAS against OpenBLAS in one run: Dgemm, kernel products, scoring, fits"
+	@echo "make bench-blas      gonum's BLAS, the default build's (mvml's Dgemm) and OpenBLAS in one run: Dgemm, kernel products, scoring, fits"
 	@echo "make bench-score     end-to-end Parquet scoring of 1M and 4M rows: rows/s, CPU time and peak RSS;"
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn,"
 	@echo "                     BASE=REV with that revision's default build too"

@@ -19,7 +19,8 @@
 // NoTrans·NoTrans Dgemm calls, whose per-element summation order does not
 // depend on how rows are split, so a row's features are bit-identical
 // whatever the batch it arrives in and whatever the number of workers —
-// with gonum's pure-Go BLAS. An optimized BLAS behind gonum (the commands'
+// with gonum's pure-Go BLAS, and with the default build's assembly Dgemm
+// (internal/blasimpl), which sums in gonum's order. An optimized BLAS behind gonum (the commands'
 // build tag openblas, see internal/blasimpl) chooses its kernels by shape
 // and fuses multiply-adds, and that build evaluates the Gaussian kernel's
 // exp four lanes at a time (AVX2 and FMA on amd64, within 2 units in the

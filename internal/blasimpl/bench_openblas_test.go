@@ -15,12 +15,14 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/netlib/blas/netlib"
 
+	mvmlgemm "github.com/mvml/mvml/internal/blasimpl/gemm"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/transform"
 )
 
-// The benchmarks of this file measure gonum's pure-Go BLAS and OpenBLAS in
-// one run, each as a sub-benchmark blas=pure-go or blas=openblas of the same
+// The benchmarks of this file measure gonum's pure-Go BLAS, the default
+// build's (gonum's with mvml's Dgemm) and OpenBLAS in one run, each as a
+// sub-benchmark blas=pure-go, blas=mvml-gemm or blas=openblas of the same
 // workload, so that their ratio is taken on one machine at one time:
 // make bench-blas.
 
@@ -29,6 +31,7 @@ var impls = []struct {
 	impl blas.Float64
 }{
 	{"blas=pure-go", gonum.Implementation{}},
+	{"blas=mvml-gemm", mvmlgemm.New()}, // the default build's: gonum's with mvml's Dgemm
 	{"blas=openblas", netlib.Implementation{}},
 }
 

@@ -6,13 +6,19 @@
 // commands import this package, whose initialisation makes the choice once,
 // before main runs.
 //
-// The default build leaves gonum's pure-Go BLAS in place and needs no cgo.
+// The default build computes with gonum's pure-Go BLAS and needs no cgo,
+// but for Dgemm: package gemm replaces it with packed panels and an
+// assembly micro-kernel (AVX-512 where the processor has it, else AVX2,
+// else gonum's own), 6–8 times as fast, which computes every element of C
+// with the same rounded products and adds in the same order as gonum's, so
+// that every result stays what gonum alone gives, to the bit. A·Bᵀ (dot
+// products in gonum) and small products remain gonum's.
 // Built with the tag openblas (go build -tags openblas, make build-openblas)
 // it links the machine's OpenBLAS through cgo and gonum's netlib bindings;
 // on Debian and Ubuntu the library comes with the package libopenblas-dev.
 // The same tag has package transform evaluate the Gaussian kernel's exp
 // four lanes at a time, which is most of that kernel's time once OpenBLAS
 // computes its products. Results agree with the default build's to 1e-10,
-// not bit for bit; the default build's stay what they were.
+// not bit for bit.
 // OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS bounds them as usual.
 package blasimpl

@@ -5,16 +5,34 @@ package blasimpl
 import (
 	"testing"
 
+	"golang.org/x/sys/cpu"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/mvml/mvml/internal/blasimpl/gemm"
 )
 
-// The default build computes with gonum's pure-Go BLAS and says so.
+// The default build computes with gonum's pure-Go BLAS and mvml's Dgemm,
+// with the widest kernel the processor runs, and says so.
 func TestUsesPureGoBLAS(t *testing.T) {
-	if _, ok := blas64.Implementation().(gonum.Implementation); !ok {
-		t.Errorf("blas64 computes with %T, want gonum.Implementation", blas64.Implementation())
+	impl, ok := blas64.Implementation().(gemm.Implementation)
+	if !ok {
+		t.Fatalf("blas64 computes with %T, want gemm.Implementation", blas64.Implementation())
 	}
-	if got, want := Name(), "gonum (pure Go)"; got != want {
+	var kernel string
+	switch {
+	case cpu.X86.HasAVX512F:
+		kernel = "AVX-512"
+	case cpu.X86.HasAVX2:
+		kernel = "AVX2"
+	}
+	if impl.KernelName() != kernel {
+		t.Errorf("Dgemm's kernel is %q, want %q", impl.KernelName(), kernel)
+	}
+	want := "gonum (pure Go)"
+	if kernel != "" {
+		want += " with mvml's " + kernel + " Dgemm"
+	}
+	if got := Name(); got != want {
 		t.Errorf("Name() = %q, want %q", got, want)
 	}
 }

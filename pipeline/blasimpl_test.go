@@ -1,0 +1,8 @@
+package pipeline
+
+// This package's tests and benchmarks compute with the BLAS the commands
+// choose (internal/blasimpl): in the default build gonum's with mvml's
+// assembly Dgemm, bit for bit gonum's alone; under the tag openblas,
+// OpenBLAS, so that make bench-score's in-process twin,
+// BenchmarkScoreParquet, measures each build.
+import _ "github.com/mvml/mvml/internal/blasimpl"
