@@ -9,7 +9,6 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -530,30 +529,11 @@ func (s *solver) refactor() {
 		clear(lr.Data[i*lr.Stride+i+1 : i*lr.Stride+s.d]) // congruence reads L as a square
 	}
 	s.tIdentity = true
-	if gonumDgemm() {
-		s.p.Copy(s.bw)
-		raw := s.p.RawMatrix()
-		blas64.Trmm(blas.Right, blas.NoTrans, 1, lr, raw)
-		blas64.Trmm(blas.Left, blas.Trans, 1, lr, raw)
-		symmetrize(s.p)
-		return
-	}
 	if s.scratch == nil {
 		s.scratch = mat.NewDense(s.d, s.d, nil)
 	}
 	square := blas64.General{Rows: s.d, Cols: s.d, Stride: lr.Stride, Data: lr.Data}
 	congruence(s.p.RawMatrix(), s.bw.RawMatrix(), square, s.scratch.RawMatrix())
-}
-
-// gonumDgemm says that the BLAS is gonum's own, whose Dgemm runs its
-// products as blocks of 64-element axpys: there the two triangular
-// products (Dtrmm, whose axpys are rows of D) compute P = LᵀBL faster
-// than congruence (17–22 against 27–38 ms at D = 432, BenchmarkCongruence);
-// with mvml's assembly Dgemm or OpenBLAS congruence is the faster (7
-// against 23 ms with the former).
-func gonumDgemm() bool {
-	_, ok := blas64.Implementation().(gonum.Implementation)
-	return ok
 }
 
 // materializeT sets t and tinv to T = T⁻¹ = I when tIdentity says so.
