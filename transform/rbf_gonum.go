@@ -1,4 +1,4 @@
-//go:build !openblas || !amd64
+//go:build !amd64
 
 package transform
 
