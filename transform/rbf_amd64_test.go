@@ -16,6 +16,16 @@ func expOrdinary(x float64) bool {
 	return k >= -1022 && k <= 1023
 }
 
+// allOrdinary reports whether math.Exp takes its ordinary path for each of xs.
+func allOrdinary(xs []float64) bool {
+	for _, x := range xs {
+		if !expOrdinary(x) {
+			return false
+		}
+	}
+	return true
+}
+
 // expSweep is the exponents the exp kernels are tested on: every power of
 // two and its neighbours of both signs, random doubles over [−800, 800],
 // the neighbourhoods of math.Exp's overflow bound, of the ends of its
@@ -90,24 +100,24 @@ func TestExpKernelsMatchMathExp(t *testing.T) {
 				// ordinary and other lanes mix at every position.
 				shuffled := append([]float64(nil), xs...)
 				rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+				// Two blocks per call, as the kernels may take two at once.
 				for _, xs := range [][]float64{xs, shuffled} {
-					for lo := 0; lo+k.width <= len(xs); lo += k.width {
-						block := xs[lo : lo+k.width]
-						row, zeros := make([]float64, k.width), make([]float64, k.width)
-						ordinary := true
-						for j, x := range block {
+					for lo := 0; lo+2*k.width <= len(xs); lo += 2 * k.width {
+						blocks := xs[lo : lo+2*k.width]
+						row, zeros := make([]float64, len(blocks)), make([]float64, len(blocks))
+						for j, x := range blocks {
 							row[j] = -part.gamma * x
-							ordinary = ordinary && expOrdinary(x)
+						}
+						wantDone := 0
+						for wantDone < len(blocks) && allOrdinary(blocks[wantDone:wantDone+k.width]) {
+							wantDone += k.width
 						}
 						done := k.row(row, zeros, 0, -part.gamma)
-						if ordinary != (done == k.width) {
-							t.Fatalf("block %v: set %d lanes, ordinary path %v", block, done, ordinary)
+						if done != wantDone {
+							t.Fatalf("blocks %v: set %d lanes, want %d, the blocks on math.Exp's ordinary path", blocks, done, wantDone)
 						}
-						if done == 0 {
-							continue
-						}
-						vector++
-						for j, x := range block {
+						vector += done / k.width
+						for j, x := range blocks[:done] {
 							if want := math.Exp(x); math.Float64bits(row[j]) != math.Float64bits(want) {
 								t.Errorf("exp(%v) = %v (%#x), math.Exp %v (%#x)", x, row[j], math.Float64bits(row[j]), want, math.Float64bits(want))
 							}
@@ -223,4 +233,43 @@ func floatBytes(v []float64) []byte {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
 	}
 	return b
+}
+
+// BenchmarkRBFRow is the Gaussian kernel's exp on a row of p = 128
+// landmarks at ordinary distances: math.Exp element by element (rbfRowGo)
+// against each vector kernel this processor runs, in ns per element.
+func BenchmarkRBFRow(b *testing.B) {
+	variants := []struct {
+		name string
+		row  func(row, norms []float64, nx, gamma float64)
+	}{{"math.Exp", rbfRowGo}}
+	for _, k := range rbfKernels() {
+		variants = append(variants, struct {
+			name string
+			row  func(row, norms []float64, nx, gamma float64)
+		}{fmt.Sprintf("exact %d lanes", k.width), func(row, norms []float64, nx, gamma float64) {
+			rbfRowWith(k, row, norms, nx, gamma)
+		}})
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) { benchRBFRow(b, v.row) })
+	}
+}
+
+// benchRBFRow times rbf on rows of 128 distances whose exponents lie in
+// [−30, 0], as a fitted σ makes them.
+func benchRBFRow(b *testing.B, rbf func(row, norms []float64, nx, gamma float64)) {
+	const p = 128
+	rng := rand.New(rand.NewPCG(17, 3))
+	g, norms := make([]float64, p), make([]float64, p)
+	for j := range g {
+		norms[j] = 10 + rng.Float64()
+		g[j] = -2 * (5 + 4*rng.Float64())
+	}
+	row := make([]float64, p)
+	for b.Loop() {
+		copy(row, g)
+		rbf(row, norms, 10, 1)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p), "ns/elem")
 }
