@@ -2,6 +2,6 @@
 
 package transform
 
-// rbfRow is rbfRowGo: the default build keeps math.Exp, so that its kernel
-// values stay bit for bit what they were.
+// rbfRow is rbfRowGo: the vector kernels that give math.Exp's bits are
+// amd64's (rbf_amd64.s).
 func rbfRow(row, norms []float64, nx, gamma float64) { rbfRowGo(row, norms, nx, gamma) }
