@@ -20,12 +20,13 @@
 // depend on how rows are split, so a row's features are bit-identical
 // whatever the batch it arrives in and whatever the number of workers —
 // with gonum's pure-Go BLAS, and with the default build's assembly Dgemm
-// (internal/blasimpl), which sums in gonum's order. An optimized BLAS behind gonum (the commands'
-// build tag openblas, see internal/blasimpl) chooses its kernels by shape
-// and fuses multiply-adds, and that build evaluates the Gaussian kernel's
-// exp four lanes at a time (AVX2 and FMA on amd64, within 2 units in the
-// last place of math.Exp): its results agree with these to rounding (1e-10
-// relative), not bit for bit.
+// (internal/blasimpl), which sums in gonum's order. The Gaussian kernel's
+// exp is math.Exp's own computation on 8 or 4 lanes at a time where the
+// processor has AVX-512 or AVX2 and FMA (amd64), so its values are
+// math.Exp's to the bit in every build. An optimized BLAS behind gonum (the
+// commands' build tag openblas, see internal/blasimpl) chooses its kernels
+// by shape and fuses multiply-adds: its results agree with these to
+// rounding (1e-10 relative), not bit for bit.
 //
 // A training that reads more rows than it can hold fits the feature maps
 // on a Reservoir: a seeded uniform sample of its stream of rows.

@@ -16,9 +16,6 @@
 // Built with the tag openblas (go build -tags openblas, make build-openblas)
 // it links the machine's OpenBLAS through cgo and gonum's netlib bindings;
 // on Debian and Ubuntu the library comes with the package libopenblas-dev.
-// The same tag has package transform evaluate the Gaussian kernel's exp
-// four lanes at a time, which is most of that kernel's time once OpenBLAS
-// computes its products. Results agree with the default build's to 1e-10,
-// not bit for bit.
+// Results agree with the default build's to 1e-10, not bit for bit.
 // OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS bounds them as usual.
 package blasimpl
