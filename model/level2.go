@@ -1,23 +1,113 @@
 package model
 
-import "gonum.org/v1/gonum/blas/blas64"
+import (
+	"math"
 
-// The Go twins of the level-2 kernels (level2_amd64.s): gonum's assembly
-// for the dot products and axpys, and the rotation in plain Go.
+	"gonum.org/v1/gonum/blas/blas64"
+)
 
+// The Go twins of the level-2 kernels (level2_amd64.s). Each computes what
+// its AVX-512 kernel computes, bit for bit: the same fused multiply-adds
+// into the same partial sums, added up in the same order. So a fit has the
+// same bits on every processor, with or without AVX-512 (replicas on mixed
+// machines refit to the same model version); math.FMA runs the processor's
+// own instruction where it has one.
+
+// unitVec is v as a gonum vector of unit stride.
 func unitVec(v []float64) blas64.Vector { return blas64.Vector{N: len(v), Inc: 1, Data: v} }
 
-func dotGo(x, y []float64) float64 { return blas64.Dot(unitVec(x), unitVec(y)) }
+// lanes is the AVX-512 kernels' width.
+const lanes = 8
 
-func axpyGo(a float64, x, y []float64) { blas64.Axpy(a, unitVec(x), unitVec(y)) }
-
-func dot4Go(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64) {
-	return dotGo(r0, x), dotGo(r1, x), dotGo(r2, x), dotGo(r3, x)
+// hsum adds the eight lanes of z as the kernels' HSUM does: the upper half
+// onto the lower, then pairs, then the last two.
+func hsum(z *[lanes]float64) float64 {
+	y0, y1, y2, y3 := z[0]+z[4], z[1]+z[5], z[2]+z[6], z[3]+z[7]
+	x0, x1 := y0+y2, y1+y3
+	return x0 + x1
 }
 
+// fmaTail adds x[i]·y[i] into the lanes of acc for the last round of a
+// kernel, whose lanes past the end multiply zeros (adding +0, which turns
+// a −0 into +0 as the masked kernel does).
+func fmaTail(acc *[lanes]float64, x, y []float64) {
+	for l := range acc {
+		if l < len(x) {
+			acc[l] = math.FMA(x[l], y[l], acc[l])
+		} else {
+			acc[l] += 0
+		}
+	}
+}
+
+// dotGo is dotAVX512: four accumulators of eight lanes over rounds of 32,
+// the rest in rounds of eight into the first.
+func dotGo(x, y []float64) float64 {
+	y = y[:len(x)]
+	var acc [4][lanes]float64
+	i := 0
+	for ; i+4*lanes <= len(x); i += 4 * lanes {
+		for q := range acc {
+			for l := range lanes {
+				j := i + q*lanes + l
+				acc[q][l] = math.FMA(x[j], y[j], acc[q][l])
+			}
+		}
+	}
+	for ; i < len(x); i += lanes {
+		end := min(i+lanes, len(x))
+		fmaTail(&acc[0], x[i:end], y[i:end])
+	}
+	var z [lanes]float64
+	for l := range z {
+		z[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l])
+	}
+	return hsum(&z)
+}
+
+// axpyGo is axpyAVX512: y[j] = a·x[j] + y[j], fused.
+func axpyGo(a float64, x, y []float64) {
+	x = x[:len(y)]
+	for j := range y {
+		y[j] = math.FMA(a, x[j], y[j])
+	}
+}
+
+// dot4Go is dot4AVX512: per row two accumulators of eight lanes over
+// rounds of 16, the rest in rounds of eight into the first.
+func dot4Go(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64) {
+	var out [4]float64
+	for q, r := range [4][]float64{r0, r1, r2, r3} {
+		r = r[:len(x)]
+		var lo, hi [lanes]float64
+		i := 0
+		for ; i+2*lanes <= len(x); i += 2 * lanes {
+			for l := range lanes {
+				lo[l] = math.FMA(x[i+l], r[i+l], lo[l])
+				hi[l] = math.FMA(x[i+lanes+l], r[i+lanes+l], hi[l])
+			}
+		}
+		for ; i < len(x); i += lanes {
+			end := min(i+lanes, len(x))
+			fmaTail(&lo, x[i:end], r[i:end])
+		}
+		for l := range lo {
+			lo[l] += hi[l]
+		}
+		out[q] = hsum(&lo)
+	}
+	return out[0], out[1], out[2], out[3]
+}
+
+// axpy4Go is axpy4AVX512: y[j] += a[0]·r0[j], then a[1]·r1[j], …, each
+// fused.
 func axpy4Go(a *[4]float64, r0, r1, r2, r3, y []float64) {
-	for k, r := range [4][]float64{r0, r1, r2, r3} {
-		axpyGo(a[k], r, y)
+	r0, r1, r2, r3 = r0[:len(y)], r1[:len(y)], r2[:len(y)], r3[:len(y)]
+	for j := range y {
+		v := math.FMA(a[0], r0[j], y[j])
+		v = math.FMA(a[1], r1[j], v)
+		v = math.FMA(a[2], r2[j], v)
+		y[j] = math.FMA(a[3], r3[j], v)
 	}
 }
 

@@ -28,10 +28,10 @@ func dot4AVX512(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64)
 //go:noescape
 func axpy4AVX512(a *[4]float64, r0, r1, r2, r3, y []float64)
 
-// level2Wide says that the processor runs the AVX-512 kernels: eight
-// lanes with fused multiply-adds where gonum's assembly runs two without,
-// which made the metric steps' solves and factor updates a third of a
-// many-class fit.
+// level2Wide says that the processor runs the AVX-512 kernels: the metric
+// steps' solves and factor updates were a third of a many-class fit on
+// gonum's two-lane kernels. Elsewhere the Go twins (level2.go) compute the
+// same bits, more slowly.
 var level2Wide = cpu.X86.HasAVX512F
 
 // dot returns xᵀy over len(x) elements; y must have as many.
