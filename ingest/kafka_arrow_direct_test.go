@@ -19,22 +19,6 @@ import (
 	"github.com/mvml/mvml/schemas"
 )
 
-// writeStream writes recs as one IPC stream of schema, with opts.
-func writeStream(tb testing.TB, schema *arrow.Schema, recs []arrow.Record, opts ...ipc.Option) []byte {
-	tb.Helper()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(schema)}, opts...)...)
-	for _, rec := range recs {
-		if err := w.Write(rec); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // primeDecoder makes dec keep arrow's reader of value's schema, as a
 // message of that schema decoded before would.
 func primeDecoder(dec *recordDecoder, value []byte) {

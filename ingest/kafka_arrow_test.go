@@ -147,28 +147,37 @@ func producerRecord(schema *arrow.Schema, rows []producerRow) arrow.Record {
 	return b.NewRecord()
 }
 
-// arrowStream is rows as one IPC stream laid out as o says.
-func arrowStream(tb testing.TB, rows []producerRow, o streamOpts) []byte {
+// writeStream writes recs as one IPC stream of schema, with opts.
+func writeStream(tb testing.TB, schema *arrow.Schema, recs []arrow.Record, opts ...ipc.Option) []byte {
 	tb.Helper()
-	schema := producerSchema(o)
-	opts := []ipc.Option{ipc.WithSchema(schema)}
-	if o.lz4 {
-		opts = append(opts, ipc.WithLZ4())
-	}
 	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, opts...)
-	batches := max(o.batches, 1)
-	for k := range batches {
-		rec := producerRecord(schema, rows[k*len(rows)/batches:(k+1)*len(rows)/batches])
+	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(schema)}, opts...)...)
+	for _, rec := range recs {
 		if err := w.Write(rec); err != nil {
 			tb.Fatal(err)
 		}
-		rec.Release()
 	}
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// arrowStream is rows as one IPC stream laid out as o says.
+func arrowStream(tb testing.TB, rows []producerRow, o streamOpts) []byte {
+	tb.Helper()
+	schema := producerSchema(o)
+	var opts []ipc.Option
+	if o.lz4 {
+		opts = append(opts, ipc.WithLZ4())
+	}
+	batches := max(o.batches, 1)
+	recs := make([]arrow.Record, batches)
+	for k := range recs {
+		recs[k] = producerRecord(schema, rows[k*len(rows)/batches:(k+1)*len(rows)/batches])
+		defer recs[k].Release()
+	}
+	return writeStream(tb, schema, recs, opts...)
 }
 
 // arrowMsg is an Arrow message at offset of partition 0, with the
@@ -348,12 +357,7 @@ func TestArrowDecodeBadRows(t *testing.T) {
 func TestArrowDecodeRejectsMessages(t *testing.T) {
 	good := arrowStream(t, producerRows(1, 2), streamOpts{})
 	schemaOnly := func(fields ...arrow.Field) []byte {
-		var buf bytes.Buffer
-		w := ipc.NewWriter(&buf, ipc.WithSchema(arrow.NewSchema(fields, nil)))
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
+		return writeStream(t, arrow.NewSchema(fields, nil), nil)
 	}
 	// with replaces a field of the canonical schema, and writes one row.
 	with := func(name string, f arrow.Field) []byte {
@@ -366,15 +370,7 @@ func TestArrowDecodeRejectsMessages(t *testing.T) {
 		schema := arrow.NewSchema(fields, nil)
 		rec := producerRecord(schema, producerRows(1))
 		defer rec.Release()
-		var buf bytes.Buffer
-		w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
+		return writeStream(t, schema, []arrow.Record{rec})
 	}
 	f64 := arrow.PrimitiveTypes.Float64
 	for _, tt := range []struct {
@@ -773,15 +769,7 @@ func dictionaryStream(t *testing.T, rows []producerRow, word string) []byte {
 	schema := arrow.NewSchema(fields, nil)
 	rec := array.NewRecord(schema, append(base.Columns(), note), base.NumRows())
 	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return writeStream(t, schema, []arrow.Record{rec})
 }
 
 // Messages of one batch may each send another schema, or the same one
