@@ -93,10 +93,12 @@ func (c Config) dialTimeout() time.Duration {
 func (c Config) Addr() net.Addr { return kafka.TCP(c.Brokers...) }
 
 // Dialer returns a dialer for kafka-go's readers (kafka.ReaderConfig).
+// Its TCP connections read ahead ReadAheadSize bytes at a time (see
+// there); they are otherwise those of kafka-go's default dialer.
 func (c Config) Dialer() *kafka.Dialer {
 	return &kafka.Dialer{
 		Timeout:       c.dialTimeout(),
-		DualStack:     true,
+		DialFunc:      dialReadAhead,
 		ClientID:      c.ClientID,
 		TLS:           c.TLS,
 		SASLMechanism: c.SASL,
