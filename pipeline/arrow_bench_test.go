@@ -290,6 +290,9 @@ type serveCase struct {
 	format      ingest.Format
 	group, out  string
 	writes      int
+	// refit is the service's refit policy: off (the zero value) leaves
+	// the labels of labelled records unused.
+	refit RefitPolicy
 }
 
 // serveTopic serves c until every row is scored and returns its time, its
@@ -327,7 +330,7 @@ func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, c serv
 		output = timedAsyncSink{timedSink{out, &clock}, async}
 	}
 	svc, err := NewService(ServeConfig{Model: m, Source: timedAcks{src, &clock}, Output: output,
-		DeadLetters: timedDeadLetters{dead, &clock}, WritesInFlight: c.writes})
+		DeadLetters: timedDeadLetters{dead, &clock}, WritesInFlight: c.writes, Refit: c.refit})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,7 +3,9 @@
 # messages (pipeline.BenchmarkServeKafkaJSON and BenchmarkServeKafkaArrow):
 # every run drains the topic with kafka-go's bare Readers and serves it, in
 # turn, so that their ratio (serve/bare) is measured under the same load;
-# COUNT runs (default 6), then a benchstat table.
+# and a labelled stream against an unlabelled one, served in turn from one
+# topic (BenchmarkServeKafkaLabelled); COUNT runs (default 6), then a
+# benchstat table.
 #
 # BASE=REVISION also builds the package at that git revision, with this
 # tree's benchmark files, and runs the two builds in turn, COUNT times
@@ -13,12 +15,12 @@
 # openblas" adds the -tags openblas build, which needs libopenblas-dev): each
 # revision is built both ways and every build runs in turn in each of the
 # COUNT rounds, so that the builds' figures come from the same minutes.
-# BENCH=REGEXP narrows the benchmarks (default both formats, every shape).
+# BENCH=REGEXP narrows the benchmarks (default all three, every case).
 # Usage: [BASE=REV] [BUILDS="default openblas"] [COUNT=N] [BENCH=REGEXP] scripts/bench-serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${COUNT:-6}
-bench=${BENCH:-'^BenchmarkServeKafka(JSON|Arrow)$'}
+bench=${BENCH:-'^BenchmarkServeKafka(JSON|Arrow|Labelled)$'}
 benchstat=${BENCHSTAT:-go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
