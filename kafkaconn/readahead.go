@@ -9,8 +9,8 @@ import (
 // ReadAheadSize is how many bytes a reader's connection takes from the
 // socket at once. kafka-go reads a fetch response through a 4 KiB
 // bufio.Reader, so a response of small messages (3.6 KB of JSON each)
-// cost a system call every message; read ahead in 64 KiB, one system call
-// serves about sixteen of them and the rest is a copy from memory. A
+// took a system call a message; read ahead 64 KiB at a time, one system
+// call serves about sixteen of them and the rest is a copy in memory. A
 // message larger than the buffer is still read straight into its own
 // slice.
 const ReadAheadSize = 64 << 10

@@ -30,7 +30,9 @@ import (
 // row also goes through the sufficient statistics (O((vp)²) a row, the
 // dominant cost) and refits run alongside.
 // "cpus" is the CPU time of the process (service and broker) per second
-// of the run. Run with -benchtime=1x.
+// of the run. Run with -benchtime=1x. The run is timed from the service's
+// start, group join included, which weighs on every case alike: what
+// labels cost at the steady rate is BenchmarkServeKafkaLabelled's.
 // benchServeModel is the model the serve benchmarks score with: trained on
 // the first 2000 rows of d, 128 landmarks per view.
 func benchServeModel(b *testing.B, spec *schemas.ViewSpec, d *dataset) *model.Model {
