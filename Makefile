@@ -6,7 +6,7 @@ FUZZTIME  ?= 10s
 COUNT     ?= 6
 
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
-OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval
+OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline
 
 .PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score bench-stream bench-arrow bench-serve demo fuzz reproduce docs clean
 

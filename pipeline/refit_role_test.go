@@ -256,6 +256,9 @@ func abs(x float64) float64 {
 func TestRefitterMergesDeltasExactly(t *testing.T) {
 	for _, mode := range []model.Mode{model.ModeIdentity, model.ModeCov, model.ModeLearned} {
 		t.Run(string(mode), func(t *testing.T) {
+			if mode == model.ModeLearned && !exactStats {
+				t.Skip("under -tags openblas the statistics are summed without residues, so merged deltas are not exact, and the learned metric's Ã₀ amplifies the difference past 1e-8")
+			}
 			f := newRefitFixtureOf(t, mode, 60)
 			d := makeData(f.spec, 200, 7)
 			views := d.matrices()
