@@ -2,9 +2,6 @@ package model
 
 import (
 	"math"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -30,35 +27,14 @@ const (
 // errors are those of that order. But Dsyrk streams all of cat once per
 // row of S, serially: here the rows come in chunks that stay in cache, and
 // the panels of S's rows are shared by every CPU (each element is still
-// one worker's, in row order). Under -tags openblas, OpenBLAS sums S
-// instead (addPanel), without residues: see gram_openblas.go.
+// one worker's, in row order): addSquares. Under -tags openblas, OpenBLAS
+// sums S instead, without residues: see gram_openblas.go.
 func addCross(s blas64.Symmetric, sLo []float64, c blas64.General, cLo []float64, cat, y blas64.General) {
-	n, d := cat.Rows, cat.Cols
-	if n == 0 {
+	if cat.Rows == 0 {
 		return
 	}
 	addCols(c, cLo, cat, y)
-	panels := (d + gramPanel - 1) / gramPanel
-	workers := min(runtime.GOMAXPROCS(0), panels)
-	for lo := 0; lo < n; lo += gramChunk {
-		chunk := blas64.General{Rows: min(gramChunk, n-lo), Cols: d, Stride: cat.Stride, Data: cat.Data[lo*cat.Stride:]}
-		if workers == 1 {
-			for p := 0; p < panels; p++ {
-				addPanel(s, sLo, chunk, p*gramPanel)
-			}
-			continue
-		}
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				for p := int(next.Add(1)) - 1; p < panels; p = int(next.Add(1)) - 1 {
-					addPanel(s, sLo, chunk, p*gramPanel)
-				}
-			})
-		}
-		wg.Wait()
-	}
+	addSquares(s, sLo, cat)
 }
 
 // addCols adds catᵀy to c (D×k) and the errors to cLo, every element

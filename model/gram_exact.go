@@ -2,7 +2,41 @@
 
 package model
 
-import "gonum.org/v1/gonum/blas/blas64"
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// addSquares adds catᵀcat to the upper triangle of s and the errors to
+// sLo: the rows of cat in chunks of gramChunk, the rows of S in panels of
+// gramPanel shared by every CPU.
+func addSquares(s blas64.Symmetric, sLo []float64, cat blas64.General) {
+	n, d := cat.Rows, cat.Cols
+	panels := (d + gramPanel - 1) / gramPanel
+	workers := min(runtime.GOMAXPROCS(0), panels)
+	for lo := 0; lo < n; lo += gramChunk {
+		chunk := blas64.General{Rows: min(gramChunk, n-lo), Cols: d, Stride: cat.Stride, Data: cat.Data[lo*cat.Stride:]}
+		if workers == 1 {
+			for p := 0; p < panels; p++ {
+				addPanel(s, sLo, chunk, p*gramPanel)
+			}
+			continue
+		}
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for p := int(next.Add(1)) - 1; p < panels; p = int(next.Add(1)) - 1 {
+					addPanel(s, sLo, chunk, p*gramPanel)
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
 
 // addPanel adds the rows [r, r+gramPanel) of chunkᵀchunk to the upper
 // triangle of s and their errors to sLo, summing over the chunk's rows in
