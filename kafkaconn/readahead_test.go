@@ -73,6 +73,8 @@ func TestDialReadAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	served := make(chan struct{})
+	defer close(served)
 	go func() {
 		c, err := l.Accept()
 		if err != nil {
@@ -80,7 +82,7 @@ func TestDialReadAhead(t *testing.T) {
 		}
 		defer c.Close()
 		_, _ = c.Write([]byte("hello"))
-		time.Sleep(time.Second) // then nothing: the client's deadline passes
+		<-served // then nothing until the test ends: the client's deadline passes
 	}()
 	if d := (Config{Brokers: []string{l.Addr().String()}}).Dialer(); d.DialFunc == nil {
 		t.Fatal("the dialer does not read ahead")
