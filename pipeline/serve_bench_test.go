@@ -45,6 +45,16 @@ func benchServeModel(b *testing.B, spec *schemas.ViewSpec, d *dataset) *model.Mo
 	return m
 }
 
+// labelledServeRecords are the model BenchmarkServeKafka and
+// BenchmarkServeKafkaLabelled score with and their rows records: 3 views ×
+// 64 float32-precision numbers and a label, as JSON.
+func labelledServeRecords(b *testing.B, rows int) (*model.Model, [][]byte) {
+	b.Helper()
+	spec := benchSpec(b, 64)
+	d := makeData(spec, rows, 22)
+	return benchServeModel(b, spec, d), float32Records(b, spec, d, true)
+}
+
 // float32Records are the rows of d as JSON records whose views are arrays
 // of float32-precision numbers, with their labels when labelled.
 func float32Records(b *testing.B, spec *schemas.ViewSpec, d *dataset, labelled bool) [][]byte {
@@ -71,11 +81,9 @@ func float32Records(b *testing.B, spec *schemas.ViewSpec, d *dataset, labelled b
 }
 
 func BenchmarkServeKafka(b *testing.B) {
-	const rows, dim = 20_000, 64
-	spec := benchSpec(b, dim)
-	d := makeData(spec, rows, 22)
-	m := benchServeModel(b, spec, d)
-	values := float32Records(b, spec, d, true)
+	const rows = 20_000
+	m, values := labelledServeRecords(b, rows)
+	spec := m.Spec
 	for _, c := range []struct {
 		refit      int
 		parquetDir bool

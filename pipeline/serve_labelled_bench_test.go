@@ -32,11 +32,8 @@ import (
 // the same rows (the goal is ≤ 1.3), and cpu-labelled/unlabelled, the
 // ratio of their CPU time. Run with -benchtime=1x and -count ≥ 6.
 func BenchmarkServeKafkaLabelled(b *testing.B) {
-	const rows, dim, batch = 60_000, 64, 1024
-	spec := benchSpec(b, dim)
-	d := makeData(spec, rows, 22)
-	m := benchServeModel(b, spec, d)
-	values := float32Records(b, spec, d, true)
+	const rows, batch = 60_000, 1024
+	m, values := labelledServeRecords(b, rows)
 	for _, c := range []struct {
 		name  string
 		refit RefitPolicy
