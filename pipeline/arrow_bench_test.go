@@ -51,12 +51,11 @@ func BenchmarkServeKafkaArrow(b *testing.B) {
 			d := makeData(spec, c.rows, 22)
 			m := benchServeModel(b, spec, d)
 			values := arrowRecords(b, spec, d, c.perMessage)
-			var bare float64
-			var serve served
+			var bare, serve served
 			for range b.N {
 				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
 				cluster.ProduceBulk(b, "in", values...)
-				bare += drain(b, cluster, len(values))
+				bare.add(drain(b, cluster, len(values)))
 				serve.add(serveTopic(b, cluster, m, serveCase{rows: c.rows, batch: max(1, 1024/c.perMessage), format: ingest.FormatArrow}))
 			}
 			serve.report(b, c.rows, bare)
@@ -101,26 +100,28 @@ const fetchMaxBytes = 1 << 20
 const drainPasses = 3
 
 // drain reads the n messages of topic "in" drainPasses times and returns
-// the seconds one pass takes at its steady rate.
-func drain(b *testing.B, cluster *kafkatest.Cluster, n int) float64 {
+// the seconds one pass takes at its steady rate, and the CPU time of the
+// process (readers and broker) meanwhile.
+func drain(b *testing.B, cluster *kafkatest.Cluster, n int) served {
 	b.Helper()
-	var seconds float64
+	var total served
 	for range drainPasses {
-		seconds += drainOnce(b, cluster, n)
+		total.add(drainOnce(b, cluster, n))
 	}
-	return seconds / drainPasses
+	return served{seconds: total.seconds / drainPasses, cpu: total.cpu / drainPasses}
 }
 
 // drainOnce reads the n messages of topic "in" with one kafka-go Reader
 // per partition, all at once, and returns the seconds it takes at its
 // steady rate, from the message that makes a tenth of n to the one that
-// makes nine tenths. kafka-go's group Reader started some partitions up
-// to 3 s after the others here, which no window of the run can leave out;
-// the partitions' own readers start together. The readers note those two
-// times themselves: a goroutine polling their count every 100 µs took
-// CPU from them, on a machine of two vCPUs, and made them slower at times
-// than the service read the same topic.
-func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n int) float64 {
+// makes nine tenths, and the CPU time of the process in that window, both
+// scaled to the whole pass. kafka-go's group Reader started some
+// partitions up to 3 s after the others here, which no window of the run
+// can leave out; the partitions' own readers start together. The readers
+// note those two times themselves: a goroutine polling their count every
+// 100 µs took CPU from them, on a machine of two vCPUs, and made them
+// slower at times than the service read the same topic.
+func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n int) served {
 	b.Helper()
 	first, last := int64(max(1, n/10)), int64(n*9/10)
 	if last <= first {
@@ -130,6 +131,7 @@ func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n int) float64 {
 	defer cancel()
 	partitions := cluster.Partitions(b, "in")
 	var read, start, end atomic.Int64 // messages read; the unix nanoseconds at first and last
+	var cpuStart, cpuEnd float64      // written before start and end are stored, read after wg.Wait
 	var wg sync.WaitGroup
 	for p := range partitions {
 		wg.Go(func() {
@@ -148,8 +150,10 @@ func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n int) float64 {
 				}
 				switch read.Add(1) {
 				case first:
+					cpuStart = cpuSeconds(b)
 					start.Store(time.Now().UnixNano())
 				case last:
+					cpuEnd = cpuSeconds(b)
 					end.Store(time.Now().UnixNano())
 				case int64(n):
 					cancel()
@@ -161,7 +165,8 @@ func drainOnce(b *testing.B, cluster *kafkatest.Cluster, n int) float64 {
 	if got := read.Load(); got < int64(n) {
 		b.Fatalf("bare consumer: read %d of %d messages", got, n)
 	}
-	return time.Duration(end.Load()-start.Load()).Seconds() * float64(n) / float64(last-first)
+	scale := float64(n) / float64(last-first)
+	return served{seconds: time.Duration(end.Load()-start.Load()).Seconds() * scale, cpu: (cpuEnd - cpuStart) * scale}
 }
 
 var serveProfile = flag.String("serve-cpuprofile", "", "write a CPU profile of the service alone (the broker included, not the bare consumer) in the serve benchmarks to `FILE`")
@@ -208,13 +213,19 @@ func (s *served) add(o served) {
 }
 
 // report reports the figures of a serve benchmark of rows rows, against
-// bare seconds of the bare consumer, over b.N runs.
-func (s served) report(b *testing.B, rows int, bare float64) {
+// those of the bare consumer, over b.N runs. The CPU a row of each (the
+// process's: consumers and broker) says how much of the difference is
+// work the service adds and how much the state of the broker: when both
+// use the whole machine, their ratio is the ratio of their CPU a row.
+func (s served) report(b *testing.B, rows int, bare served) {
 	n := float64(rows * b.N)
-	b.ReportMetric(n/bare, "bare-rows/s")
+	b.ReportMetric(n/bare.seconds, "bare-rows/s")
 	b.ReportMetric(n/s.seconds, "serve-rows/s")
-	b.ReportMetric(bare/s.seconds, "serve/bare")
+	b.ReportMetric(bare.seconds/s.seconds, "serve/bare")
 	b.ReportMetric(s.cpu/s.seconds, "cpus")
+	b.ReportMetric(bare.cpu/bare.seconds, "bare-cpus")
+	b.ReportMetric(s.cpu*1e6/n, "serve-cpu-µs/row")
+	b.ReportMetric(bare.cpu*1e6/n, "bare-cpu-µs/row")
 	b.ReportMetric(s.waited/s.seconds, "broker-wait")
 	// ns/op is the service's time.
 	b.ReportMetric(s.seconds*1e9/float64(b.N), "ns/op")

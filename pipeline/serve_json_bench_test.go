@@ -46,8 +46,7 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 			d := makeData(spec, c.rows, 22)
 			m := benchServeModel(b, spec, d)
 			values := jsonRecords(b, spec, d)
-			var bare float64
-			var serve served
+			var bare, serve served
 			for range b.N {
 				cluster := kafkatest.Start(b, 4, "in", "out", "dead")
 				// In parts: each has the broker's deadline, which a loaded
@@ -55,7 +54,7 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 				for part := range slices.Chunk(values, 2000) {
 					cluster.ProduceBulk(b, "in", part...)
 				}
-				bare += drain(b, cluster, len(values))
+				bare.add(drain(b, cluster, len(values)))
 				serve.add(serveTopic(b, cluster, m, serveCase{rows: c.rows, batch: c.batch, format: ingest.FormatJSON}))
 			}
 			serve.report(b, c.rows, bare)
