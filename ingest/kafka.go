@@ -430,7 +430,7 @@ func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic strin
 	for i := range msgs {
 		m := &msgs[i]
 		if dec.isArrow(m) {
-			dec.arrow.decodeInto(&b, rb, topic, m)
+			dec.arrow.decodeInto(&b, rb, topic, m, len(msgs)-i)
 			continue
 		}
 		// The views are decoded straight into the next row of the record's

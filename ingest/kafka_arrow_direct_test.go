@@ -51,7 +51,7 @@ func decodeBothWays(t *testing.T, mem memory.Allocator, requireLabel, afterJSON 
 		}
 		all := true
 		for i := range msgs {
-			if !useDirect || !dec.arrow.direct(&b, rb, &msgs[i]) {
+			if !useDirect || !dec.arrow.direct(&b, rb, &msgs[i], len(msgs)-i) {
 				all = false
 				dec.arrow.decodeByReader(&b, rb, "t", &msgs[i])
 			}
@@ -470,7 +470,7 @@ func TestArrowDirectDeclines(t *testing.T) {
 			defer rb.Release()
 			var b Batch
 			msg := kafka.Message{Topic: "t", Partition: 1, Offset: 4, Value: value}
-			if dec.arrow.direct(&b, rb, &msg) {
+			if dec.arrow.direct(&b, rb, &msg, 1) {
 				t.Fatal("the direct path took the message")
 			}
 			if rb.Len() != 0 || len(b.Rows)+len(b.Partitions)+len(b.Times) != 0 || dec.arrow.arrowRows != nil {
@@ -532,7 +532,7 @@ func matchDirectAndReader(t *testing.T, spec *schemas.ViewSpec, data []byte, req
 	primed := newRecordDecoder(spec, FormatArrow, requireLabel, mem)
 	primeDecoder(primed, data)
 	direct := Batch{Source: "t"}
-	handled = primed.arrow.direct(&direct, rb, &msg)
+	handled = primed.arrow.direct(&direct, rb, &msg, 1)
 	if handled {
 		direct.Record = rb.NewRecord()
 		primed.arrow.setRowPayload(&direct)
@@ -632,7 +632,7 @@ func BenchmarkArrowDecodePaths(b *testing.B) {
 					rb.Reserve(len(msgs))
 					for i := range msgs {
 						if direct {
-							dec.arrow.decodeInto(&batch, rb, "t", &msgs[i])
+							dec.arrow.decodeInto(&batch, rb, "t", &msgs[i], len(msgs)-i)
 						} else {
 							dec.arrow.decodeByReader(&batch, rb, "t", &msgs[i])
 						}
@@ -653,28 +653,6 @@ func BenchmarkArrowDecodePaths(b *testing.B) {
 				b.ReportMetric(float64(b.N*c.messages*c.perMessage)/b.Elapsed().Seconds(), "rows/s")
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*c.messages), "ns/message")
 			})
-		}
-	}
-}
-
-// finite finds a NaN or an infinity wherever it is, among any number of
-// values, and takes every finite value, the largest and the smallest.
-func TestFinite(t *testing.T) {
-	for n := range 11 {
-		for at := range n {
-			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-				x := make([]float64, n)
-				for i := range x {
-					x[i] = []float64{-0.0, math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 1.5}[i%5]
-				}
-				if !finite(x) {
-					t.Fatalf("finite(%v) = false", x)
-				}
-				x[at] = bad
-				if finite(x) {
-					t.Fatalf("finite(%v) = true", x)
-				}
-			}
 		}
 	}
 }
