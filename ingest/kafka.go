@@ -427,10 +427,15 @@ func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic strin
 	b.Partitions = make([]int32, 0, len(msgs))
 	b.Times = make([]time.Time, 0, len(msgs))
 	rb.Reserve(len(msgs))
+	rest := 0 // the bytes of the messages from msgs[i] on
+	for i := range msgs {
+		rest += len(msgs[i].Value)
+	}
 	for i := range msgs {
 		m := &msgs[i]
+		rest -= len(m.Value)
 		if dec.isArrow(m) {
-			dec.arrow.decodeInto(&b, rb, topic, m, len(msgs)-i)
+			dec.arrow.decodeInto(&b, rb, topic, m, rest+len(m.Value))
 			continue
 		}
 		// The views are decoded straight into the next row of the record's

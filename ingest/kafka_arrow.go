@@ -210,7 +210,7 @@ func (m *arrowMessage) release() {
 func (d *arrowDecoder) decodeAlone(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
 	// The direct path copies the message's values once, as arrow's reader
 	// does before its record batch is shared, without building arrays.
-	if d.direct(b, rb, m, 1) {
+	if d.direct(b, rb, m, len(m.Value)) {
 		b.Record = rb.NewRecord()
 		d.setRowPayload(b)
 		return
@@ -243,10 +243,10 @@ func (d *arrowDecoder) decodeAloneByReader(b *Batch, rb *schemas.RecordBuilder, 
 }
 
 // decodeInto decodes m into b, its rows copied by rb after those before:
-// by the direct path when it takes m, otherwise by arrow's reader. left
-// is how many messages of the batch there are from m on.
-func (d *arrowDecoder) decodeInto(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message, left int) {
-	if !d.direct(b, rb, m, left) {
+// by the direct path when it takes m, otherwise by arrow's reader.
+// restBytes is the size of the batch's messages from m on.
+func (d *arrowDecoder) decodeInto(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message, restBytes int) {
+	if !d.direct(b, rb, m, restBytes) {
 		d.decodeByReader(b, rb, topic, m)
 	}
 }

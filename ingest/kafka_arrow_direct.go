@@ -383,9 +383,9 @@ func offsetAt[T int32 | int64](buf []byte, j int) int64 {
 // direct decodes message m into b, its rows by rb after those before,
 // when the direct path takes it: the kept schema's record batches, all of
 // whose rows would be kept. It returns false otherwise, with b, rb's rows
-// and the decoder as they were. left is how many messages of the batch
-// there are from m on (m included), to make room for them at once.
-func (d *arrowDecoder) direct(b *Batch, rb *schemas.RecordBuilder, m *kafka.Message, left int) bool {
+// and the decoder as they were. restBytes is the size of the batch's
+// messages from m on (m included), to make room for their rows at once.
+func (d *arrowDecoder) direct(b *Batch, rb *schemas.RecordBuilder, m *kafka.Message, restBytes int) bool {
 	if d.stream.plan == nil {
 		return false
 	}
@@ -395,11 +395,13 @@ func (d *arrowDecoder) direct(b *Batch, rb *schemas.RecordBuilder, m *kafka.Mess
 	}
 	start := rb.Len()
 	if need := start + rows; need > rb.Cap() {
-		// Room for the batch's other messages too, if they are as long as
-		// this one (the copies of growing a batch's buffers message by
-		// message were 40% of its decoding at 64 rows a message); then
-		// doubling, so that longer ones cost few copies.
-		rb.Reserve(max(start+rows*max(left, 1), 2*rb.Cap()))
+		// Room for the rows of the batch's later messages too, as many a
+		// byte as this one has: no more than their values take in the
+		// messages already held (growing the buffers message by message
+		// was 40% of a batch's decoding at 64 rows a message). Then
+		// doubling, so that denser ones cost few copies.
+		guess := start + int(int64(rows)*int64(max(restBytes, len(m.Value)))/int64(len(m.Value)))
+		rb.Reserve(max(need, guess, 2*rb.Cap()))
 	}
 	at := start
 	for k := range batches {

@@ -51,7 +51,7 @@ func decodeBothWays(t *testing.T, mem memory.Allocator, requireLabel, afterJSON 
 		}
 		all := true
 		for i := range msgs {
-			if !useDirect || !dec.arrow.direct(&b, rb, &msgs[i], len(msgs)-i) {
+			if !useDirect || !dec.arrow.direct(&b, rb, &msgs[i], restBytes(msgs[i:])) {
 				all = false
 				dec.arrow.decodeByReader(&b, rb, "t", &msgs[i])
 			}
@@ -470,7 +470,7 @@ func TestArrowDirectDeclines(t *testing.T) {
 			defer rb.Release()
 			var b Batch
 			msg := kafka.Message{Topic: "t", Partition: 1, Offset: 4, Value: value}
-			if dec.arrow.direct(&b, rb, &msg, 1) {
+			if dec.arrow.direct(&b, rb, &msg, len(msg.Value)) {
 				t.Fatal("the direct path took the message")
 			}
 			if rb.Len() != 0 || len(b.Rows)+len(b.Partitions)+len(b.Times) != 0 || dec.arrow.arrowRows != nil {
@@ -532,7 +532,7 @@ func matchDirectAndReader(t *testing.T, spec *schemas.ViewSpec, data []byte, req
 	primed := newRecordDecoder(spec, FormatArrow, requireLabel, mem)
 	primeDecoder(primed, data)
 	direct := Batch{Source: "t"}
-	handled = primed.arrow.direct(&direct, rb, &msg, 1)
+	handled = primed.arrow.direct(&direct, rb, &msg, len(msg.Value))
 	if handled {
 		direct.Record = rb.NewRecord()
 		primed.arrow.setRowPayload(&direct)
@@ -632,7 +632,7 @@ func BenchmarkArrowDecodePaths(b *testing.B) {
 					rb.Reserve(len(msgs))
 					for i := range msgs {
 						if direct {
-							dec.arrow.decodeInto(&batch, rb, "t", &msgs[i], len(msgs)-i)
+							dec.arrow.decodeInto(&batch, rb, "t", &msgs[i], restBytes(msgs[i:]))
 						} else {
 							dec.arrow.decodeByReader(&batch, rb, "t", &msgs[i])
 						}
@@ -655,4 +655,13 @@ func BenchmarkArrowDecodePaths(b *testing.B) {
 			})
 		}
 	}
+}
+
+// restBytes is the size of msgs' values, as decodeKafkaBatch counts it.
+func restBytes(msgs []kafka.Message) int {
+	n := 0
+	for i := range msgs {
+		n += len(msgs[i].Value)
+	}
+	return n
 }

@@ -476,10 +476,11 @@ func TestArrowDecodeFormat(t *testing.T) {
 	}
 }
 
-// countingAllocator counts the bytes allocated through it.
+// countingAllocator counts the bytes allocated through it, and those a
+// reallocation carried over from the buffer before.
 type countingAllocator struct {
 	memory.Allocator
-	bytes int
+	bytes, copied int
 }
 
 func (a *countingAllocator) Allocate(size int) []byte {
@@ -489,6 +490,7 @@ func (a *countingAllocator) Allocate(size int) []byte {
 
 func (a *countingAllocator) Reallocate(size int, b []byte) []byte {
 	a.bytes += max(0, size-len(b))
+	a.copied += min(size, len(b))
 	return a.Allocator.Reallocate(size, b)
 }
 
@@ -523,6 +525,65 @@ func TestArrowDecodeAloneSharesBuffers(t *testing.T) {
 			t.Errorf("%d messages: %.2f times the values allocated per message, want %.1f to %.1f", tt.msgs, perMessage, tt.low, tt.high)
 		}
 		b.Record.Release()
+	}
+}
+
+// A batch of Arrow messages makes room for the rows of the messages after
+// the one being copied, as many a byte as it has, instead of growing its
+// buffers message by message: sixteen messages of 64 rows allocate their
+// values once and copy next to none of them (the buffers doubled five
+// times before, copying nearly all), and one message of 500 rows before
+// fifty of one row, whose rows are fewer a byte, allocate no more than
+// the messages' own size.
+func TestArrowDecodeReservesTheBatch(t *testing.T) {
+	spec := kafkaSpec(t)
+	ids := func(from, n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = from + i
+		}
+		return out
+	}
+	const rowBytes = (1 + 1 + 2 + 3 + 2) * 8 // ids, labels and views
+	for _, tt := range []struct {
+		name   string
+		rows   []int // of each message
+		low    float64
+		high   float64 // bounds of the bytes allocated, in values
+		bytes  float64 // bound of the bytes allocated, in the messages' bytes
+		copied float64 // bound of the bytes reallocations copied, in values
+	}{
+		{"16x64", slices.Repeat([]int{64}, 16), 1, 1.3, 1, 0.05},
+		{"500-then-50x1", append([]int{500}, slices.Repeat([]int{1}, 50)...), 1, 3, 1, 0.2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := &countingAllocator{Allocator: checkedAllocator(t)}
+			var msgs []kafka.Message
+			rows, size := 0, 0
+			for k, n := range tt.rows {
+				msgs = append(msgs, arrowMsg(int64(k), arrowStream(t, producerRows(ids(rows, n)...), streamOpts{})))
+				rows += n
+				size += len(msgs[k].Value)
+			}
+			rb := schemas.NewRecordBuilder(mem, spec)
+			defer rb.Release()
+			dec := newRecordDecoder(spec, FormatArrow, false, mem)
+			defer dec.close()
+			primeDecoder(dec, msgs[0].Value) // every message by the direct path
+			b := decodeKafkaBatch(dec, rb, "t", msgs)
+			defer b.Record.Release()
+			if int(b.Record.NumRows()) != rows || len(b.Rejects) != 0 {
+				t.Fatalf("%d rows, %d rejects; want %d rows", b.Record.NumRows(), len(b.Rejects), rows)
+			}
+			inValues := float64(mem.bytes) / float64(rows*rowBytes)
+			inMessages := float64(mem.bytes) / float64(size)
+			copied := float64(mem.copied) / float64(rows*rowBytes)
+			t.Logf("%.2f times the values, %.2f times the messages; copied %.2f times the values", inValues, inMessages, copied)
+			if inValues < tt.low || inValues > tt.high || inMessages > tt.bytes || copied > tt.copied {
+				t.Errorf("%d bytes allocated: %.2f times the values (want %.1f to %.1f), %.2f times the messages (want at most %.1f); %.2f times the values copied (want at most %.2f)",
+					mem.bytes, inValues, tt.low, tt.high, inMessages, tt.bytes, copied, tt.copied)
+			}
+		})
 	}
 }
 
