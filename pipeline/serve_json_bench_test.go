@@ -14,7 +14,7 @@ import (
 // input: a topic of 4 partitions holds one JSON object per record (an id,
 // no label, 3 views × dim float64 numbers in shortest round-trip text,
 // 16–17 digits: 3.6 KB a record at dim 64, 17 KB at 315); in every
-// iteration kafka-go's own Readers drain it (three passes averaged), then
+// iteration kafka-go's own Readers drain it (the fastest of three passes), then
 // the service reads it in a consumer group in batches of batch rows,
 // decodes it, scores it (p = 128) into an output topic (one JSON score per
 // record) with broker acks, and commits, the refit statistics off. Each is
