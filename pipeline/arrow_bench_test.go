@@ -35,9 +35,9 @@ import (
 // TCP against the in-process broker, which shares the CPU with them. Each
 // is timed between its tenth and nine tenths of the rows, its steady rate.
 // Metrics: the rows per second of each, their ratio (serve/bare, the goal
-// is 0.8), the CPU time of the process per second of the service, and the
-// share of the service's time that its offset commits and writes waited
-// for the broker (broker-wait; the writes of scores, in flight, only while
+// is 0.8), the CPU time of the process per second of each and per row,
+// and the share of the service's time that its offset commits and writes
+// waited for the broker (broker-wait; the writes of scores, in flight, only while
 // they are started). Run with -benchtime=1x and -count ≥ 6. The 3 × 315
 // topic of one-row messages is 32,000 long: at 8,000 the service's steady
 // window was a quarter of a second, in which it waited more than it worked
