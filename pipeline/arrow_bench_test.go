@@ -94,18 +94,19 @@ func (s *steady) seconds() float64 {
 // time out, and kafka-go backs off for up to a second each time.
 const fetchMaxBytes = 1 << 20
 
-// drainPasses is how many times drain reads the topic: its first pass
-// is slow, the later ones at the bare consumer's own rate.
+// drainPasses is how many times drain reads the topic: its first passes
+// are slow, the third at the bare consumer's own rate.
 const drainPasses = 3
 
 // drain reads the n messages of topic "in" drainPasses times and returns
 // its fastest pass: the seconds it takes at its steady rate and the CPU
-// time of the process (readers and broker) meanwhile. The first pass pays
-// for the process's heap growing to hold the messages' values (1–18 page
-// faults a message of 100 KB, none in the third pass) and ran up to five
-// times slower than the third; the service, served after the passes,
-// finds the heap grown. An average of the passes made the service's ratio
-// up to three times kinder than against the consumer's own rate.
+// time of the process (readers and broker) meanwhile. The first passes
+// pay for the process's heap growing to hold the messages' values
+// (0.3–18 page faults a message of 100 KB in the first two passes, none
+// in the third) and ran up to five times slower than the third; the
+// service, served after the passes, finds the heap grown. An average of
+// the passes made the service's ratio up to three times kinder than
+// against the consumer's own rate.
 func drain(b *testing.B, cluster *kafkatest.Cluster, n int) served {
 	b.Helper()
 	var best served
