@@ -40,7 +40,7 @@ func eachBLAS(b *testing.B, bench func(b *testing.B)) {
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
 			blas64.Use(im.impl)
-			defer blas64.Use(netlib.Implementation{})
+			defer blas64.Use(build())
 			bench(b)
 		})
 	}

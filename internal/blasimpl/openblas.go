@@ -12,12 +12,15 @@ import "C"
 import (
 	"os"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/netlib/blas/netlib"
+
+	mvmlgemm "github.com/mvml/mvml/internal/blasimpl/gemm"
 )
 
 func init() {
-	blas64.Use(netlib.Implementation{})
+	blas64.Use(build())
 	// mvml spreads its products over GOMAXPROCS goroutines already (blocks
 	// of rows, one-vs-all heads); OpenBLAS threads on top of those fight
 	// them for the same cores, and on the 64-row blocks of a kernel product
@@ -28,6 +31,43 @@ func init() {
 	}
 }
 
+// build is the BLAS of this build: OpenBLAS, but for the products mvml's
+// own Dgemm takes where the processor runs its AVX-512 kernel, which beat
+// OpenBLAS's dgemm (one thread a call) on every shape of mvml's measured
+// (BENCHMARKS.md, "One Dgemm call": 84.8 against 63.5 GFLOP/s at 4096 ×
+// 64 × 128, 60.6 against 41.9 at 768³) and made this build's scoring
+// slower than the default build's. The AVX2 kernel was not measured
+// against OpenBLAS on a processor without AVX-512: OpenBLAS keeps those.
+func build() blas.Float64 {
+	if g := mvmlgemm.New(); g.Lanes() == 8 {
+		return openBLASWithGemm{gemm: g}
+	}
+	return netlib.Implementation{}
+}
+
+// openBLASWithGemm is OpenBLAS with mvml's Dgemm for the products its
+// micro-kernel takes (gemm.Implementation.Takes); OpenBLAS computes the
+// others and every other routine.
+type openBLASWithGemm struct {
+	netlib.Implementation
+	gemm mvmlgemm.Implementation
+}
+
+func (o openBLASWithGemm) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	if o.gemm.Takes(tA, tB, m, n, k, alpha, beta) {
+		o.gemm.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	o.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
 // Name says which BLAS the program computes with, as the linked OpenBLAS
-// describes its own build (version, kernel, threading).
-func Name() string { return "OpenBLAS (" + C.GoString(C.openblas_get_config()) + ")" }
+// describes its own build (version, kernel, threading), and mvml's Dgemm
+// where it takes the products.
+func Name() string {
+	name := "OpenBLAS (" + C.GoString(C.openblas_get_config()) + ")"
+	if o, ok := build().(openBLASWithGemm); ok {
+		name += " with mvml's " + o.gemm.KernelName() + " Dgemm"
+	}
+	return name
+}

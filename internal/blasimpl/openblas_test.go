@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/netlib/blas/netlib"
 
+	mvmlgemm "github.com/mvml/mvml/internal/blasimpl/gemm"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/transform"
@@ -26,26 +27,75 @@ import (
 // fused multiply-adds, and nothing more.
 const tolerance = 1e-10
 
+// The build computes with OpenBLAS, and with mvml's Dgemm for the
+// products its kernel takes where the processor runs the AVX-512 one; Name
+// says which.
 func TestUsesOpenBLAS(t *testing.T) {
-	if _, ok := blas64.Implementation().(netlib.Implementation); !ok {
-		t.Errorf("blas64 computes with %T, want netlib.Implementation", blas64.Implementation())
+	want := "netlib.Implementation"
+	if mvmlgemm.New().Lanes() == 8 {
+		want = "blasimpl.openBLASWithGemm"
+	}
+	if got := fmt.Sprintf("%T", blas64.Implementation()); got != want {
+		t.Errorf("blas64 computes with %s, want %s", got, want)
 	}
 	if !strings.HasPrefix(Name(), "OpenBLAS (OpenBLAS ") {
 		t.Errorf("Name() = %q, want the linked OpenBLAS's description", Name())
 	}
+	if withGemm := strings.HasSuffix(Name(), " with mvml's AVX-512 Dgemm"); withGemm != (want != "netlib.Implementation") {
+		t.Errorf("Name() = %q for %s", Name(), want)
+	}
 }
 
-// withBLAS runs f with impl behind blas64, then gives blas64 back to
-// OpenBLAS (what this package's init chose).
+// openBLASWithGemm gives the products mvml's kernel takes the bits of
+// mvml's Dgemm (gonum's) and the others OpenBLAS's, A·Bᵀ and small ones.
+func TestOpenBLASWithGemmRoutesDgemm(t *testing.T) {
+	o, ok := build().(openBLASWithGemm)
+	if !ok {
+		t.Skip("no AVX-512 Dgemm kernel on this processor: the build is OpenBLAS alone")
+	}
+	for _, tt := range []struct {
+		name    string
+		tB      blas.Transpose
+		m, n, k int
+		want    blas.Float64
+	}{
+		{"A·B", blas.NoTrans, 64, 128, 64, mvmlgemm.New()},
+		{"A·Bᵀ", blas.Trans, 64, 128, 64, netlib.Implementation{}},
+		{"small", blas.NoTrans, 4, 4, 4, netlib.Implementation{}},
+	} {
+		a, b := make([]float64, tt.m*tt.k), make([]float64, tt.k*tt.n)
+		for i := range a {
+			a[i] = math.Sin(float64(i))
+		}
+		for i := range b {
+			b[i] = math.Cos(float64(3 * i))
+		}
+		ldb := tt.n
+		if tt.tB == blas.Trans {
+			ldb = tt.k
+		}
+		got, want := make([]float64, tt.m*tt.n), make([]float64, tt.m*tt.n)
+		o.Dgemm(blas.NoTrans, tt.tB, tt.m, tt.n, tt.k, 1.5, a, tt.k, b, ldb, 0, got, tt.n)
+		tt.want.Dgemm(blas.NoTrans, tt.tB, tt.m, tt.n, tt.k, 1.5, a, tt.k, b, ldb, 0, want, tt.n)
+		for i := range got {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%s: element %d is %v, want %T's %v", tt.name, i, got[i], tt.want, want[i])
+			}
+		}
+	}
+}
+
+// withBLAS runs f with impl behind blas64, then gives blas64 back to what
+// this package's init chose.
 func withBLAS[T any](impl blas.Float64, f func() T) T {
 	blas64.Use(impl)
-	defer blas64.Use(netlib.Implementation{})
+	defer blas64.Use(build())
 	return f()
 }
 
-// both runs f under gonum's pure-Go BLAS and under OpenBLAS.
+// both runs f under gonum's pure-Go BLAS and under this build's.
 func both[T any](f func() T) (pureGo, openBLAS T) {
-	return withBLAS(gonum.Implementation{}, f), withBLAS(netlib.Implementation{}, f)
+	return withBLAS(gonum.Implementation{}, f), withBLAS(build(), f)
 }
 
 // maxDiff is the largest |a−b| over the elements of two matrices of one
@@ -164,9 +214,9 @@ func TestFitAndScoreMatchPureGo(t *testing.T) {
 						}
 					}
 				} else {
-					checkClose(t, "decisions, each model in its build", pureGo, withBLAS(netlib.Implementation{}, score(openBLASModel)))
+					checkClose(t, "decisions, each model in its build", pureGo, withBLAS(build(), score(openBLASModel)))
 				}
-				checkClose(t, "decisions, the pure-Go model under OpenBLAS", pureGo, withBLAS(netlib.Implementation{}, score(pureGoModel)))
+				checkClose(t, "decisions, the pure-Go model under OpenBLAS", pureGo, withBLAS(build(), score(pureGoModel)))
 			})
 		}
 	}

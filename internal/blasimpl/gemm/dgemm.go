@@ -49,6 +49,28 @@ func (impl Implementation) KernelName() string {
 	return impl.kernel.name
 }
 
+// Lanes is how many float64s one register of the micro-kernel holds: 8 for
+// AVX-512, 4 for AVX2, 0 when Dgemm is gonum's.
+func (impl Implementation) Lanes() int {
+	if impl.kernel == nil {
+		return 0
+	}
+	return impl.kernel.lanes
+}
+
+// Takes reports whether Dgemm computes this product with its micro-kernel,
+// rather than handing it to gonum's Dgemm: A·B, Aᵀ·B and Aᵀ·Bᵀ of enough
+// multiply-adds for packing to pay, alpha and beta not NaN.
+func (impl Implementation) Takes(tA, tB blas.Transpose, m, n, k int, alpha, beta float64) bool {
+	aTrans := tA == blas.Trans || tA == blas.ConjTrans
+	bTrans := tB == blas.Trans || tB == blas.ConjTrans
+	// A NaN alpha or beta is gonum's too: which of two NaNs a product
+	// keeps depends on the operand order Go's compiler chose in gonum's
+	// code.
+	return impl.kernel != nil && (aTrans || tA == blas.NoTrans) && (bTrans || tB == blas.NoTrans) && (aTrans || !bTrans) &&
+		m > 0 && n > 0 && k > 0 && m*n*k >= minPackedWork && !math.IsNaN(alpha) && !math.IsNaN(beta)
+}
+
 // kernelFunc adds a packed rows×k panel of A times a k×(vectors·lanes)
 // strip of B (row stride ldb) to the tile of C at c (row stride ldc).
 type kernelFunc func(k int, a, b *float64, ldb int, c *float64, ldc int)
@@ -103,18 +125,12 @@ type packBuffers struct {
 // Dgemm computes C = alpha·op(A)·op(B) + beta·C as gonum's Dgemm does, bit
 // for bit, and panics where it panics.
 func (impl Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	aTrans := tA == blas.Trans || tA == blas.ConjTrans
-	bTrans := tB == blas.Trans || tB == blas.ConjTrans
-	validA := aTrans || tA == blas.NoTrans
-	validB := bTrans || tB == blas.NoTrans
-	// A NaN alpha or beta is gonum's too: which of two NaNs a product
-	// keeps depends on the operand order Go's compiler chose in gonum's
-	// code.
-	if impl.kernel == nil || !validA || !validB || (!aTrans && bTrans) ||
-		m <= 0 || n <= 0 || k <= 0 || m*n*k < minPackedWork || math.IsNaN(alpha) || math.IsNaN(beta) {
+	if !impl.Takes(tA, tB, m, n, k, alpha, beta) {
 		impl.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
+	aTrans := tA == blas.Trans || tA == blas.ConjTrans
+	bTrans := tB == blas.Trans || tB == blas.ConjTrans
 	// From here m, n, k > 0: gonum's remaining checks in gonum's order.
 	if aTrans {
 		if lda < max(1, m) {

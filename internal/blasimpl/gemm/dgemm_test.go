@@ -281,3 +281,37 @@ func TestDgemmConcurrentCalls(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Takes says which products the micro-kernel computes: A·B, Aᵀ·B and Aᵀ·Bᵀ
+// large enough to pack, alpha and beta not NaN; A·Bᵀ, small products, a
+// NaN and an Implementation without a kernel are gonum's.
+func TestTakes(t *testing.T) {
+	for _, mk := range availableKernels() {
+		impl := withKernel(mk)
+		for _, tt := range []struct {
+			name        string
+			tA, tB      blas.Transpose
+			m, n, k     int
+			alpha, beta float64
+			want        bool
+		}{
+			{"A·B", blas.NoTrans, blas.NoTrans, 64, 128, 64, 1, 0, true},
+			{"Aᵀ·B", blas.Trans, blas.NoTrans, 64, 128, 64, 1, 0, true},
+			{"Aᵀ·Bᵀ", blas.Trans, blas.Trans, 64, 128, 64, 1, 0, true},
+			{"A·Bᵀ", blas.NoTrans, blas.Trans, 64, 128, 64, 1, 0, false},
+			{"small", blas.NoTrans, blas.NoTrans, 8, 8, 8, 1, 0, false},
+			{"just large enough", blas.NoTrans, blas.NoTrans, 8, 24, 16, 1, 0, true},
+			{"NaN alpha", blas.NoTrans, blas.NoTrans, 64, 128, 64, math.NaN(), 0, false},
+			{"NaN beta", blas.NoTrans, blas.NoTrans, 64, 128, 64, 1, math.NaN(), false},
+			{"empty", blas.NoTrans, blas.NoTrans, 0, 128, 64, 1, 0, false},
+			{"not a transpose", blas.Transpose('x'), blas.NoTrans, 64, 128, 64, 1, 0, false},
+		} {
+			if got := impl.Takes(tt.tA, tt.tB, tt.m, tt.n, tt.k, tt.alpha, tt.beta); got != tt.want {
+				t.Errorf("%s: %s: Takes = %v, want %v", impl.KernelName(), tt.name, got, tt.want)
+			}
+		}
+	}
+	if withKernel(nil).Takes(blas.NoTrans, blas.NoTrans, 64, 128, 64, 1, 0) {
+		t.Error("an Implementation without a kernel takes a product")
+	}
+}
