@@ -16,9 +16,11 @@
 // Built with the tag openblas (go build -tags openblas, make build-openblas)
 // it links the machine's OpenBLAS through cgo and gonum's netlib bindings;
 // on Debian and Ubuntu the library comes with the package libopenblas-dev.
-// Where the processor runs mvml's AVX-512 Dgemm kernel, that build keeps it
-// for the products it takes, faster there than OpenBLAS's dgemm, and
-// OpenBLAS computes the rest (Dsyrk, the triangular solves, A·Bᵀ, ...).
+// Where the processor runs mvml's AVX-512 Dgemm kernel and OpenBLAS has no
+// AVX-512 kernel of its own for it (OpenBLAS 0.3.21 runs its Haswell ones
+// on AMD's Zen 5), that build keeps mvml's for the products it takes,
+// faster there than OpenBLAS's dgemm, and OpenBLAS computes the rest
+// (Dsyrk, the triangular solves, A·Bᵀ, ...).
 // Results agree with the default build's to 1e-10, not bit for bit.
 // OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS bounds them as usual.
 package blasimpl

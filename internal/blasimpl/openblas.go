@@ -5,12 +5,14 @@ package blasimpl
 /*
 #cgo LDFLAGS: -lopenblas
 char *openblas_get_config(void);
+char *openblas_get_corename(void);
 void openblas_set_num_threads(int);
 */
 import "C"
 
 import (
 	"os"
+	"strings"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -32,17 +34,33 @@ func init() {
 }
 
 // build is the BLAS of this build: OpenBLAS, but for the products mvml's
-// own Dgemm takes where the processor runs its AVX-512 kernel, which beat
-// OpenBLAS's dgemm (one thread a call) on every shape of mvml's measured
-// (BENCHMARKS.md, "One Dgemm call": 84.8 against 63.5 GFLOP/s at 4096 ×
-// 64 × 128, 60.6 against 41.9 at 768³) and made this build's scoring
-// slower than the default build's. The AVX2 kernel was not measured
-// against OpenBLAS on a processor without AVX-512: OpenBLAS keeps those.
+// own Dgemm takes where the processor runs its AVX-512 kernel and OpenBLAS
+// has none for it. There (a Zen 5 host, for which OpenBLAS 0.3.21 chooses
+// its Haswell kernels) mvml's beat OpenBLAS's dgemm, one thread a call, on
+// every shape of mvml's measured (BENCHMARKS.md, "One Dgemm call": 84.8
+// against 63.5 GFLOP/s at 4096 × 64 × 128, 60.6 against 41.9 at 768³), and
+// OpenBLAS made this build's scoring slower than the default build's.
+// Where OpenBLAS runs AVX-512 kernels of its own, and against OpenBLAS on
+// processors without AVX-512, mvml's kernels were not measured: OpenBLAS
+// keeps those.
 func build() blas.Float64 {
-	if g := mvmlgemm.New(); g.Lanes() == 8 {
+	if g := mvmlgemm.New(); g.Lanes() == 8 && !openBLASHasAVX512(coreName()) {
 		return openBLASWithGemm{gemm: g}
 	}
 	return netlib.Implementation{}
+}
+
+// coreName is the processor core OpenBLAS chose its kernels for.
+func coreName() string { return C.GoString(C.openblas_get_corename()) }
+
+// openBLASHasAVX512 says whether OpenBLAS's kernels for its core (as
+// openblas_get_corename names it) use AVX-512.
+func openBLASHasAVX512(core string) bool {
+	switch strings.ToLower(core) {
+	case "skylakex", "cooperlake", "sapphirerapids":
+		return true
+	}
+	return false
 }
 
 // openBLASWithGemm is OpenBLAS with mvml's Dgemm for the products its

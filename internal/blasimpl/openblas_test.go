@@ -28,13 +28,14 @@ import (
 const tolerance = 1e-10
 
 // The build computes with OpenBLAS, and with mvml's Dgemm for the
-// products its kernel takes where the processor runs the AVX-512 one; Name
-// says which.
+// products its kernel takes where the processor runs the AVX-512 one and
+// OpenBLAS has none for it; Name says which.
 func TestUsesOpenBLAS(t *testing.T) {
 	want := "netlib.Implementation"
-	if mvmlgemm.New().Lanes() == 8 {
+	if mvmlgemm.New().Lanes() == 8 && !openBLASHasAVX512(coreName()) {
 		want = "blasimpl.openBLASWithGemm"
 	}
+	t.Logf("OpenBLAS core %s: %s", coreName(), want)
 	if got := fmt.Sprintf("%T", blas64.Implementation()); got != want {
 		t.Errorf("blas64 computes with %s, want %s", got, want)
 	}
@@ -43,6 +44,18 @@ func TestUsesOpenBLAS(t *testing.T) {
 	}
 	if withGemm := strings.HasSuffix(Name(), " with mvml's AVX-512 Dgemm"); withGemm != (want != "netlib.Implementation") {
 		t.Errorf("Name() = %q for %s", Name(), want)
+	}
+}
+
+// OpenBLAS's cores with AVX-512 kernels of their own keep its dgemm.
+func TestOpenBLASHasAVX512(t *testing.T) {
+	for core, want := range map[string]bool{
+		"SkylakeX": true, "COOPERLAKE": true, "SapphireRapids": true,
+		"Haswell": false, "Zen": false, "Sandybridge": false, "": false,
+	} {
+		if got := openBLASHasAVX512(core); got != want {
+			t.Errorf("openBLASHasAVX512(%q) = %v, want %v", core, got, want)
+		}
 	}
 }
 
