@@ -433,9 +433,10 @@ func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic strin
 	}
 	for i := range msgs {
 		m := &msgs[i]
+		restBytes := rest
 		rest -= len(m.Value)
 		if dec.isArrow(m) {
-			dec.arrow.decodeInto(&b, rb, topic, m, rest+len(m.Value))
+			dec.arrow.decodeInto(&b, rb, topic, m, restBytes)
 			continue
 		}
 		// The views are decoded straight into the next row of the record's

@@ -537,13 +537,6 @@ func TestArrowDecodeAloneSharesBuffers(t *testing.T) {
 // the messages' own size.
 func TestArrowDecodeReservesTheBatch(t *testing.T) {
 	spec := kafkaSpec(t)
-	ids := func(from, n int) []int {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = from + i
-		}
-		return out
-	}
 	const rowBytes = (1 + 1 + 2 + 3 + 2) * 8 // ids, labels and views
 	for _, tt := range []struct {
 		name   string
@@ -561,7 +554,7 @@ func TestArrowDecodeReservesTheBatch(t *testing.T) {
 			var msgs []kafka.Message
 			rows, size := 0, 0
 			for k, n := range tt.rows {
-				msgs = append(msgs, arrowMsg(int64(k), arrowStream(t, producerRows(ids(rows, n)...), streamOpts{})))
+				msgs = append(msgs, arrowMsg(int64(k), arrowStream(t, producerRows(idsUpTo(rows + n)[rows:]...), streamOpts{})))
 				rows += n
 				size += len(msgs[k].Value)
 			}

@@ -17,22 +17,6 @@ import (
 	"github.com/mvml/mvml/sink"
 )
 
-// BenchmarkServeKafka measures the Kafka deployment end to end over TCP:
-// 20k JSON records (3 views × 64 floats, arrays of float32-precision
-// numbers) taken from a topic by a consumer group, decoded, scored (p=128),
-// written to an output topic with broker acks and committed. The broker is
-// the in-process kfake, so its own work shares the CPU with the service's.
-// With output=parquet-dir the scores go to a rolling directory of Parquet
-// files (a file per 5k rows or 100 ms) instead of a topic. A row counts
-// as scored once its file is committed: with the default age of a file,
-// a minute, the run's last file would hold the benchmark for that minute.
-// The records are labelled: with a refit every 5k of them, each labelled
-// row also goes through the sufficient statistics (O((vp)²) a row, the
-// dominant cost) and refits run alongside.
-// "cpus" is the CPU time of the process (service and broker) per second
-// of the run. Run with -benchtime=1x. The run is timed from the service's
-// start, group join included, which weighs on every case alike: what
-// labels cost at the steady rate is BenchmarkServeKafkaLabelled's.
 // benchServeModel is the model the serve benchmarks score with: trained on
 // the first 2000 rows of d, 128 landmarks per view.
 func benchServeModel(b *testing.B, spec *schemas.ViewSpec, d *dataset) *model.Model {
@@ -80,6 +64,22 @@ func float32Records(b *testing.B, spec *schemas.ViewSpec, d *dataset, labelled b
 	return values
 }
 
+// BenchmarkServeKafka measures the Kafka deployment end to end over TCP:
+// 20k JSON records (3 views × 64 floats, arrays of float32-precision
+// numbers) taken from a topic by a consumer group, decoded, scored (p=128),
+// written to an output topic with broker acks and committed. The broker is
+// the in-process kfake, so its own work shares the CPU with the service's.
+// With output=parquet-dir the scores go to a rolling directory of Parquet
+// files (a file per 5k rows or 100 ms) instead of a topic. A row counts
+// as scored once its file is committed: with the default age of a file,
+// a minute, the run's last file would hold the benchmark for that minute.
+// The records are labelled: with a refit every 5k of them, each labelled
+// row also goes through the sufficient statistics (O((vp)²) a row, the
+// dominant cost) and refits run alongside.
+// "cpus" is the CPU time of the process (service and broker) per second
+// of the run. Run with -benchtime=1x. The run is timed from the service's
+// start, group join included, which weighs on every case alike: what
+// labels cost at the steady rate is BenchmarkServeKafkaLabelled's.
 func BenchmarkServeKafka(b *testing.B) {
 	const rows = 20_000
 	m, values := labelledServeRecords(b, rows)
