@@ -23,9 +23,10 @@ var hasScanArray = cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX5
 // reads several times as fast as scanFloat, to the same bits, by looking
 // at 32 or 64 bytes at once. It returns how many it read, where the next
 // item starts, and whether it passed the array's ']'. It stops when dst
-// is full and at the first item that is not plain or whose value needs
-// more than one product by a power of ten; that item and the rest are
-// the caller's, with scanFloat. Without AVX-512 it reads nothing.
+// is full and at the first item that is not plain or whose value
+// neither Clinger's quotient nor one Eisel–Lemire product decides; that
+// item and the rest are the caller's, with scanFloat. Without AVX-512 it
+// reads nothing.
 func scanArray(data []byte, i int, dst []float64) (next, count int, closed bool) {
 	if !hasScanArray || len(dst) == 0 {
 		return i, 0, false

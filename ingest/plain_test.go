@@ -23,7 +23,7 @@ func arraySpec(tb testing.TB, dim int) *schemas.ViewSpec {
 
 // decodeBoth decodes msg with scanArray and without it (every item by
 // scanFloat) and fails unless both give the same values, to the bit, or
-// the same reject. It returns how many values of view a scanArray read.
+// the same reject.
 func decodeBoth(t *testing.T, spec *schemas.ViewSpec, msg []byte) {
 	t.Helper()
 	fast, ref := newKafkaDecoder(spec, false), newKafkaDecoder(spec, false)
