@@ -62,9 +62,9 @@
 // of them; a list view has only the array form. Fields the spec does not
 // name are ignored, as is white space. Numbers are read to the bits of
 // strconv.ParseFloat; on processors with AVX-512 (VBMI2, as on Intel's Ice
-// Lake and AMD's Zen 4 and after) the plain numbers of an array, those
-// without an exponent and of at most 19 digits, are read many at a time in
-// one pass over their bytes, the others one by one. A message is rejected,
+// Lake and AMD's Zen 4 and after) the plain numbers of an array, those of
+// at most 19 digits and three of exponent, are read many at a time in one
+// pass over their bytes, the others one by one. A message is rejected,
 // with a reason naming the field and, for a view, the item or feature, when
 // it is not valid JSON or not an object, lacks the id or a view, gives a
 // field it reads (the id, the label, a view or a feature) twice, has an id

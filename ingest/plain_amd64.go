@@ -18,10 +18,10 @@ var hasScanArray = cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX5
 // scanArray reads the items of a JSON array from data[i] on, the start of
 // an item, into dst, as long as each is a plain number: an optional '-',
 // an integer part without leading zeros, an optional fraction, 19 digits
-// at most in all, no exponent, after optional spaces and just before a
-// ',' or a ']'. Those are the numbers of most writers' arrays, which it
-// reads several times as fast as scanFloat, to the same bits, by looking
-// at 32 or 64 bytes at once. It returns how many it read, where the next
+// at most in all, an optional exponent of at most three digits, after
+// optional spaces and just before a ',' or a ']'. Those are the numbers
+// of most writers' arrays, which it reads up to twice as fast as
+// scanFloat, to the same bits, by looking at 32 or 64 bytes at once. It returns how many it read, where the next
 // item starts, and whether it passed the array's ']'. It stops when dst
 // is full and at the first item that is not plain or whose value
 // neither Clinger's quotient nor one Eisel–Lemire product decides; that

@@ -11,25 +11,29 @@
 //
 // The digits. After spaces and a '-', the item's bytes (at most 31) are
 // loaded under a mask that stops at its separator: it is a plain number
-// if every byte is a digit (d − '0' ≤ 9, unsigned) but for at most one
-// '.', neither first nor last, with no leading zero before another digit
-// and 19 digits at most. The digits are packed together (VPCOMPRESSB),
+// if its mantissa, the bytes before an 'e' or 'E' or all of them, is
+// digits (d − '0' ≤ 9, unsigned) but for at most one '.', neither first
+// nor last, with no leading zero before another digit and 19 digits at
+// most, and its exponent, if any, an optional sign and 1–3 digits. The digits are packed together (VPCOMPRESSB),
 // moved to the end of 24 bytes (VPEXPANDB) and converted as three
 // groups of eight: pairs, then quadruples, then eights, by multiply-adds
 // of neighbouring elements (VPMADDUBSW, VPMADDWD).
 //
-// The value. ±mant × 10^−fd, fd the fraction's digits, is mant / 10^fd
-// (Clinger: exact operands, one rounding) when mant ≤ 2^53, and
-// Eisel–Lemire's product by the power's high half otherwise, as
-// scanFloat (numbers.go) converts it: both are computed and one taken
-// without a branch, which would go either way as often as not. Where
-// Eisel–Lemire cannot decide alone (the power's low half might carry,
-// a tie) and mant > 2^53, the scan stops at the item, for scanFloat.
+// The value. ±mant × 10^e, e the exponent less the fraction's digits, is
+// mant × 10^e or mant / 10^−e (Clinger: exact operands, one rounding)
+// when mant ≤ 2^53 and |e| ≤ 22, and Eisel–Lemire's product by the
+// power's high half otherwise, as scanFloat (numbers.go) converts it:
+// both are computed and one taken without a branch, which would go
+// either way as often as not. Where Clinger's does not apply and
+// Eisel–Lemire cannot decide alone (the power's low half might carry, a
+// tie, a value beyond its table or not normal), the scan stops at the
+// item, for scanFloat.
 //
 // Registers: SI data, BX and R8 the block and its separators, AX the
 // item's start, DI the next element of dst; CX, DX, R9–R13 scratch.
-// The frame holds the elements of dst left and the item's sign bit.
-TEXT ·scanArrayAVX512(SB), NOSPLIT, $16-89
+// The frame holds the elements of dst left and, for the item, its sign
+// bit, its exponent, its mantissa's length and where the next one starts.
+TEXT ·scanArrayAVX512(SB), NOSPLIT, $40-89
 	MOVQ data_base+0(FP), SI
 	MOVQ i+24(FP), AX
 	MOVQ dst_base+32(FP), DI
@@ -52,6 +56,10 @@ TEXT ·scanArrayAVX512(SB), NOSPLIT, $16-89
 	VPBROADCASTD CX, Z16
 	MOVL         $0x5d5d5d5d, CX // ']'
 	VPBROADCASTD CX, Z17
+	MOVL         $0x65656565, CX // 'e'
+	VPBROADCASTD CX, Y9
+	MOVL         $0x45454545, CX // 'E'
+	VPBROADCASTD CX, Y8
 
 	// The first block starts at i.
 	MOVQ AX, BX
@@ -88,6 +96,8 @@ separator:
 	TZCNTQ R8, CX
 	ADDQ   BX, CX
 	BLSRQ  R8, R8
+	LEAQ   1(CX), DX
+	MOVQ   DX, next-40(SP)
 
 	// R11, where the number starts: after spaces (the ", " of many
 	// writers) and a '-', whose bit is the frame's sign.
@@ -114,8 +124,9 @@ sign:
 	CMPQ CX, $30
 	JA   stop
 
-	// K2 the digits, K3 the points, K4 the zeros among the number's
-	// bytes (those after it are loaded as zeros, which are none).
+	// K2 the digits, K3 the points, K4 the zeros, K5 the exponent's
+	// letter among the number's bytes (those after it are loaded as
+	// zeros, which are none).
 	MOVL       $-1, DX
 	BZHIL      R12, DX, DX
 	KMOVD      DX, K1
@@ -124,8 +135,16 @@ sign:
 	VPCMPUB    $2, Y14, Y1, K2
 	VPCMPEQB   Y13, Y0, K3
 	VPCMPEQB   Y15, Y0, K4
-	KMOVD      K2, DX
-	KMOVD      K3, R13
+	VPCMPEQB   Y9, Y0, K5
+	VPCMPEQB   Y8, Y0, K6
+	KORD       K5, K6, K5
+	KORTESTD   K5, K5
+	JNZ        exponent
+
+mantissa:
+	// From here R12 is the mantissa's length.
+	KMOVD K2, DX
+	KMOVD K3, R13
 
 	// Every byte a digit or a point (DX | R13 has the number's R12 bits),
 	// at most one point (R13 & (R13 − 1) = 0), not first nor last.
@@ -146,9 +165,9 @@ sign:
 
 	// No leading zero before another digit: a zero first and a digit
 	// second (no point first, above).
-	KSHIFTRD $1, K2, K5
-	KANDD    K4, K5, K5
-	KMOVD    K5, CX
+	KSHIFTRD $1, K2, K6
+	KANDD    K4, K6, K6
+	KMOVD    K6, CX
 	TESTL    $1, CX
 	JNZ      stop
 
@@ -188,100 +207,203 @@ sign:
 	IMUL3Q        $100000000, R10, R10
 	ADDQ          DX, R10
 
-	// R11 becomes the next item's start, after the separator.
-	LEAQ 1(R11)(R12*1), R11
-
-	// Clinger's quotient, in X4.
+	// Without an exponent, e = −R13 (at most 19): Clinger's quotient, in
+	// X4, applies when mant ≤ 2^53, which R12 says.
+	KORTESTD   K5, K5
+	JNZ        clingerexp
 	VCVTSI2SDQ R10, X4, X4
 	MOVQ       pow10+56(FP), CX
 	VDIVSD     (CX)(R13*8), X4, X4
+	NEGQ       R13
+	XORL       R12, R12
+	MOVQ       $0x20000000000000, CX
+	CMPQ       R10, CX
+	SETLS      R12B
 
-	// Eisel–Lemire, in R12: the power of ten 10^−R13 is the table's
-	// entry R13 before 10^0. R12 = pow10Exp2(−R13) + 63 + 1023 − clz.
-	IMUL3Q $-108853, R13, R12
-	SARQ   $15, R12
-	ADDQ   $1087, R12
+eisel:
+	// Eisel–Lemire, in R9: the power of ten 10^e is the table's entry e
+	// from 10^0. R9 = pow10Exp2(e) + 63 + 1023 − clz.
+	LEAQ   348(R13), CX // −pow10MinExp10
+	CMPQ   CX, $695     // pow10MaxExp10 − pow10MinExp10
+	JA     undecided
+	IMUL3Q $108853, R13, R9
+	SARQ   $15, R9
+	ADDQ   $1087, R9
 	LZCNTQ R10, CX
-	SUBQ   CX, R12
+	SUBQ   CX, R9
 	SHLXQ  CX, R10, DX // mant with its top bit set
 	SHLQ   $4, R13
-	NEGQ   R13
 	ADDQ   pow10Mant0+64(FP), R13
 	MULXQ  (R13), R13, CX // CX:R13 = mant × the power's high half
 
 	// The low half can only matter when the 9 bits below the 54 kept
 	// are all ones and adding it may carry into them.
-	MOVL CX, R9
-	ANDL $0x1ff, R9
-	CMPL R9, $0x1ff
+	MOVL CX, R11
+	ANDL $0x1ff, R11
+	CMPL R11, $0x1ff
 	JNE  keep54
-	MOVQ R13, R9
-	ADDQ DX, R9
+	MOVQ R13, R11
+	ADDQ DX, R11
 	JCS  undecided
 
 keep54:
-	// m = xHi >> (msb + 9), in R9; R12 −= 1 ^ msb.
-	MOVQ  CX, R9
-	SHRQ  $63, R9
-	XORQ  $1, R9
-	SUBQ  R9, R12
-	XORQ  $1, R9
-	ADDQ  $9, R9
-	SHRXQ R9, CX, R9
+	// m = xHi >> (msb + 9), in R11; R9 −= 1 ^ msb.
+	MOVQ  CX, R11
+	SHRQ  $63, R11
+	XORQ  $1, R11
+	SUBQ  R11, R9
+	XORQ  $1, R11
+	ADDQ  $9, R11
+	SHRXQ R11, CX, R11
 
 	// A tie as far as the truncated power can tell.
 	TESTQ R13, R13
 	JNZ   round
 	TESTL $0x1ff, CX
 	JNZ   round
-	MOVL  R9, DX
+	MOVL  R11, DX
 	ANDL  $3, DX
 	CMPL  DX, $1
 	JEQ   undecided
 
 round:
 	// Round half up to 53 bits (the tie where that differs from ties to
-	// even went above), carrying into the exponent.
-	MOVQ  R9, DX
+	// even went above), carrying into the exponent; not normal or too
+	// large for a float64: scanFloat's.
+	MOVQ  R11, DX
 	ANDQ  $1, DX
-	ADDQ  DX, R9
-	SHRQ  $1, R9
-	MOVQ  R9, DX
+	ADDQ  DX, R11
+	SHRQ  $1, R11
+	MOVQ  R11, DX
 	SHRQ  $53, DX
-	SHRXQ DX, R9, R9
-	ADDQ  DX, R12
-	LEAQ  -1(R12), DX
+	SHRXQ DX, R11, R11
+	ADDQ  DX, R9
+	LEAQ  -1(R9), DX
 	CMPQ  DX, $0x7fe
 	JAE   undecided
-	SHLQ  $52, R12
-	BTCQ  $52, R9
-	ORQ   R9, R12
+	SHLQ  $52, R9
+	BTCQ  $52, R11
+	ORQ   R11, R9
 
-	// mant ≤ 2^53 takes Clinger's quotient.
+	// Clinger's where it applies.
 	VMOVQ   X4, CX
-	MOVQ    $0x20000000000000, DX
-	CMPQ    R10, DX
-	CMOVQLS CX, R12
+	TESTL   R12, R12
+	CMOVQNE CX, R9
 
 store:
-	ORQ  sign-16(SP), R12
-	MOVQ R12, (DI)
+	ORQ  sign-16(SP), R9
+	MOVQ R9, (DI)
 	ADDQ $8, DI
 	DECQ left-8(SP)
-	MOVQ R11, AX
-	CMPB -1(SI)(R11*1), $0x5d
+	MOVQ next-40(SP), AX
+	CMPB -1(SI)(AX*1), $0x5d
 	JNE  item
 	MOVB $1, closed+88(FP)
 	JMP  done
 
 undecided:
-	// Eisel–Lemire cannot tell: Clinger's quotient when mant ≤ 2^53,
-	// else scanFloat's slower ways.
-	MOVQ $0x20000000000000, DX
-	CMPQ R10, DX
-	JHI  stop
-	VMOVQ X4, R12
+	// Eisel–Lemire cannot tell: Clinger's where it applies, else
+	// scanFloat's slower ways.
+	TESTL R12, R12
+	JZ    stop
+	VMOVQ X4, R9
 	JMP   store
+
+clingerexp:
+	// With an exponent, R13 becomes e, the exponent less the fraction's
+	// digits: zero for a zero mantissa, whose value is ±0 whatever its
+	// exponent. Clinger's product or quotient, in X4: mant ×
+	// 10^max(e, 0) / 10^max(−e, 0), one of the two by 1 (exact), the
+	// powers' indexes held to the table where it does not apply; R12
+	// says whether it does: mant ≤ 2^53 and |e| ≤ 22.
+	MOVQ       exp10-24(SP), CX
+	SUBQ       R13, CX
+	MOVQ       CX, R13
+	XORL       CX, CX
+	TESTQ      R10, R10
+	CMOVQEQ    CX, R13
+	VCVTSI2SDQ R10, X4, X4
+	MOVL       $22, DX
+	XORL       R11, R11
+	TESTQ      R13, R13
+	CMOVQGT    R13, R11
+	CMPQ       R11, DX
+	CMOVQGT    DX, R11
+	MOVQ       R13, R12
+	NEGQ       R12
+	XORL       CX, CX
+	TESTQ      R12, R12
+	CMOVQLT    CX, R12
+	CMPQ       R12, DX
+	CMOVQGT    DX, R12
+	MOVQ       pow10+56(FP), CX
+	VMULSD     (CX)(R11*8), X4, X4
+	VDIVSD     (CX)(R12*8), X4, X4
+	XORL       R11, R11
+	XORL       R12, R12
+	LEAQ       22(R13), CX
+	CMPQ       CX, $44
+	SETLS      R11B
+	MOVQ       $0x20000000000000, CX
+	CMPQ       R10, CX
+	SETLS      R12B
+	ANDL       R11, R12
+	JMP        eisel
+
+exponent:
+	// The mantissa is the bytes before the first 'e' or 'E' (at least
+	// one), the exponent the rest: an optional sign, then one to three
+	// digits. R12 becomes the mantissa's length, the frame has the
+	// exponent, K2 and K3 keep the mantissa's digits and points.
+	KMOVD   K5, CX
+	TZCNTL  CX, CX
+	TESTL   CX, CX
+	JZ      stop
+	MOVQ    CX, mlen-32(SP)
+	LEAQ    1(R11)(CX*1), DX // the byte after the letter, in data
+	LEAQ    (R11)(R12*1), R10 // the separator
+	// R9 = 1 for a '-', and DX goes past a sign, without a branch: the
+	// exponent's sign is the value's magnitude's, as often one as the
+	// other.
+	MOVBLZX (SI)(DX*1), CX
+	XORL    R9, R9
+	CMPL    CX, $0x2d // '-'
+	SETEQ   R9B
+	XORL    R13, R13
+	CMPL    CX, $0x2b // '+'
+	SETEQ   R13B
+	ORL     R9, R13
+	ADDQ    R13, DX
+	SUBQ DX, R10 // the exponent's digits
+	LEAQ -1(R10), CX
+	CMPQ CX, $2
+	JA   stop
+	XORL R13, R13
+
+edigit:
+	MOVBLZX (SI)(DX*1), CX
+	SUBL    $0x30, CX
+	CMPL    CX, $9
+	JA      stop
+	IMUL3L  $10, R13, R13
+	ADDL    CX, R13
+	INCQ    DX
+	DECQ    R10
+	JNZ     edigit
+	MOVL    R13, CX
+	NEGL    CX
+	TESTL   R9, R9
+	CMOVLNE CX, R13
+	MOVLQSX R13, R13
+	MOVQ    R13, exp10-24(SP)
+	MOVQ    mlen-32(SP), R12
+	KMOVD   K2, CX
+	BZHIL   R12, CX, CX
+	KMOVD   CX, K2
+	KMOVD   K3, CX
+	BZHIL   R12, CX, CX
+	KMOVD   CX, K3
+	JMP     mantissa
 
 stop:
 	MOVB $0, closed+88(FP)

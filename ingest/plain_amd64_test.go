@@ -22,8 +22,20 @@ func TestScanArrayReads(t *testing.T) {
 		{`1.5,-0.25,3,0.7712394810290434]`, 8, []float64{1.5, -0.25, 3, 0.7712394810290434}, -1, true},
 		{`12345678901234567,-0,0.000001]`, 8, []float64{12345678901234567, math.Copysign(0, -1), 0.000001}, -1, true},
 		{`1, 2,  3]`, 8, []float64{1, 2, 3}, -1, true},
-		{`1,2,3,4]`, 2, []float64{1, 2}, 4, false},               // dst full
-		{`1,2e5,3]`, 8, []float64{1}, 2, false},                  // an exponent
+		{`1,2,3,4]`, 2, []float64{1, 2}, 4, false}, // dst full
+		{`1,2e5,3]`, 8, []float64{1, 2e5, 3}, -1, true},
+		{`1E-5,2.5e+3,-7e0,0e400,-0.0e-99]`, 8, []float64{1e-5, 2.5e+3, -7, 0, math.Copysign(0, -1)}, -1, true},
+		{`1.7976931348623157e308,2.2250738585072014e-308,123456789e-30]`, 8, []float64{1.7976931348623157e308, 2.2250738585072014e-308, 123456789e-30}, -1, true},
+		{`1,1e400,3]`, 8, []float64{1}, 2, false},                // too large: strconv's error
+		{`1,4.9e-324,3]`, 8, []float64{1}, 2, false},             // not normal: strconv's
+		{`1,1e-400,3]`, 8, []float64{1}, 2, false},               // beyond the table
+		{`1,1e1000,3]`, 8, []float64{1}, 2, false},               // four digits of exponent
+		{`1,1e,3]`, 8, []float64{1}, 2, false},                   // no digit after the letter
+		{`1,1e+,3]`, 8, []float64{1}, 2, false},                  // nor after its sign
+		{`1,1.e5,3]`, 8, []float64{1}, 2, false},                 // a point without a digit after it
+		{`1,e5,3]`, 8, []float64{1}, 2, false},                   // no mantissa
+		{`1,1e5.5,3]`, 8, []float64{1}, 2, false},                // a point in the exponent
+		{`1,1e5e5,3]`, 8, []float64{1}, 2, false},                // two letters
 		{`1,2 ,3]`, 8, []float64{1}, 2, false},                   // a space after a number
 		{`1,02,3]`, 8, []float64{1}, 2, false},                   // a leading zero
 		{`1,2.,3]`, 8, []float64{1}, 2, false},                   // a point without a digit after it

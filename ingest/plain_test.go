@@ -149,6 +149,7 @@ func BenchmarkScanArray(b *testing.B) {
 		{"shortest64", func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }},
 		{"shortest32", func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 32) }},
 		{"fixed4", func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }},
+		{"exponent", func(x float64) string { return strconv.FormatFloat(x, 'e', -1, 64) }},
 	} {
 		// Many messages: a processor learns the branches of one by heart.
 		msgs := make([][]byte, 1024)
