@@ -35,8 +35,8 @@
 // Registers: SI data, BX and R8 the block and its separators, AX the
 // item's start, DI the next element of dst; CX, DX, R9–R13 scratch.
 // The frame holds the elements of dst left and, for the item, its sign
-// bit, its exponent, its mantissa's length and where the next one starts.
-TEXT ·scanArrayAVX512(SB), NOSPLIT, $40-89
+// bit, its exponent and where the next one starts.
+TEXT ·scanArrayAVX512(SB), NOSPLIT, $32-89
 	MOVQ data_base+0(FP), SI
 	MOVQ i+24(FP), AX
 	MOVQ dst_base+32(FP), DI
@@ -100,7 +100,7 @@ separator:
 	ADDQ   BX, CX
 	BLSRQ  R8, R8
 	LEAQ   1(CX), DX
-	MOVQ   DX, next-40(SP)
+	MOVQ   DX, next-32(SP)
 
 	// R11, where the number starts: after spaces (the ", " of many
 	// writers) and a '-', whose bit is the frame's sign.
@@ -210,18 +210,19 @@ mantissa:
 	IMUL3Q        $100000000, R10, R10
 	ADDQ          DX, R10
 
-	// Without an exponent, e = −R13 (at most 19): Clinger's quotient, in
-	// X4, applies when mant ≤ 2^53, which R12 says.
-	KORTESTD   K5, K5
-	JNZ        clingerexp
-	VCVTSI2SDQ R10, X4, X4
-	MOVQ       pow10+56(FP), CX
-	VDIVSD     (CX)(R13*8), X4, X4
-	NEGQ       R13
+	// R12 says whether Clinger's applies: mant ≤ 2^53, and for an
+	// exponent |e| ≤ 22 too. Without one, e = −R13 (at most 19): his
+	// quotient, in X4.
 	XORL       R12, R12
 	MOVQ       $0x20000000000000, CX
 	CMPQ       R10, CX
 	SETLS      R12B
+	VCVTSI2SDQ R10, X4, X4
+	KORTESTD   K5, K5
+	JNZ        clingerexp
+	MOVQ       pow10+56(FP), CX
+	VDIVSD     (CX)(R13*8), X4, X4
+	NEGQ       R13
 
 eisel:
 	// Eisel–Lemire, in R9: the power of ten 10^e is the table's entry e
@@ -298,7 +299,7 @@ store:
 	MOVQ R9, (DI)
 	ADDQ $8, DI
 	DECQ left-8(SP)
-	MOVQ next-40(SP), AX
+	MOVQ next-32(SP), AX
 	CMPB -1(SI)(AX*1), $0x5d
 	JNE  item
 	MOVB $1, closed+88(FP)
@@ -317,54 +318,50 @@ clingerexp:
 	// digits: zero for a zero mantissa, whose value is ±0 whatever its
 	// exponent. Clinger's product or quotient, in X4: mant ×
 	// 10^max(e, 0) / 10^max(−e, 0), one of the two by 1 (exact), the
-	// powers' indexes held to the table where it does not apply; R12
-	// says whether it does: mant ≤ 2^53 and |e| ≤ 22.
-	MOVQ       exp10-24(SP), CX
-	SUBQ       R13, CX
-	MOVQ       CX, R13
-	XORL       CX, CX
-	TESTQ      R10, R10
-	CMOVQEQ    CX, R13
-	VCVTSI2SDQ R10, X4, X4
-	MOVL       $22, DX
-	XORL       R11, R11
-	TESTQ      R13, R13
-	CMOVQGT    R13, R11
-	CMPQ       R11, DX
-	CMOVQGT    DX, R11
-	MOVQ       R13, R12
-	NEGQ       R12
-	XORL       CX, CX
-	TESTQ      R12, R12
-	CMOVQLT    CX, R12
-	CMPQ       R12, DX
-	CMOVQGT    DX, R12
-	MOVQ       pow10+56(FP), CX
-	VMULSD     (CX)(R11*8), X4, X4
-	VDIVSD     (CX)(R12*8), X4, X4
-	XORL       R11, R11
-	XORL       R12, R12
-	LEAQ       22(R13), CX
-	CMPQ       CX, $44
-	SETLS      R11B
-	MOVQ       $0x20000000000000, CX
-	CMPQ       R10, CX
-	SETLS      R12B
-	ANDL       R11, R12
-	JMP        eisel
+	// powers' indexes (R11, R9) held to the table where it does not
+	// apply.
+	MOVQ    exp10-24(SP), CX
+	SUBQ    R13, CX
+	MOVQ    CX, R13
+	XORL    CX, CX
+	TESTQ   R10, R10
+	CMOVQEQ CX, R13
+	MOVL    $22, DX
+	XORL    R11, R11
+	TESTQ   R13, R13
+	CMOVQGT R13, R11
+	CMPQ    R11, DX
+	CMOVQGT DX, R11
+	MOVQ    R13, R9
+	NEGQ    R9
+	TESTQ   R9, R9
+	CMOVQLT CX, R9
+	CMPQ    R9, DX
+	CMOVQGT DX, R9
+	MOVQ    pow10+56(FP), CX
+	VMULSD  (CX)(R11*8), X4, X4
+	VDIVSD  (CX)(R9*8), X4, X4
+	XORL    R11, R11
+	LEAQ    22(R13), CX
+	CMPQ    CX, $44
+	SETLS   R11B
+	ANDL    R11, R12
+	JMP     eisel
 
 exponent:
 	// The mantissa is the bytes before the first 'e' or 'E' (at least
 	// one), the exponent the rest: an optional sign, then one to three
 	// digits. R12 becomes the mantissa's length, the frame has the
-	// exponent, K2 and K3 keep the mantissa's digits and points.
-	KMOVD   K5, CX
-	TZCNTL  CX, CX
-	TESTL   CX, CX
-	JZ      stop
-	MOVQ    CX, mlen-32(SP)
-	LEAQ    1(R11)(CX*1), DX // the byte after the letter, in data
-	LEAQ    (R11)(R12*1), R10 // the separator
+	// exponent, K2 keeps the mantissa's digits (its points are all in
+	// the mantissa: the exponent has none).
+	KMOVD  K5, CX
+	TZCNTL CX, CX
+	TESTL  CX, CX
+	JZ     stop
+	LEAQ   (R11)(R12*1), R10 // the separator
+	MOVQ   CX, R12
+	LEAQ   1(R11)(CX*1), DX  // the byte after the letter
+
 	// R9 = 1 for a '-', and DX goes past a sign, without a branch: the
 	// exponent's sign is the value's magnitude's, as often one as the
 	// other.
@@ -377,11 +374,11 @@ exponent:
 	SETEQ   R13B
 	ORL     R9, R13
 	ADDQ    R13, DX
-	SUBQ DX, R10 // the exponent's digits
-	LEAQ -1(R10), CX
-	CMPQ CX, $2
-	JA   stop
-	XORL R13, R13
+	SUBQ    DX, R10 // the exponent's digits
+	LEAQ    -1(R10), CX
+	CMPQ    CX, $2
+	JA      stop
+	XORL    R13, R13
 
 edigit:
 	MOVBLZX (SI)(DX*1), CX
@@ -399,13 +396,9 @@ edigit:
 	CMOVLNE CX, R13
 	MOVLQSX R13, R13
 	MOVQ    R13, exp10-24(SP)
-	MOVQ    mlen-32(SP), R12
 	KMOVD   K2, CX
 	BZHIL   R12, CX, CX
 	KMOVD   CX, K2
-	KMOVD   K3, CX
-	BZHIL   R12, CX, CX
-	KMOVD   CX, K3
 	JMP     mantissa
 
 stop:
