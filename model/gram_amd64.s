@@ -312,3 +312,163 @@ done8x16:
 	MOVQ hi_len+24(FP), BX
 	MOVQ BX, ret+64(FP)
 	RET
+
+// STEP adds one row's terms to the strip's eight vectors of double-doubles
+// (two a row of S, their residues in Z8–Z15): R holds the row's address at
+// the strip's first column, where its four multipliers are, R10 the
+// tile's first column; hi moves from H0–H7 to S0–S7.
+#define STEP(R, H0, H1, H2, H3, H4, H5, H6, H7, S0, S1, S2, S3, S4, S5, S6, S7) \
+	VMOVUPD.Z    (R)(R10*8), K1, Z24;                 \
+	VMOVUPD.Z    64(R)(R10*8), K2, Z25;               \
+	VBROADCASTSD 0(R), Z28;                           \
+	VBROADCASTSD 8(R), Z29;                           \
+	TERM(Z28, Z24, H0, Z8, Z26, S0, Z27, Z31);   \
+	TERM(Z28, Z25, H1, Z9, Z26, S1, Z27, Z31);   \
+	TERM(Z29, Z24, H2, Z10, Z26, S2, Z27, Z31);  \
+	TERM(Z29, Z25, H3, Z11, Z26, S3, Z27, Z31);  \
+	VBROADCASTSD 16(R), Z28;                          \
+	VBROADCASTSD 24(R), Z29;                          \
+	TERM(Z28, Z24, H4, Z12, Z26, S4, Z27, Z31); \
+	TERM(Z28, Z25, H5, Z13, Z26, S5, Z27, Z31); \
+	TERM(Z29, Z24, H6, Z14, Z26, S6, Z27, Z31); \
+	TERM(Z29, Z25, H7, Z15, Z26, S7, Z27, Z31)
+
+// func ddStrip4AVX512(x *float64, xStride, n int, hi, lo *float64, sStride, cols int)
+//
+// ddStrip4AVX512 adds the terms of n rows of x (row stride xStride) to four
+// rows of double-doubles hi + lo (row stride sStride), each element
+// summing its terms in the rows' order as ddAxpyGo would: row k's
+// multiplier is x[r·xStride + k] and its elements are the columns
+// k ≤ c < cols of hi + k·sStride, whose terms multiply x[r·xStride + c].
+// A tile of sixteen columns of the four rows stays in registers (16
+// double-doubles' vectors) while all n rows' terms are added, so that a
+// term costs its eight operations and no memory access but the row's
+// elements, which four rows of S share. The columns c < k of row k (below
+// the diagonal) are computed and not stored.
+TEXT ·ddStrip4AVX512(SB), NOSPLIT, $0-56
+	MOVQ         x+0(FP), SI
+	MOVQ         xStride+8(FP), DX
+	SHLQ         $3, DX
+	MOVQ         hi+24(FP), DI
+	MOVQ         lo+32(FP), R9
+	MOVQ         sStride+40(FP), R11
+	SHLQ         $3, R11
+	MOVQ         cols+48(FP), BX
+	MOVQ         ONE64, AX
+	VPBROADCASTQ AX, Z31
+	XORQ         R10, R10
+
+tile:
+	// The tile's columns below cols: R13's low eight bits in K1, its
+	// high eight in K2.
+	MOVQ  BX, AX
+	SUBQ  R10, AX
+	MOVQ  $0xffff, R13
+	CMPQ  AX, $16
+	JGE   masks
+	XORQ  R13, R13
+	BTSQ  AX, R13
+	DECQ  R13
+
+masks:
+	KMOVW    R13, K1
+	KSHIFTRW $8, K1, K2
+	KMOVW    R13, K3
+	KMOVW    R13, K4
+	KMOVW    R13, K5
+	TESTQ    R10, R10
+	JNZ      load
+
+	// The first tile holds the diagonal: rows 1–3 store from it.
+	ANDQ  $-2, R13
+	KMOVW R13, K3
+	ANDQ  $-4, R13
+	KMOVW R13, K4
+	ANDQ  $-8, R13
+	KMOVW R13, K5
+
+load:
+	LEAQ      (DI)(R10*8), AX
+	LEAQ      (R9)(R10*8), R13
+	VMOVUPD.Z (AX), K1, Z0
+	VMOVUPD.Z 64(AX), K2, Z1
+	VMOVUPD.Z (R13), K1, Z8
+	VMOVUPD.Z 64(R13), K2, Z9
+	ADDQ      R11, AX
+	ADDQ      R11, R13
+	VMOVUPD.Z (AX), K1, Z2
+	VMOVUPD.Z 64(AX), K2, Z3
+	VMOVUPD.Z (R13), K1, Z10
+	VMOVUPD.Z 64(R13), K2, Z11
+	ADDQ      R11, AX
+	ADDQ      R11, R13
+	VMOVUPD.Z (AX), K1, Z4
+	VMOVUPD.Z 64(AX), K2, Z5
+	VMOVUPD.Z (R13), K1, Z12
+	VMOVUPD.Z 64(R13), K2, Z13
+	ADDQ      R11, AX
+	ADDQ      R11, R13
+	VMOVUPD.Z (AX), K1, Z6
+	VMOVUPD.Z 64(AX), K2, Z7
+	VMOVUPD.Z (R13), K1, Z14
+	VMOVUPD.Z 64(R13), K2, Z15
+
+	// Two rows a round, hi going to Z16–Z23 and back.
+	MOVQ SI, R8
+	MOVQ n+16(FP), R12
+	SHRQ $1, R12
+
+pairs:
+	TESTQ R12, R12
+	JZ    odd
+	STEP(R8, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	ADDQ  DX, R8
+	STEP(R8, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ADDQ  DX, R8
+	DECQ  R12
+	JMP   pairs
+
+odd:
+	MOVQ  n+16(FP), R12
+	TESTQ $1, R12
+	JZ    store
+	STEP(R8, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	VMOVAPD Z16, Z0
+	VMOVAPD Z17, Z1
+	VMOVAPD Z18, Z2
+	VMOVAPD Z19, Z3
+	VMOVAPD Z20, Z4
+	VMOVAPD Z21, Z5
+	VMOVAPD Z22, Z6
+	VMOVAPD Z23, Z7
+
+store:
+	LEAQ    (DI)(R10*8), AX
+	LEAQ    (R9)(R10*8), R13
+	VMOVUPD Z0, K1, (AX)
+	VMOVUPD Z1, K2, 64(AX)
+	VMOVUPD Z8, K1, (R13)
+	VMOVUPD Z9, K2, 64(R13)
+	ADDQ    R11, AX
+	ADDQ    R11, R13
+	VMOVUPD Z2, K3, (AX)
+	VMOVUPD Z3, K2, 64(AX)
+	VMOVUPD Z10, K3, (R13)
+	VMOVUPD Z11, K2, 64(R13)
+	ADDQ    R11, AX
+	ADDQ    R11, R13
+	VMOVUPD Z4, K4, (AX)
+	VMOVUPD Z5, K2, 64(AX)
+	VMOVUPD Z12, K4, (R13)
+	VMOVUPD Z13, K2, 64(R13)
+	ADDQ    R11, AX
+	ADDQ    R11, R13
+	VMOVUPD Z6, K5, (AX)
+	VMOVUPD Z7, K2, 64(AX)
+	VMOVUPD Z14, K5, (R13)
+	VMOVUPD Z15, K2, 64(R13)
+	ADDQ    $16, R10
+	CMPQ    R10, BX
+	JLT     tile
+	VZEROUPPER
+	RET
