@@ -24,15 +24,6 @@ func ddAxpy8AVX2(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 //go:noescape
 func ddAxpy8AVX512(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 
-// ddStrip4AVX512 adds the terms of n rows of x to a strip of four rows of
-// S's double-doubles (gram_amd64.s): the strip's first element is hi[0],
-// on S's diagonal, its rows sStride apart and cols long, and row k takes
-// x[r·xStride + k] times the row's elements x[r·xStride + c], c ≥ k, in
-// the rows' order.
-//
-//go:noescape
-func ddStrip4AVX512(x *float64, xStride, n int, hi, lo *float64, sStride, cols int)
-
 // ddWide is the widest of the kernels that the processor runs. They share
 // the additions between the add and the multiply-add pipes
 // (gram_amd64.s), hence AVX2 only with FMA. ddAxpy and ddAxpy8 call them

@@ -38,47 +38,31 @@ func addSquares(s blas64.Symmetric, sLo []float64, cat blas64.General) {
 	}
 }
 
-// stripRows is how many rows of S addStrip sums at once.
-const stripRows = 4
-
 // addPanel adds the rows [r, r+gramPanel) of chunkᵀchunk to the upper
 // triangle of s and their errors to sLo, summing over the chunk's rows in
-// order: strips of stripRows rows at once where addStrip can, else a row
-// at a time.
+// order, eight rows' terms at a time (ddAxpy8).
 func addPanel(s blas64.Symmetric, sLo []float64, chunk blas64.General, r int) {
-	end := min(r+gramPanel, s.N)
-	for i := r; i < end; {
-		if end-i >= stripRows && addStrip(s, sLo, chunk, i) {
-			i += stripRows
-			continue
-		}
-		addRow(s, sLo, chunk, i)
-		i++
-	}
-}
-
-// addRow adds the row i of chunkᵀchunk to the upper triangle of s and its
-// errors to sLo, eight of the chunk's rows' terms at a time (ddAxpy8).
-func addRow(s blas64.Symmetric, sLo []float64, chunk blas64.General, i int) {
 	d := s.N
 	var a [8]float64
 	var x [8][]float64
-	hi, lo := s.Data[i*s.Stride+i:i*s.Stride+d], sLo[i*s.Stride+i:i*s.Stride+d]
-	m := 0
-	for l := 0; l < chunk.Rows; l++ {
-		row := chunk.Data[l*chunk.Stride+i : l*chunk.Stride+d]
-		// Dsyrk skips a zero multiplier; so must its twin: the rows of a
-		// block of eight are the next eight with one.
-		if row[0] == 0 {
-			continue
+	for i := r; i < min(r+gramPanel, d); i++ {
+		hi, lo := s.Data[i*s.Stride+i:i*s.Stride+d], sLo[i*s.Stride+i:i*s.Stride+d]
+		m := 0
+		for l := 0; l < chunk.Rows; l++ {
+			row := chunk.Data[l*chunk.Stride+i : l*chunk.Stride+d]
+			// Dsyrk skips a zero multiplier; so must its twin: the
+			// rows of a block of eight are the next eight with one.
+			if row[0] == 0 {
+				continue
+			}
+			a[m], x[m] = row[0], row
+			if m++; m == len(a) {
+				ddAxpy8(&a, &x, hi, lo)
+				m = 0
+			}
 		}
-		a[m], x[m] = row[0], row
-		if m++; m == len(a) {
-			ddAxpy8(&a, &x, hi, lo)
-			m = 0
+		for k := range m {
+			ddAxpy(a[k], x[k], hi, lo)
 		}
-	}
-	for k := range m {
-		ddAxpy(a[k], x[k], hi, lo)
 	}
 }
