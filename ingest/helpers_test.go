@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -227,10 +226,6 @@ func checkedAllocator(tb testing.TB) *memory.CheckedAllocator {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	tb.Cleanup(func() { mem.AssertSize(tb, 0) })
 	return mem
-}
-
-func tempPath(tb testing.TB, name string) string {
-	return filepath.Join(tb.TempDir(), name)
 }
 
 // dirtyAllocator hands out memory full of 0xff, as pooling allocators may,

@@ -93,7 +93,7 @@ func TestAllFinite(t *testing.T) {
 			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 				x := make([]float64, n)
 				for i := range x {
-					x[i] = []float64{-0.0, math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 1.5}[i%5]
+					x[i] = []float64{math.Copysign(0, -1), math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 1.5}[i%5]
 				}
 				if !AllFinite(x) {
 					t.Fatalf("AllFinite(%v) = false", x)

@@ -164,7 +164,7 @@ func jsonMatches(got, want any) bool {
 }
 
 func TestJSONLFloatsMatchEncodingJSON(t *testing.T) {
-	for _, v := range []float64{0, -0.0, 1, -1.5, 1e-7, 1.234e-7, 1e-6, 123456789, 1e20, 1e21, 1.5e300, -2.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64, 1.0 / 3} {
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1.5, 1e-7, 1.234e-7, 1e-6, 123456789, 1e20, 1e21, 1.5e300, -2.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64, 1.0 / 3} {
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
