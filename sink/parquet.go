@@ -63,7 +63,7 @@ var errClosed = errors.New("sink is closed")
 
 type parquetSink struct {
 	schema      *arrow.Schema
-	w           *parquet.Writer
+	w           *parquet.GenericWriter[any]
 	columns     []columnEncoder
 	firstLeaf   []int // leaf column index of each encoder's first column
 	rowsPerCall int
@@ -113,7 +113,7 @@ func NewParquet(w io.Writer, schema *arrow.Schema, opts ParquetOptions) (Sink, e
 	}
 	return &parquetSink{
 		schema:      schema,
-		w:           parquet.NewWriter(w, config),
+		w:           parquet.NewGenericWriter[any](w, config),
 		columns:     layout.encoders,
 		firstLeaf:   layout.firstLeaf,
 		rowsPerCall: max(1, valuesPerWrite/layout.maxValuesPerRow),
