@@ -8,12 +8,12 @@ COUNT     ?= 6
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline
 
-.PHONY: help build build-openblas test test-openblas vet fmt-check static bench bench-blas bench-score bench-stream bench-arrow bench-serve demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-arrow bench-serve demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
-	@echo "make test            gofmt check, go vet, go test -race (the CI command)"
-	@echo "make test-openblas   go vet and the numeric packages' tests on OpenBLAS, and a CLI smoke test (CI runs it too)"
+	@echo "make test            gofmt check, go vet, staticcheck, go test -race (the CI command)"
+	@echo "make test-openblas   go vet, staticcheck and the numeric packages' tests on OpenBLAS, and a CLI smoke test (CI runs it too)"
 	@echo "make build           build bin/mvml"
 	@echo "make static          build bin/mvml-static as deploy/Dockerfile does (CGO_ENABLED=0) and check it is static"
 	@echo "make build-openblas  build bin/mvml on the machine's OpenBLAS (cgo; Debian: libopenblas-dev)"
@@ -55,11 +55,18 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-test: fmt-check vet
+# staticcheck's default checks but ST1005 (staticcheck.conf); the OpenBLAS
+# build's files are checked by test-openblas, which has the C library.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(STATICCHECK) $(PKGS)
+
+test: fmt-check vet lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 test-openblas:
 	$(GO) vet -tags openblas $(PKGS)
+	$(STATICCHECK) -tags openblas $(PKGS)
 	$(GO) test -tags openblas -count=1 -timeout 20m $(OPENBLAS_PKGS)
 	$(GO) test -tags openblas -count=1 -run 'TestOpenBLASTrainAndScore|TestHelp' ./cmd/mvml
 
