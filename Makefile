@@ -55,7 +55,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-# staticcheck's default checks but ST1005 (staticcheck.conf); the OpenBLAS
+# Every staticcheck check but ST1005 (staticcheck.conf); the OpenBLAS
 # build's files are checked by test-openblas, which has the C library.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:

@@ -156,32 +156,32 @@ func (c ScoreConfig) checkFiles() error {
 // store against its inputs and view spec. The model store is opened
 // (created) first, so that its entries can be checked like any file; it
 // is returned, nil without ModelDir.
-func (j TrainJob) checkFiles() (*registry.Dir, error) {
+func (job TrainJob) checkFiles() (*registry.Dir, error) {
 	var reads, writes []File
-	if j.Source == nil {
+	if job.Source == nil {
 		var err error
-		if reads, err = inputFiles(j.Inputs); err != nil {
+		if reads, err = inputFiles(job.Inputs); err != nil {
 			return nil, err
 		}
 	}
-	if j.SpecFile != "" {
-		reads = append(reads, File{Role: "view spec", Path: j.SpecFile})
+	if job.SpecFile != "" {
+		reads = append(reads, File{Role: "view spec", Path: job.SpecFile})
 	}
-	if j.LikeFile != "" {
-		reads = append(reads, File{Role: "base model", Path: j.LikeFile})
+	if job.LikeFile != "" {
+		reads = append(reads, File{Role: "base model", Path: job.LikeFile})
 	}
-	if j.Output != "" {
-		writes = append(writes, File{Role: "model file", Path: j.Output})
+	if job.Output != "" {
+		writes = append(writes, File{Role: "model file", Path: job.Output})
 	}
 	var dir *registry.Dir
-	if j.ModelDir != "" {
+	if job.ModelDir != "" {
 		var err error
-		if dir, err = registry.OpenDir(j.ModelDir, registry.DirOptions{}); err != nil {
+		if dir, err = registry.OpenDir(job.ModelDir, registry.DirOptions{}); err != nil {
 			return nil, err
 		}
 		// The version's entry is named after the model, not known yet;
 		// both entries end in .mvml, which no input does.
-		writes = append(writes, File{Role: "model store entry", Path: filepath.Join(j.ModelDir, registry.CurrentModel)})
+		writes = append(writes, File{Role: "model store entry", Path: filepath.Join(job.ModelDir, registry.CurrentModel)})
 	}
 	return dir, CheckFiles(reads, writes)
 }
