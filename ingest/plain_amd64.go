@@ -21,8 +21,9 @@ var hasScanArray = cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX5
 // at most in all, an optional exponent of at most three digits, after
 // optional spaces and just before a ',' or a ']'. Those are the numbers
 // of most writers' arrays, which it reads up to twice as fast as
-// scanFloat, to the same bits, by looking at 32 or 64 bytes at once. It returns how many it read, where the next
-// item starts, and whether it passed the array's ']'. It stops when dst
+// scanFloat, to the same bits, by looking at 32 or 64 bytes at once. It
+// returns how many it read, where the next item starts, and whether it
+// passed the array's ']'. It stops when dst
 // is full and at the first item that is not plain or whose value
 // neither Clinger's quotient nor one Eisel–Lemire product decides; that
 // item and the rest are the caller's, with scanFloat. Without AVX-512 it
