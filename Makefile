@@ -30,7 +30,7 @@ help:
 	@echo "                     BUILDS=\"default openblas\" measures both builds in turn"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
-	@echo "make docs            rewrite README's reference of the configuration keys and tables of the metrics (serve, refit) from the code"
+	@echo "make docs            rewrite docs/configuration.md's configuration keys and metrics tables from the code"
 
 
 build:
