@@ -1,11 +1,15 @@
-// Package pipeline owns the wiring of mvml's stages into jobs: reading
-// labelled rows for training and evaluation (ingest → memory), batch scoring
-// (ingest → scoring workers → one ordered writer → sink) and training runs
-// (load → model.Train → model file), with their lifecycles: bounded
-// channels for backpressure, cancellation through context.Context, explicit
-// release of every Arrow record, and outputs that appear under their final
-// name only when a job succeeds and never replace a file the job reads or
-// writes otherwise (CheckFiles, run before any row is read).
+// Package pipeline owns the wiring of mvml's stages into jobs: the batch
+// jobs (training, scoring, a shard of statistics), the long-running
+// Service and its Kafka runner, and the Refitter.
+//
+// The batch jobs read labelled rows for training and evaluation (ingest →
+// memory), score in batches (ingest → scoring workers → one ordered writer
+// → sink) and train (load → model.Train → model file), with their
+// lifecycles: bounded channels for backpressure, cancellation through
+// context.Context, explicit release of every Arrow record, and outputs
+// that appear under their final name only when a job succeeds and never
+// replace a file the job reads or writes otherwise (CheckFiles, run before
+// any row is read).
 //
 // Service is the long-running job behind `mvml serve`: it scores an
 // unending source (a Kafka consumer group) into a sink, sends the records it
