@@ -168,6 +168,9 @@ func TestWalkthrough(t *testing.T) {
 // for the walk-through's PATH.
 func buildMVML(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the walk-through runs mvml processes")
+	}
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(bin, "mvml"), "./cmd/mvml")
 	build.Dir = ".."

@@ -364,6 +364,9 @@ func (d *Dir) Follow(ctx context.Context, onCurrent func(*model.Model, Manifest)
 // Refused counts the current models Follow could not read whole.
 func (d *Dir) Refused() int64 { return d.watch.Refused() }
 
+// Looks counts the times Follow has looked at current.mvml.
+func (d *Dir) Looks() int64 { return d.watch.Looks() }
+
 // checkpointPath is the file of lineage's checkpoint.
 func (d *Dir) checkpointPath(lineage string) (string, error) {
 	if !validLineage(lineage) {

@@ -63,6 +63,9 @@ type process struct {
 // when the test ends.
 func startProcess(t *testing.T, name string, args ...string) *process {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no mvml processes of their own")
+	}
 	argv, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
