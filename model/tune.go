@@ -293,7 +293,7 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 		return nil, nil, err
 	}
 	groups := headGroups(train.Outputs(), cfgs[0], a.m.Config.Multiclass)
-	var start *solver
+	var start, done *solver // done: the last fit's, whose working matrices the next reuses
 	var startErr error
 	if warm == nil {
 		start, startErr = newStart(in, cfgs[0], nil)
@@ -306,7 +306,9 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 			errs[i] = startErr
 			continue
 		}
-		sols, err := fitGroups(ctx, in, start, cfg, groups, warm)
+		var sols []*Solution
+		var err error
+		sols, done, err = fitGroups(ctx, in, start, done, cfg, groups, warm)
 		if err == nil {
 			losses[i], err = solutionsLoss(a.folds[f], sols, units)
 		}
@@ -340,11 +342,12 @@ func headGroups(k int, cfg Config, mc Multiclass) [][]int {
 
 // fitGroups fits one solution per group of target columns with cfg: from
 // a copy of start (a cold start, newStart, fitted with any λ of the same
-// mode and intercept) or, when start is nil, from warm's heads as
-// FitHeads starts them. The solutions are those FitHeads finds.
-func fitGroups(ctx context.Context, in *fitInput, start *solver, cfg Config, groups [][]int, warm *Model) ([]*Solution, error) {
+// mode and intercept) in the working matrices of done, a finished
+// solver's, when not nil, or, when start is nil, from warm's heads as
+// FitHeads starts them. The solutions are those FitHeads finds. It also
+// returns its last solver, for the next call's done.
+func fitGroups(ctx context.Context, in *fitInput, start, done *solver, cfg Config, groups [][]int, warm *Model) ([]*Solution, *solver, error) {
 	sols := make([]*Solution, len(groups))
-	var done *solver
 	for h, cols := range groups {
 		var s *solver
 		switch {
@@ -358,17 +361,23 @@ func fitGroups(ctx context.Context, in *fitInput, start *solver, cfg Config, gro
 		case len(warm.Heads) == len(groups):
 			st, err := newStart(in, cfg, &warm.Heads[h].Solution)
 			if err != nil {
-				return nil, err
+				return nil, done, err
 			}
 			s = st.withColumns(cols)
 		default:
 			st, err := newStart(in, cfg, nil)
 			if err != nil {
-				return nil, err
+				return nil, done, err
 			}
 			s = st.withColumns(cols)
 		}
-		sol, err := fitPrepared(ctx, in, s)
+		var sol *Solution
+		var err error
+		if (cfg.Mode == ModeCov || cfg.Mode == ModeIdentity) && !cfg.LearnW {
+			sol, err = fixedSolution(in, s)
+		} else {
+			sol, err = fitPrepared(ctx, in, s)
+		}
 		if err == nil {
 			err = finiteSolution(sol)
 		}
@@ -376,11 +385,37 @@ func fitGroups(ctx context.Context, in *fitInput, start *solver, cfg Config, gro
 			if len(groups) > 1 {
 				err = fmt.Errorf("head %d of %d: %w", h+1, len(groups), err)
 			}
-			return nil, err
+			return nil, done, err
 		}
 		sols[h] = sol
 	}
-	return sols, nil
+	return sols, done, nil
+}
+
+// fixedSolution is fitPrepared for a fixed metric and fixed weights
+// (modes cov and identity without learn_w), where the fit is its one
+// g̃-step: the same g̃, w and intercept, without the objective, which
+// cross-validation does not read (its trace is left empty).
+func fixedSolution(in *fitInput, s *solver) (*Solution, error) {
+	if err := s.gStep(); err != nil {
+		return nil, err
+	}
+	st, cols := in.labels, s.cols
+	sol := &Solution{A: s.a, G: s.g, W: s.w, Intercept: make([]float64, len(cols))}
+	if !s.cfg.NoIntercept {
+		off := offsets(st.Ranks)
+		for c, col := range cols {
+			b := st.YSum[col] / st.N
+			for l := range st.Ranks {
+				for i := off[l]; i < off[l+1]; i++ {
+					b -= s.w[l] * st.USum[i] / st.N * s.g.At(i, c)
+				}
+			}
+			sol.Intercept[c] = b
+		}
+	}
+	in.units.encode(sol, s.cfg.NoIntercept)
+	return sol, nil
 }
 
 // solutionsLoss is the squared loss on the rows of st (raw statistics of
