@@ -292,7 +292,6 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 	if err != nil {
 		return nil, nil, err
 	}
-	groups := headGroups(train.Outputs(), cfgs[0], a.m.Config.Multiclass)
 	var start, done *solver // done: the last fit's, whose working matrices the next reuses
 	var startErr error
 	if warm == nil {
@@ -308,6 +307,7 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 		}
 		var sols []*Solution
 		var err error
+		groups := headGroups(train.Outputs(), cfg, a.m.Config.Multiclass)
 		sols, done, err = fitGroups(ctx, in, start, done, cfg, groups, warm)
 		if err == nil {
 			losses[i], err = solutionsLoss(a.folds[f], sols, units)

@@ -80,98 +80,111 @@ func tuneCandidates(t *testing.T) []Candidate {
 // fitted on all the rows as RefitCold fits it, and Model.Loss of that
 // model on a fold's sums is the loss of scoring the fold's rows.
 func TestTuneLossEqualsScoringHeldOutRows(t *testing.T) {
-	const k = 5
 	for _, tc := range coldCases() {
 		for _, mode := range coldModes {
 			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
-				cfg := coldConfig(mode)
-				base, err := Train(context.Background(), tc.spec, tc.views, tc.labels, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids := seqIDs(3000, 3000+len(tc.labels))
-				acc, err := base.NewFoldAccumulator(k)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := acc.AddFolds(ids, tc.views, tc.labels); err != nil {
-					t.Fatal(err)
-				}
-				cands := tuneCandidates(t)
-				m, tun, err := acc.Tune(context.Background(), cfg.Fit, cands, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tun.Folds != k || len(tun.Table) != len(cands) {
-					t.Fatalf("%d folds, %d rows, want %d and %d", tun.Folds, len(tun.Table), k, len(cands))
-				}
-				totals := make([]float64, len(cands))
-				for f := range k {
-					inFold := func(i int) bool { return FoldOf(ids[i], k) == f }
-					heldViews, heldLabels := pick(tc.views, tc.labels, inFold)
-					train := base.NewAccumulator()
-					train.stats, train.folds = mergeFolds(acc.folds, f), nil
-					train.folds = []*Stats{train.stats}
-					for i, c := range cands {
-						fit, err := c.Apply(cfg.Fit)
-						if err != nil {
-							t.Fatal(err)
-						}
-						foldModel, err := train.RefitCold(context.Background(), fit)
-						if err != nil {
-							t.Fatal(err)
-						}
-						want := heldOutLoss(t, foldModel, heldViews, heldLabels)
-						got := tun.Table[i].FoldLoss[f]
-						if d := math.Abs(got-want) / want; !(d <= 1e-9) {
-							t.Errorf("fold %d, %s: loss from sums %.17g, from scoring the held-out rows %.17g (%.2g relative)", f, c, got, want, d)
-						}
-						totals[i] += want
-						if f == 0 && exactBLAS {
-							// The fold's model is the candidate fitted on
-							// the other folds' rows themselves.
-							rows := base.NewAccumulator()
-							v, l := pick(tc.views, tc.labels, func(i int) bool { return !inFold(i) })
-							if err := rows.Add(v, l); err != nil {
-								t.Fatal(err)
-							}
-							if same, err := rows.RefitCold(context.Background(), fit); err != nil || same.Version != foldModel.Version {
-								t.Errorf("fold %d, %s: the other folds' rows refit to another model (%v)", f, c, err)
-							}
-						}
-					}
-				}
-				best := 0
-				for i := range totals {
-					if d := math.Abs(tun.Table[i].Loss-totals[i]) / totals[i]; !(d <= 1e-9) {
-						t.Errorf("%s: total %.17g, scoring gives %.17g", cands[i], tun.Table[i].Loss, totals[i])
-					}
-					if totals[i] < totals[best] {
-						best = i
-					}
-				}
-				if tun.Chosen != best {
-					t.Errorf("chose %s, the least held-out loss is %s's", cands[tun.Chosen], cands[best])
-				}
-				fit, _ := cands[tun.Chosen].Apply(cfg.Fit)
-				want, err := acc.RefitCold(context.Background(), fit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if m.Version != want.Version || m.Config.Fit.Lambda != fit.Lambda {
-					t.Errorf("tuned model %s (λ %v), RefitCold of the choice is %s (λ %v)", m.Version, m.Config.Fit.Lambda, want.Version, fit.Lambda)
-				}
-				losses, err := acc.Losses(m)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for f := range k {
-					v, l := pick(tc.views, tc.labels, func(i int) bool { return FoldOf(ids[i], k) == f })
-					if want := heldOutLoss(t, m, v, l); math.Abs(losses[f]-want)/want > 1e-9 {
-						t.Errorf("Model.Loss on fold %d: %.17g, scoring its rows gives %.17g", f, losses[f], want)
-					}
-				}
+				tuneAgainstScoring(t, tc, coldConfig(mode), tuneCandidates(t))
 			})
+		}
+	}
+	// Candidates that learn w fit one head per class where uniform
+	// weights share one joint solve.
+	t.Run("three classes/identity/learn_w", func(t *testing.T) {
+		cands, err := Candidates(map[string][]float64{"lambda": {1e-2, 1e-1}, "learn_w": {0, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuneAgainstScoring(t, coldCases()[0], coldConfig(ModeIdentity), cands)
+	})
+}
+
+// tuneAgainstScoring is TestTuneLossEqualsScoringHeldOutRows's proof for
+// one case, configuration and grid.
+func tuneAgainstScoring(t *testing.T, tc coldCase, cfg TrainConfig, cands []Candidate) {
+	const k = 5
+	base, err := Train(context.Background(), tc.spec, tc.views, tc.labels, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := seqIDs(3000, 3000+len(tc.labels))
+	acc, err := base.NewFoldAccumulator(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.AddFolds(ids, tc.views, tc.labels); err != nil {
+		t.Fatal(err)
+	}
+	m, tun, err := acc.Tune(context.Background(), cfg.Fit, cands, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tun.Folds != k || len(tun.Table) != len(cands) {
+		t.Fatalf("%d folds, %d rows, want %d and %d", tun.Folds, len(tun.Table), k, len(cands))
+	}
+	totals := make([]float64, len(cands))
+	for f := range k {
+		inFold := func(i int) bool { return FoldOf(ids[i], k) == f }
+		heldViews, heldLabels := pick(tc.views, tc.labels, inFold)
+		train := base.NewAccumulator()
+		train.stats, train.folds = mergeFolds(acc.folds, f), nil
+		train.folds = []*Stats{train.stats}
+		for i, c := range cands {
+			fit, err := c.Apply(cfg.Fit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			foldModel, err := train.RefitCold(context.Background(), fit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := heldOutLoss(t, foldModel, heldViews, heldLabels)
+			got := tun.Table[i].FoldLoss[f]
+			if d := math.Abs(got-want) / want; !(d <= 1e-9) {
+				t.Errorf("fold %d, %s: loss from sums %.17g, from scoring the held-out rows %.17g (%.2g relative)", f, c, got, want, d)
+			}
+			totals[i] += want
+			if f == 0 && exactBLAS {
+				// The fold's model is the candidate fitted on
+				// the other folds' rows themselves.
+				rows := base.NewAccumulator()
+				v, l := pick(tc.views, tc.labels, func(i int) bool { return !inFold(i) })
+				if err := rows.Add(v, l); err != nil {
+					t.Fatal(err)
+				}
+				if same, err := rows.RefitCold(context.Background(), fit); err != nil || same.Version != foldModel.Version {
+					t.Errorf("fold %d, %s: the other folds' rows refit to another model (%v)", f, c, err)
+				}
+			}
+		}
+	}
+	best := 0
+	for i := range totals {
+		if d := math.Abs(tun.Table[i].Loss-totals[i]) / totals[i]; !(d <= 1e-9) {
+			t.Errorf("%s: total %.17g, scoring gives %.17g", cands[i], tun.Table[i].Loss, totals[i])
+		}
+		if totals[i] < totals[best] {
+			best = i
+		}
+	}
+	if tun.Chosen != best {
+		t.Errorf("chose %s, the least held-out loss is %s's", cands[tun.Chosen], cands[best])
+	}
+	fit, _ := cands[tun.Chosen].Apply(cfg.Fit)
+	want, err := acc.RefitCold(context.Background(), fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != want.Version || m.Config.Fit.Lambda != fit.Lambda {
+		t.Errorf("tuned model %s (λ %v), RefitCold of the choice is %s (λ %v)", m.Version, m.Config.Fit.Lambda, want.Version, fit.Lambda)
+	}
+	losses, err := acc.Losses(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range k {
+		v, l := pick(tc.views, tc.labels, func(i int) bool { return FoldOf(ids[i], k) == f })
+		if want := heldOutLoss(t, m, v, l); math.Abs(losses[f]-want)/want > 1e-9 {
+			t.Errorf("Model.Loss on fold %d: %.17g, scoring its rows gives %.17g", f, losses[f], want)
 		}
 	}
 }
