@@ -291,6 +291,19 @@ func TestFoldAccumulatorRoundTrip(t *testing.T) {
 		t.Error("a clone's folds differ")
 	}
 
+	// One fold is today's accumulator, bytes and all.
+	views, labels := toyViews(7, 120)
+	plain, single := m.NewAccumulator(), must(m.NewFoldAccumulator(1))
+	if err := plain.Add(views, labels); err != nil {
+		t.Fatal(err)
+	}
+	if err := single.AddFolds(seqIDs(0, 120), views, labels); err != nil {
+		t.Fatal(err)
+	}
+	if p, s := must(plain.MarshalBinary()), must(single.MarshalBinary()); !bytes.Equal(p, s) || binary.LittleEndian.Uint32(s[8:]) != StatsFormatVersion {
+		t.Errorf("one fold written in format %d, %d bytes; the plain accumulator's are %d bytes", binary.LittleEndian.Uint32(s[8:]), len(s), len(p))
+	}
+
 	foldsAt := 16 + 16 + 4 + 8 + 4 // magic, version, lineage length, lineage, views, ranks, outputs
 	patched := func(folds uint32) []byte {
 		out := bytes.Clone(data)
