@@ -192,26 +192,15 @@ func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, 
 	errs := make([][]error, len(a.folds))
 	var fatal error
 	var mu sync.Mutex
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(filled)) {
-		wg.Go(func() {
-			for f := range next {
-				l, e, err := a.crossFold(ctx, f, cfgs, warm)
-				mu.Lock()
-				losses[f], errs[f] = l, e
-				if err != nil && fatal == nil {
-					fatal = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for _, f := range filled {
-		next <- f
-	}
-	close(next)
-	wg.Wait()
+	eachFold(filled, func(f int) {
+		l, e, err := a.crossFold(ctx, f, cfgs, warm, a.folds[f])
+		mu.Lock()
+		defer mu.Unlock()
+		losses[f], errs[f] = l, e
+		if err != nil && fatal == nil {
+			fatal = err
+		}
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("tune: %w", err)
 	}
@@ -240,6 +229,55 @@ func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, 
 		return nil, nil, fmt.Errorf("tune: candidate %s on all folds: %w", cands[chosen], err)
 	}
 	return m, tun, nil
+}
+
+// CrossLosses returns, for every fold f, the squared loss (Model.Loss's
+// units) on fold f of on of the heads fit fits on all of a's folds but f,
+// cold as Tune fits them when warm is nil, warm-started from warm
+// otherwise: with on = a, the fold losses of Tune's table for one
+// configuration; for a gate, the out-of-sample loss of a candidate on
+// other rows of the lineage split by the same folds, such as the labels
+// that arrived since the serving model was published (a may hold them
+// too: fold f's model sees no row of fold f). on must be of a's lineage
+// and number of folds. A fold without rows, in a or in on, has loss 0.
+// Cancelling ctx stops it with ctx's error.
+func (a *Accumulator) CrossLosses(ctx context.Context, fit Config, warm *Model, on *Accumulator) ([]float64, error) {
+	if err := fit.Validate(); err != nil {
+		return nil, fmt.Errorf("cross losses: %w", err)
+	}
+	if on.m != a.m && on.Lineage() != a.Lineage() {
+		return nil, fmt.Errorf("cross losses: statistics of lineage %s scored by fits on lineage %s", on.Lineage(), a.Lineage())
+	}
+	if len(on.folds) != len(a.folds) {
+		return nil, fmt.Errorf("cross losses: statistics of %d folds scored by fits on %d folds", len(on.folds), len(a.folds))
+	}
+	if warm != nil && warm.Features != a.m.Features && warm.Lineage() != a.Lineage() {
+		return nil, fmt.Errorf("cross losses: warm start from model %s of lineage %s, the statistics are of lineage %s", warm.Version, warm.Lineage(), a.Lineage())
+	}
+	var filled []int
+	for f := range a.folds {
+		if on.folds[f].N > 0 && a.Rows()-a.folds[f].N > 0 {
+			filled = append(filled, f)
+		}
+	}
+	out := make([]float64, len(a.folds))
+	errs := make([]error, len(a.folds))
+	eachFold(filled, func(f int) {
+		l, e, err := a.crossFold(ctx, f, []Config{fit}, warm, on.folds[f])
+		if err == nil {
+			out[f], err = l[0], e[0]
+		}
+		if err != nil {
+			errs[f] = fmt.Errorf("fold %d: %w", f, err)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cross losses: %w", err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("cross losses: %w", err)
+	}
+	return out, nil
 }
 
 // choose returns the index of the candidate of least loss among those
@@ -280,11 +318,31 @@ func simpler(a, b Config) bool {
 	}
 }
 
+// eachFold calls fn for every fold of folds on up to GOMAXPROCS
+// goroutines and returns when all calls have.
+func eachFold(folds []int, fn func(f int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(folds)) {
+		wg.Go(func() {
+			for f := range next {
+				fn(f)
+			}
+		})
+	}
+	for _, f := range folds {
+		next <- f
+	}
+	close(next)
+	wg.Wait()
+}
+
 // crossFold fits every configuration on the sums of all folds but f and
-// returns their losses on fold f, with the error of each configuration
-// that could not be fitted; a failure that is not the candidate's (a
-// cancelled ctx) is the third result.
-func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm *Model) ([]float64, []error, error) {
+// returns their losses on the rows of score (fold f's or another
+// accumulator's fold f), with the error of each configuration that could
+// not be fitted; a failure that is not the candidate's (a cancelled ctx)
+// is the third result.
+func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm *Model, score *Stats) ([]float64, []error, error) {
 	losses, errs := make([]float64, len(cfgs)), make([]error, len(cfgs))
 	train := mergeFolds(a.folds, f)
 	units := a.m.labelUnits()
@@ -310,7 +368,7 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 		groups := headGroups(train.Outputs(), cfg, a.m.Config.Multiclass)
 		sols, done, err = fitGroups(ctx, in, start, done, cfg, groups, warm)
 		if err == nil {
-			losses[i], err = solutionsLoss(a.folds[f], sols, units)
+			losses[i], err = solutionsLoss(score, sols, units)
 		}
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()

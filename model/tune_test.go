@@ -399,3 +399,67 @@ func TestChooseTies(t *testing.T) {
 		t.Error("a table of failures gave a choice")
 	}
 }
+
+// CrossLosses scored on the accumulator itself is Tune's table row of the
+// configuration; scored on other rows (labels that came later), it is the
+// loss of scoring them with each fold's model. Statistics of other folds
+// or lineages are refused.
+func TestCrossLosses(t *testing.T) {
+	m, acc, views, labels := foldToy(t)
+	cands := tuneCandidates(t)
+	_, tun, err := acc.Tune(context.Background(), m.Config.Fit, cands, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, _ := cands[1].Apply(m.Config.Fit)
+	self, err := acc.CrossLosses(context.Background(), fit, nil, acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(self, tun.Table[1].FoldLoss) {
+		t.Errorf("cross losses on the folds themselves %v, Tune's %v", self, tun.Table[1].FoldLoss)
+	}
+	later, laterLabels := toyViews(31, 90)
+	ids := seqIDs(9000, 9090)
+	on, _ := m.NewFoldAccumulator(5)
+	if err := on.AddFolds(ids, later, laterLabels); err != nil {
+		t.Fatal(err)
+	}
+	got, err := acc.CrossLosses(context.Background(), fit, nil, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range 5 {
+		train := m.NewAccumulator()
+		train.stats = mergeFolds(acc.folds, f)
+		train.folds = []*Stats{train.stats}
+		foldModel, err := train.RefitCold(context.Background(), fit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, l := pick(later, laterLabels, func(i int) bool { return FoldOf(ids[i], 5) == f })
+		if want := heldOutLoss(t, foldModel, v, l); math.Abs(got[f]-want)/want > 1e-9 {
+			t.Errorf("fold %d: cross loss on later rows %.17g, scoring them %.17g", f, got[f], want)
+		}
+	}
+	stranger, err := Train(context.Background(), m.Spec, views, labels, trainWith(func(c *TrainConfig) { c.Landmarks, c.Seed = 25, 9 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		on   *Accumulator
+		want string
+	}{
+		{"other folds", context.Background(), must(m.NewFoldAccumulator(4)), "statistics of 4 folds"},
+		{"other lineage", context.Background(), must(stranger.NewFoldAccumulator(5)), "lineage"},
+		{"cancelled", cancelled, on, "context canceled"},
+	} {
+		if _, err := acc.CrossLosses(tc.ctx, fit, nil, tc.on); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
