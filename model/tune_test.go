@@ -96,6 +96,12 @@ func TestTuneLossEqualsScoringHeldOutRows(t *testing.T) {
 		}
 		tuneAgainstScoring(t, coldCases()[0], coldConfig(ModeIdentity), cands)
 	})
+	// Without the intercept the encoded one cancels the target mean.
+	t.Run("regression/cov/no intercept", func(t *testing.T) {
+		cfg := coldConfig(ModeCov)
+		cfg.Fit.NoIntercept = true
+		tuneAgainstScoring(t, coldCases()[1], cfg, tuneCandidates(t))
+	})
 }
 
 // tuneAgainstScoring is TestTuneLossEqualsScoringHeldOutRows's proof for
