@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
@@ -117,17 +118,19 @@ func (a *Accumulator) AddFolds(ids []int64, views []*mat.Dense, labels []float64
 	if err := a.m.nonFiniteFeatures(views, a.u); err != nil {
 		return fmt.Errorf("accumulate: %w", err)
 	}
-	d := a.folds[0].Dim()
-	cat := mat.NewDense(len(labels), d, nil)
-	off := 0
-	for _, ul := range a.u {
-		_, r := ul.Dims()
-		if r > 0 {
-			cat.Slice(0, len(labels), off, off+r).(*mat.Dense).Copy(ul)
-		}
-		off += r
+	if len(a.folds) == 1 {
+		return a.stats.Add(a.u, y)
 	}
-	a.addFolds(ids, cat.RawMatrix(), y)
+	a.addFolds(ids, y, func(dst []float64, i int) {
+		off := 0
+		for _, ul := range a.u {
+			_, r := ul.Dims()
+			if r > 0 {
+				copy(dst[off:off+r], ul.RawRowView(i))
+			}
+			off += r
+		}
+	})
 	return nil
 }
 
@@ -155,47 +158,50 @@ func (a *Accumulator) AddProjectedFolds(ids []int64, u *mat.Dense, labels []floa
 	if err := a.m.nonFiniteProjected(u); err != nil {
 		return fmt.Errorf("accumulate: %w", err)
 	}
-	a.addFolds(ids, u.RawMatrix(), y)
+	if len(a.folds) == 1 {
+		a.stats.addRows(u.RawMatrix(), y)
+		return nil
+	}
+	a.addFolds(ids, y, func(dst []float64, i int) { copy(dst, u.RawRowView(i)) })
 	return nil
 }
 
-// addFolds adds the rows of cat (n×D) with their targets y (n×k) to the
-// folds of their ids, the rows of each fold in one batch.
-func (a *Accumulator) addFolds(ids []int64, cat blas64.General, y *mat.Dense) {
+// addFolds adds rows with their targets y (n×k) to the folds of their
+// ids, the rows of each fold in one batch: row sets dst (D values) to
+// the features of row i. The rows are laid out fold by fold in one
+// buffer of n×D values, kept for the next batch as Stats.Add keeps its
+// own.
+func (a *Accumulator) addFolds(ids []int64, y *mat.Dense, row func(dst []float64, i int)) {
 	a.changed()
-	k := len(a.folds)
-	if k == 1 {
-		a.folds[0].addRows(cat, y)
-		return
-	}
-	n := len(ids)
+	k, n, d := len(a.folds), len(ids), a.folds[0].Dim()
+	out := y.RawMatrix().Cols
 	fold := make([]int, n)
-	count := make([]int, k)
+	start := make([]int, k+1) // rows of fold f: start[f] to start[f+1]
 	for i, id := range ids {
 		fold[i] = FoldOf(id, k)
-		count[fold[i]]++
+		start[fold[i]+1]++
 	}
-	d, out := cat.Cols, y.RawMatrix().Cols
-	for f, c := range count {
-		switch c {
-		case 0:
+	for f := range k {
+		start[f+1] += start[f]
+	}
+	if cap(a.scratch) < n*(d+out) {
+		a.scratch = make([]float64, n*(d+out))
+	}
+	cat, ys := a.scratch[:n*d], a.scratch[n*d:n*(d+out)]
+	next := slices.Clone(start[:k])
+	for i := range n {
+		r := next[fold[i]]
+		next[fold[i]]++
+		row(cat[r*d:(r+1)*d], i)
+		copy(ys[r*out:(r+1)*out], y.RawRowView(i))
+	}
+	for f := range k {
+		lo, hi := start[f], start[f+1]
+		if lo == hi {
 			continue
-		case n: // every row in one fold
-			a.folds[f].addRows(cat, y)
-			return
 		}
-		sub := blas64.General{Rows: c, Cols: d, Stride: d, Data: make([]float64, c*d)}
-		sy := mat.NewDense(c, out, nil)
-		r := 0
-		for i := range n {
-			if fold[i] != f {
-				continue
-			}
-			copy(sub.Data[r*d:(r+1)*d], cat.Data[i*cat.Stride:i*cat.Stride+d])
-			copy(sy.RawRowView(r), y.RawRowView(i))
-			r++
-		}
-		a.folds[f].addRows(sub, sy)
+		a.folds[f].addRows(blas64.General{Rows: hi - lo, Cols: d, Stride: d, Data: cat[lo*d : hi*d]},
+			mat.NewDense(hi-lo, out, ys[lo*out:hi*out]))
 	}
 }
 

@@ -53,6 +53,8 @@ type Accumulator struct {
 	// folds holds the sums of every fold (one, stats, by default).
 	folds []*Stats
 	u     []*mat.Dense
+	// scratch holds a batch's rows laid out fold by fold (AddFolds).
+	scratch []float64
 	// lineage is m's, hashed on first use: Merge and MarshalBinary need it
 	// and it costs a pass over the landmarks.
 	lineage string
