@@ -147,7 +147,9 @@ type TuneRow struct {
 // without a row kept. The candidate of least total loss is chosen; losses
 // within TieTolerance (relative) of the least count as ties, which go to
 // the larger λ, then the larger η, then uniform view weights, then the
-// earlier candidate: the simpler model when the data cannot tell.
+// earlier candidate: the simpler model when the data cannot tell. The
+// sums are used as they are: after Decay, an older row weighs its decay
+// factor in the fits and in the losses alike.
 //
 // With warm nil every fit is cold, as RefitCold's, and the model equals
 // RefitCold of the chosen configuration; otherwise every fit (fold and

@@ -13,8 +13,8 @@ import (
 // statistics are gathered once, outside the timing. In modes identity
 // and cov both refits are cold; in mode learned (one-vs-all, 10
 // iterations) both are warm-started from the model the statistics were
-// gathered on, as the refitter does, and the cold tuning is reported
-// beside them. cpu-ms/op is the process's CPU time per operation (all
+// gathered on, as the refitter does, and the cold refit and tuning are
+// reported beside them. cpu-ms/op is the process's CPU time per operation (all
 // goroutines): on a shared machine steadier than the wall clock, and the
 // measure of work when Tune fits folds on several CPUs.
 func BenchmarkTune(b *testing.B) {
@@ -42,15 +42,21 @@ func BenchmarkTune(b *testing.B) {
 			if mode == ModeLearned {
 				warm = base
 			}
-			b.Run("refit", func(b *testing.B) {
-				cpu := cpuSeconds()
-				for range b.N {
-					if _, err := acc.refit(context.Background(), cfg.Fit, warm); err != nil {
-						b.Fatal(err)
+			refit := func(warm *Model) func(b *testing.B) {
+				return func(b *testing.B) {
+					cpu := cpuSeconds()
+					for range b.N {
+						if _, err := acc.refit(context.Background(), cfg.Fit, warm); err != nil {
+							b.Fatal(err)
+						}
 					}
+					b.ReportMetric((cpuSeconds()-cpu)*1e3/float64(b.N), "cpu-ms/op")
 				}
-				b.ReportMetric((cpuSeconds()-cpu)*1e3/float64(b.N), "cpu-ms/op")
-			})
+			}
+			b.Run("refit", refit(warm))
+			if mode == ModeLearned {
+				b.Run("refit-cold", refit(nil))
+			}
 			tune := func(warm *Model) func(b *testing.B) {
 				return func(b *testing.B) {
 					cpu := cpuSeconds()
