@@ -241,7 +241,8 @@ func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, 
 // other rows of the lineage split by the same folds, such as the labels
 // that arrived since the serving model was published (a may hold them
 // too: fold f's model sees no row of fold f). on must be of a's lineage
-// and number of folds. A fold without rows, in a or in on, has loss 0.
+// and number of folds. Fold f's loss is 0 when on's fold f has no rows,
+// or when a's other folds have none to fit.
 // Cancelling ctx stops it with ctx's error.
 func (a *Accumulator) CrossLosses(ctx context.Context, fit Config, warm *Model, on *Accumulator) ([]float64, error) {
 	if err := fit.Validate(); err != nil {
