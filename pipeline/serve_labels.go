@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -196,6 +197,11 @@ type labelJoin struct {
 	// store is kept until the next generation starts.
 	held    map[int]bool
 	heldGen int32
+	// unrestored are the partitions owned, or held between generations,
+	// whose records were not restored yet: a generation that ended
+	// midway through the restore leaves some, which the next generation
+	// restores if it keeps them. The replica is not ready while any is.
+	unrestored map[int]bool
 	// unassigned are the records scored while no generation was assigned,
 	// and their bytes.
 	unassigned      []*joinEntry
@@ -250,16 +256,26 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 	// A partition this member owned in the generation just before (none
 	// between: generations are numbered one after the other) was nobody
 	// else's since: its store is kept as it is. The others are restored.
+	// A partition held but not restored is restored again from scratch:
+	// its store holds part of its records at most.
 	kept := map[int]bool{}
 	for p := range j.held {
 		_, again := a.Records[p]
-		if again && a.Generation == j.heldGen+1 {
+		if again && a.Generation == j.heldGen+1 && !j.unrestored[p] {
 			kept[p] = true
 		} else {
 			j.store.drop(p)
 		}
 	}
 	j.held = nil
+	j.unrestored = map[int]bool{}
+	if j.cfg.Restore != nil {
+		for p, end := range a.Records {
+			if end > 0 && !kept[p] {
+				j.unrestored[p] = true
+			}
+		}
+	}
 	j.gen, j.assigned = a.Generation, true
 	j.labels, j.records = map[int]*labelPartition{}, map[int]statsbus.Runs{}
 	for p, committed := range a.Labels {
@@ -286,8 +302,15 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 		for _, p := range a.Partitions() {
 			if end := a.Records[p]; end > 0 && !kept[p] {
 				if err := j.restore(ctx, p, from, end); err != nil {
+					if ctx.Err() != nil {
+						j.s.cfg.Logger.Info("generation ended before its partitions were restored: the next generation that keeps them restores them",
+							"generation", a.Generation, "not_restored", j.notRestored())
+					}
 					return fmt.Errorf("restoring the records of partition %d before offset %d: %w", p, end, err)
 				}
+				j.mu.Lock()
+				delete(j.unrestored, p)
+				j.mu.Unlock()
 			}
 		}
 	}
@@ -314,6 +337,14 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 		j.s.cfg.Logger.Info("labels published by the partitions' previous owner will be skipped", "generation", a.Generation, "labels", skipped)
 	}
 	return nil
+}
+
+// notRestored returns the partitions owned, or held between generations,
+// whose records are not restored yet, in ascending order.
+func (j *labelJoin) notRestored() []int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Sorted(maps.Keys(j.unrestored))
 }
 
 // from returns the offsets of runs at or above offset (all of them when

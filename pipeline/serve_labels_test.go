@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -747,4 +748,101 @@ func TestJoinCountsExpiredLabelsAtFlush(t *testing.T) {
 	if st := svc.Stats(); st.LabelsUnmatchedNeverSeen != 1 || st.LabelsWaiting != 0 {
 		t.Errorf("%d labels never seen, %d waiting: want the expired label counted", st.LabelsUnmatchedNeverSeen, st.LabelsWaiting)
 	}
+}
+
+// A generation that ends midway through a restore (a rebalance, as when
+// replicas start together) leaves its partitions not restored: /readyz
+// says 503 naming them, also between generations, and the next generation
+// that keeps them restores them, but not those restored already.
+func TestServeRestoresPartitionsAcrossGenerations(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 120, 1))
+	var mu sync.Mutex
+	var restored []string
+	started := make(chan int, 8)
+	restore := func(ctx context.Context, p int, _ time.Time, _ int64) (ingest.Source, error) {
+		mu.Lock()
+		restored = append(restored, fmt.Sprint(p))
+		mu.Unlock()
+		started <- p
+		if p == 0 {
+			return gateSource{open: closedChan()}, nil // nothing to restore
+		}
+		return blockingSource{}, nil // until the generation ends
+	}
+	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+		Labels: &LateLabels{Source: noLabels{}, Topic: "labels", Restore: restore}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		svc.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if code, _ := readyz(); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the service is not ready")
+		}
+	}
+	j := svc.join
+	a1 := ingest.Assignment{Generation: 1, Records: map[int]int64{0: 10, 1: 10}, Labels: map[int]int64{0: 0, 1: 0}}
+	gen1, endGen1 := context.WithCancel(ctx)
+	assigned := make(chan error, 1)
+	go func() { assigned <- j.assign(gen1, a1) }()
+	<-started
+	if p := <-started; p != 1 {
+		t.Fatalf("restore of partition %d, want 1", p)
+	}
+	if code, body := readyz(); code != 503 || !strings.Contains(body, "[1]") {
+		t.Errorf("readyz while partition 1 is restored: %d %q, want 503 naming it", code, body)
+	}
+	endGen1()
+	if err := <-assigned; err == nil {
+		t.Fatal("an assignment whose generation ended midway through the restore returned no error")
+	}
+	j.revoke(ctx, a1)
+	if code, body := readyz(); code != 503 || !strings.Contains(body, "[1]") {
+		t.Errorf("readyz between generations, partition 1 not restored: %d %q, want 503 naming it", code, body)
+	}
+	// Generation 2 keeps both partitions: partition 1 is restored now,
+	// partition 0 (restored already) is kept as it is.
+	restoreOne := func(ctx context.Context, p int, from time.Time, end int64) (ingest.Source, error) {
+		mu.Lock()
+		restored = append(restored, fmt.Sprint(p))
+		mu.Unlock()
+		return gateSource{open: closedChan()}, nil
+	}
+	j.cfg.Restore = restoreOne
+	a2 := ingest.Assignment{Generation: 2, Records: map[int]int64{0: 12, 1: 12}, Labels: map[int]int64{0: 0, 1: 0}}
+	if err := j.assign(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := strings.Join(restored, " ")
+	mu.Unlock()
+	if got != "0 1 1" {
+		t.Errorf("partitions restored %q, want %q: partition 1 again in the generation that kept it unrestored", got, "0 1 1")
+	}
+	if code, body := readyz(); code != 200 {
+		t.Errorf("readyz once every partition is restored: %d %q", code, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedChan returns a closed channel.
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
