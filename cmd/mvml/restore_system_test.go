@@ -268,3 +268,147 @@ func keptUnrestored(log string) bool {
 	}
 	return false
 }
+
+// A fleet in which replicas join, stop, are killed and start again,
+// reading a labels topic where a label for an id never produced waits
+// (the committed offset stays at it: every rebalance reads the later
+// labels again) before 12 messages that are not labels: each of these is
+// dead-lettered exactly once, whichever replica reads it again.
+func TestServeDeadLettersLabelsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the system test runs replicas for a while")
+	}
+	const n, bad = 200, 12
+	dir := t.TempDir()
+	streamCSV, modelPath := trainedForServe(t, dir, n)
+	records := csvMessages(t, streamCSV, false)
+	labelled := csvMessages(t, streamCSV, true)
+	c := kafkatest.Start(t, 2, "records", "labels", "scores", "dead")
+	write := func(topic string, msgs []kafka.Message) {
+		t.Helper()
+		w := keyedWriter(c, topic)
+		defer w.Close()
+		if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var msgs []kafka.Message
+	for i := range n {
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(i)), Value: records[i]})
+	}
+	write("records", msgs)
+	// First labels of ids never produced (they wait for the whole window),
+	// then the messages that are not labels, then the labels of the even
+	// ids, written one after the other.
+	msgs = nil
+	for i := range 8 {
+		id := 1_000_000 + i
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(id)), Value: fmt.Appendf(nil, `{"id": %d, "label": 1}`, id)})
+	}
+	write("labels", msgs)
+	msgs = nil
+	for i := range bad {
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(i)), Value: fmt.Appendf(nil, `{"id": %d, "label": "not a number"}`, i)})
+	}
+	write("labels", msgs)
+	msgs = nil
+	for i := 0; i < n; i += 2 {
+		var rec map[string]any
+		if err := json.Unmarshal(labelled[i], &rec); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(i)), Value: fmt.Appendf(nil, `{"id": %d, "label": %v}`, i, rec["label"])})
+	}
+	write("labels", msgs)
+	labelEnds := c.EndOffsets(t, "labels")
+
+	brokers := strings.Join(c.Brokers, ",")
+	live := map[string]*process{}
+	start := func(name string) {
+		live[name] = startProcess(t, name, "serve", "--brokers", brokers, "--group", "g", "--topic", "records", "--labels-topic", "labels",
+			"--output-topic", "scores", "--dead-letter-topic", "dead", "--model", modelPath, "--batch-size", "50", "--max-wait", "20ms",
+			"--session-timeout", "6s", "--http", "127.0.0.1:0")
+		live[name].waitHTTP(t)
+	}
+	labelsIn := func() map[string]float64 {
+		in := map[string]float64{}
+		for name, p := range live {
+			in[name] = p.metricsOf()["mvml_labels_in_total"]
+		}
+		return in
+	}
+	// step changes the fleet, then waits until the replicas left have read
+	// again every label after the offsets committed before the change.
+	step := func(what string, change func()) {
+		t.Helper()
+		var reread float64
+		for p, committed := range c.CommittedOffsets(t, "g", "labels") {
+			reread += float64(labelEnds[p] - max(committed, 0))
+		}
+		before := labelsIn()
+		change()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			var read float64
+			for name, in := range labelsIn() {
+				read += in - before[name]
+			}
+			if read >= reread {
+				t.Logf("%s: %v labels read again (%v after the offsets committed)", what, read, reread)
+				return
+			}
+			if time.Now().After(deadline) {
+				for name, p := range live {
+					t.Logf("replica %s said:\n%s", name, p.said())
+				}
+				t.Fatalf("%s: %v labels read again of %v after the offsets committed", what, read, reread)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	step("r0 starts", func() { start("r0") })
+	step("r1 joins", func() { start("r1") })
+	step("r0 stops", func() {
+		if code := live["r0"].stop(t); code != exitOK {
+			t.Errorf("r0: exit %d:\n%s", code, live["r0"].stderr)
+		}
+		delete(live, "r0")
+	})
+	step("r2 joins", func() { start("r2") })
+	step("r1 is killed", func() {
+		live["r1"].kill(t)
+		delete(live, "r1")
+	})
+	step("r0 starts again", func() { start("r0") })
+	for name, p := range live {
+		if code := p.stop(t); code != exitOK {
+			t.Errorf("replica %s: exit %d:\n%s", name, code, p.stderr)
+		}
+	}
+	if got := c.CommittedOffsets(t, "g", "labels"); slices.Equal(got, labelEnds) {
+		t.Fatalf("labels committed %v, all of them: no label waited, every rebalance read none again", got)
+	}
+	dead := map[string]int{}
+	for _, msg := range c.ConsumeAll(t, "dead") {
+		var source, row string
+		for _, h := range msg.Headers {
+			switch h.Key {
+			case "mvml-source":
+				source = string(h.Value)
+			case "mvml-row":
+				row = string(h.Value)
+			}
+		}
+		if strings.HasPrefix(source, "labels/") {
+			dead[source+"@"+row]++
+		}
+	}
+	if len(dead) != bad {
+		t.Errorf("%d messages of the labels topic dead-lettered, want %d: %v", len(dead), bad, dead)
+	}
+	for msg, times := range dead {
+		if times != 1 {
+			t.Errorf("%s dead-lettered %d times, want once", msg, times)
+		}
+	}
+}
