@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -411,4 +413,84 @@ func TestServeDeadLettersLabelsOnce(t *testing.T) {
 			t.Errorf("%s dead-lettered %d times, want once", msg, times)
 		}
 	}
+}
+
+// BenchmarkLabelsReread measures what a replica pays to read a labels
+// partition again after a rebalance or a restart, as `mvml serve` run as
+// a process of its own: 100,000 JSON labels (about 45 bytes each) behind
+// a label whose record never comes, so that the committed offset stays
+// before them and each new replica reads them all again (the bound,
+// LateLabels.RereadLimit, is 100,000 by default). An iteration is one
+// replica, timed from its /readyz answering 200 until it has taken every
+// label. Run with -benchtime=3x.
+func BenchmarkLabelsReread(b *testing.B) {
+	const labels = 100_000
+	modelPath := benchModel(b)
+	c := kafkatest.Start(b, 1, "records", "labels", "scores", "dead")
+	w := keyedWriter(c, "labels")
+	defer w.Close()
+	msgs := make([]kafka.Message, 0, labels+1)
+	for i := range labels + 1 {
+		id := 1_000_000 + i
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(id)), Value: fmt.Appendf(nil, `{"id": %d, "label": 1}`, id)})
+	}
+	for lo := 0; lo < len(msgs); lo += 10_000 {
+		if err := w.WriteMessages(context.Background(), msgs[lo:min(lo+10_000, len(msgs))]...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	brokers := strings.Join(c.Brokers, ",")
+	var took time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		p := startProcess(b, "r", "serve", "--brokers", brokers, "--group", "g", "--topic", "records", "--labels-topic", "labels",
+			"--output-topic", "scores", "--dead-letter-topic", "dead", "--model", modelPath, "--http", "127.0.0.1:0")
+		p.waitHTTP(b)
+		for code, _ := p.readyz(); code != 200; code, _ = p.readyz() {
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+		start := time.Now()
+		for p.metricsOf()["mvml_labels_in_total"] < labels {
+			time.Sleep(time.Millisecond)
+		}
+		took += time.Since(start)
+		b.StopTimer()
+		p.cmd.Process.Signal(os.Interrupt)
+		<-p.done
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(labels)/took.Seconds()*float64(b.N), "labels/s")
+	b.ReportMetric(took.Seconds()/float64(b.N), "s/100k-labels")
+}
+
+// benchModel trains, in-process, a model of classSpec on 150 rows of
+// random features and returns its file.
+func benchModel(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	spec := filepath.Join(dir, "views.json")
+	if err := os.WriteFile(spec, []byte(classSpec), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	var csv strings.Builder
+	csv.WriteString("id,label,a_0,a_1,a_2,b_0,b_1\n")
+	for i := range 150 {
+		fmt.Fprintf(&csv, "%d,%d", i, 1+i%3)
+		for range 5 {
+			fmt.Fprintf(&csv, ",%g", rng.NormFloat64())
+		}
+		csv.WriteString("\n")
+	}
+	data, model := filepath.Join(dir, "train.csv"), filepath.Join(dir, "m.mvml")
+	if err := os.WriteFile(data, []byte(csv.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), []string{"train", "--input", data, "--views", spec, "--model", model, "--landmarks", "30"}, &stdout, &stderr); code != exitOK {
+		b.Fatalf("mvml train: exit %d: %s", code, stderr.String())
+	}
+	return model
 }
