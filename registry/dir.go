@@ -110,6 +110,20 @@ func checkCreatable(dir string) error {
 	return errors.Join(probe.Close(), os.Remove(probe.Name()))
 }
 
+// IsStore reports whether dir is a model store: it holds a current model
+// (current.mvml) or its pointer (current.json). Such a directory is
+// written by its store only (Publish, Promote, Rollback): a file written
+// into it by other means may replace an entry or leave current.mvml and
+// current.json disagreeing.
+func IsStore(dir string) bool {
+	for _, name := range []string{CurrentModel, CurrentPointer} {
+		if info, err := os.Stat(filepath.Join(dir, name)); err == nil && info.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
 // Path is the store's directory.
 func (d *Dir) Path() string { return d.dir }
 
