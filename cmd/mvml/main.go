@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -130,7 +131,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	name := args[0]
-	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
+	switch name {
+	case "help", "-h", "--help", "-help":
 		printUsage(a.stdout)
 		return exitOK
 	}
@@ -139,21 +141,29 @@ func (a *app) run(ctx context.Context, args []string) int {
 			continue
 		}
 		err := c.run(ctx, a, args[1:])
-		err = a.config.locate(err)
 		switch {
 		case err == nil:
 			return exitOK
 		case errors.Is(err, flag.ErrHelp):
 			return exitOK
-		case errors.As(err, new(usageError)):
-			fmt.Fprintf(stderr, "mvml %s: %v\nRun 'mvml %s --help' for usage.\n", name, err, name)
+		}
+		// Every wrong setting on a line of its own, at its line of the
+		// configuration file when the file gave it.
+		var b strings.Builder
+		for _, e := range splitErrors(err) {
+			e = a.config.locate(e)
+			if ctx.Err() != nil && !errors.As(e, new(usageError)) {
+				fmt.Fprintf(&b, "mvml %s: interrupted: %v\n", name, e)
+				continue
+			}
+			fmt.Fprintf(&b, "mvml %s: %v\n", name, e)
+		}
+		if errors.As(err, new(usageError)) {
+			fmt.Fprintf(&b, "Run 'mvml %s --help' for usage.\n", name)
+			io.WriteString(stderr, b.String())
 			return exitUsage
 		}
-		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "mvml %s: interrupted: %v\n", name, err)
-			return exitError
-		}
-		fmt.Fprintf(stderr, "mvml %s: %v\n", name, err)
+		io.WriteString(stderr, b.String())
 		return exitError
 	}
 	fmt.Fprintf(stderr, "mvml: unknown command %q\n\n", name)

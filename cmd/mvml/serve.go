@@ -55,23 +55,32 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
+	// A required flag missing is reported alone: the other checks are of
+	// a configuration that is not there yet.
 	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic); err != nil {
 		return err
 	}
+	// Every other setting is checked before the first error is reported,
+	// so that one run (and mvml lint) says all that is wrong.
+	var c checks
 	switch {
 	case *modelPath == "" && *modelTopic == "":
-		return usagef("--model or --model-topic is required")
+		c.failf("--model or --model-topic is required")
 	case *modelTopic != "" && *reload != 0:
-		return usagef("--reload-interval watches a --model file; with --model-topic the topic is followed")
+		c.failf("--reload-interval watches a --model file; with --model-topic the topic is followed")
 	}
 	if (*outTopic == "") == (*outDir == "") {
-		return usagef("give one of --output-topic and --output-dir")
+		c.failf("give one of --output-topic and --output-dir")
 	}
+	kf.check(&c)
+	c.checkGroup("group", *group)
+	c.checkHTTPAddr("http", *httpAddr)
+	c.checkOutputDir("output-dir", *outDir, "model-dir", *modelDir)
 	inFormat := ingest.FormatByHeader
 	if *format != "" {
 		f, err := ingest.ParseFormat(*format)
 		if err != nil {
-			return usagef("--format: %v", err)
+			c.failf("--format: %v", err)
 		}
 		inFormat = f
 	}
@@ -79,39 +88,47 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	switch {
 	case *outFormat == "":
 	case *outDir != "":
-		return usagef("--output-format is for --output-topic: --output-dir writes Parquet files")
+		c.failf("--output-format is for --output-topic: --output-dir writes Parquet files")
 	default:
 		f, err := ingest.ParseFormat(*outFormat)
 		if err != nil {
-			return usagef("--output-format: %v", err)
+			c.failf("--output-format: %v", err)
 		}
 		arrowOutput = f == ingest.FormatArrow
 	}
+	checkNotNegative(&c, "refit-rows", *refitRows)
+	checkNotNegative(&c, "refit-interval", *refitEvery)
+	checkNotNegative(&c, "refit-min-rows", *minRows)
+	checkNotNegative(&c, "max-wait", *maxWait)
+	checkNotNegative(&c, "reload-interval", *reload)
+	checkNotNegative(&c, "roll-rows", *rollRows)
+	checkNotNegative(&c, "roll-interval", *rollEvery)
 	if *decay <= 0 || *decay > 1 {
-		return usagef("--decay %g must be in (0, 1]", *decay)
+		c.failf("--decay %g must be in (0, 1]", *decay)
 	}
 	switch {
 	case *workers < 1 || *inFlight < 0:
-		return usagef("--workers %d must be at least 1 and --in-flight %d not negative", *workers, *inFlight)
+		c.failf("--workers %d must be at least 1 and --in-flight %d not negative", *workers, *inFlight)
 	case *inFlight > 0 && *inFlight < *workers:
-		return usagef("--in-flight %d keeps only %d of --workers %d busy: give at least as many batches in flight as workers", *inFlight, *inFlight, *workers)
+		c.failf("--in-flight %d keeps only %d of --workers %d busy: give at least as many batches in flight as workers", *inFlight, *inFlight, *workers)
+	}
+	switch {
 	case *writesInFlight < 1:
-		return usagef("--writes-in-flight %d must be at least 1", *writesInFlight)
+		c.failf("--writes-in-flight %d must be at least 1", *writesInFlight)
 	case *outDir != "" && givenFlags(fs)["writes-in-flight"]:
-		return usagef("--writes-in-flight is for --output-topic: --output-dir commits its files as they roll")
+		c.failf("--writes-in-flight is for --output-topic: --output-dir commits its files as they roll")
 	}
 	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
-		return usagef("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
+		c.failf("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
 	}
 	labels, err := lateLabelFlags(fs, *labelsTopic, *statsTopic, *modelTopic, pipeline.LateLabels{
 		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
 		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica,
 	})
-	if err != nil {
-		return err
-	}
+	c.add(err)
 	opts, err := read.options(a)
-	if err != nil {
+	c.add(err)
+	if err := c.err(); err != nil {
 		return err
 	}
 	if stop, err := config.checked(a, fs); stop {
