@@ -106,6 +106,8 @@ func commands() []command {
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
 		{"lint", "mvml lint [--command serve|refit] FILE... | --reference",
 			"check configuration files (unknown keys, wrong types, invalid values, by line) without running anything", runLint},
+		{"version", "mvml version  (or mvml --version)",
+			"print the module version, the commit, the build tags, the Go toolchain and the BLAS of this binary", runVersion},
 	}
 }
 
@@ -135,6 +137,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 	case "help", "-h", "--help", "-help":
 		printUsage(a.stdout)
 		return exitOK
+	case "--version", "-version":
+		name, args = "version", append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands() {
 		if c.name != name {
@@ -166,9 +170,25 @@ func (a *app) run(ctx context.Context, args []string) int {
 		io.WriteString(stderr, b.String())
 		return exitError
 	}
-	fmt.Fprintf(stderr, "mvml: unknown command %q\n\n", name)
-	printUsage(stderr)
+	// One line and a hint: the whole usage would push the error off the
+	// screen.
+	fmt.Fprintf(stderr, "mvml: unknown command %q%s\nRun 'mvml help' for the commands.\n", name, suggestCommand(name))
 	return exitUsage
+}
+
+// suggestCommand proposes the command closest to a misspelt one, or the
+// flag of mvml a dashed word may mean.
+func suggestCommand(name string) string {
+	best, bestDist := "", 3
+	for _, c := range commands() {
+		if d := editDistance(strings.TrimLeft(name, "-"), c.name); d < bestDist {
+			best, bestDist = c.name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
 }
 
 func printUsage(w io.Writer) {
