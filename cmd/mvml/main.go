@@ -106,6 +106,8 @@ func commands() []command {
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
 		{"lint", "mvml lint [--command serve|refit] FILE... | --reference",
 			"check configuration files (unknown keys, wrong types, invalid values, by line) without running anything", runLint},
+		{"wait", "mvml wait --brokers HOST:PORT [--topics T1,T2] | --http ADDR METRIC>=V... [--timeout D]",
+			"wait until the brokers answer, or until the /metrics of a running mvml serve or refit reach values, for scripts to go on only once what they need is there", runWait},
 		{"version", "mvml version  (or mvml --version)",
 			"print the module version, the commit, the build tags, the Go toolchain and the BLAS of this binary", runVersion},
 	}
