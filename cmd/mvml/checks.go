@@ -125,6 +125,6 @@ func (c *checks) checkOutputDir(flag, dir, modelDirFlag, modelDir string) {
 	case modelDir != "" && pipeline.SamePath(dir, modelDir):
 		c.failf("--%s %s is --%s, the model store: write the outputs elsewhere", flag, dir, modelDirFlag)
 	case registry.IsStore(dir):
-		c.failf("--%s %s is a model store (it holds %s or %s), which only its store writes: write the outputs elsewhere", flag, dir, registry.CurrentModel, registry.CurrentPointer)
+		c.failf("--%s %s is a model store, which only its store writes: write the outputs elsewhere", flag, dir)
 	}
 }

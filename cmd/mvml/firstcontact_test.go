@@ -121,6 +121,15 @@ func TestNothingWritesIntoAStore(t *testing.T) {
 	}
 	// Getting a version out of the store still works.
 	mustRun(t, "models", "get", version, "--model-dir", alias, "--output", filepath.Join(dir, "got.mvml"))
+	// A directory where a retraining job writes current.mvml for serve
+	// --reload-interval is no store: the job writes it again.
+	plain := filepath.Join(dir, "serving")
+	if err := os.Mkdir(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		mustRun(t, "train", "--input", data, "--views", spec, "--model", filepath.Join(plain, registry.CurrentModel), "--landmarks", "10")
+	}
 }
 
 // serveDirArgs are the flags of a serve with an output directory, more
