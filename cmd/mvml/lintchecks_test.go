@@ -52,6 +52,18 @@ http: "not an addr"
 		}
 	}
 
+	// The checks of the join of late labels, all of them too.
+	labels := writeConfig(t, "brokers: k:9092\ntopic: in\noutput-topic: out\ndead-letter-topic: dlq\nmodel: m.mvml\nlabels-topic: labels\nlabel-window: 0s\nquality-window: 0\nstats-rows: 10\n")
+	code, stdout, _ = mvml(t, "lint", labels)
+	want = []string{
+		"serve.yaml: line 7: label-window: label-window 0s must be positive",
+		"serve.yaml: line 8: quality-window: quality-window 0 must be positive",
+		"serve.yaml: line 9: stats-rows: stats-rows tunes the publication of statistics: it needs stats-topic",
+	}
+	if got := strings.TrimSpace(strings.ReplaceAll(stdout, filepath.Dir(labels)+string(filepath.Separator), "")); code != exitError || got != strings.Join(want, "\n") {
+		t.Errorf("lint of the join's keys: exit %d, stdout:\n%s\nwant:\n%s", code, got, strings.Join(want, "\n"))
+	}
+
 	// refit: the same checks of the keys they share.
 	refit := writeRefitConfig(t, "brokers: k:9092\nstats-topic: s\nmodel-topic: m\ngroup: \"\"\nhttp: localhost\nsasl: gssapi\nsasl-user: bob\n")
 	code, stdout, _ = mvml(t, "lint", "--command", "refit", refit)

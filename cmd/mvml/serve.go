@@ -121,11 +121,11 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
 		c.failf("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
 	}
-	labels, err := lateLabelFlags(fs, *labelsTopic, *statsTopic, *modelTopic, pipeline.LateLabels{
+	labels := pipeline.LateLabels{
 		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
 		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica,
-	})
-	c.add(err)
+	}
+	lateLabelFlags(&c, fs, *labelsTopic, *statsTopic, *modelTopic, labels)
 	opts, err := read.options(a)
 	c.add(err)
 	if err := c.err(); err != nil {
@@ -223,43 +223,44 @@ func serveInapplicableFlags(fs *flag.FlagSet) map[string]bool {
 
 // lateLabelFlags checks the flags of the join of late labels and of the
 // publication of statistics, given explicitly, against the topics given,
-// and returns the join's settings: a flag given is used exactly or
-// refused.
-func lateLabelFlags(fs *flag.FlagSet, labelsTopic, statsTopic, modelTopic string, labels pipeline.LateLabels) (pipeline.LateLabels, error) {
+// noting every problem in c: a flag given is used exactly or refused.
+func lateLabelFlags(c *checks, fs *flag.FlagSet, labelsTopic, statsTopic, modelTopic string, labels pipeline.LateLabels) {
 	given := givenFlags(fs)
 	for _, name := range joinFlags {
 		if given[name] && labelsTopic == "" {
-			return labels, usagef("--%s tunes the join of late labels: it needs --labels-topic", name)
+			c.failf("--%s tunes the join of late labels: it needs --labels-topic", name)
 		}
 	}
 	for _, name := range statsFlags {
 		if given[name] && statsTopic == "" {
-			return labels, usagef("--%s tunes the publication of statistics: it needs --stats-topic", name)
+			c.failf("--%s tunes the publication of statistics: it needs --stats-topic", name)
 		}
 	}
 	if statsTopic != "" {
 		if modelTopic == "" {
-			return labels, usagef("--stats-topic needs --model-topic: the refitter publishes its models there, and its checkpoints say which statistics it merged")
+			c.failf("--stats-topic needs --model-topic: the refitter publishes its models there, and its checkpoints say which statistics it merged")
 		}
 		for _, name := range refitFlags {
 			if given[name] {
-				return labels, usagef("--%s cannot be used with --stats-topic: the statistics are refitted by `mvml refit`, which publishes to --model-topic", name)
+				c.failf("--%s cannot be used with --stats-topic: the statistics are refitted by `mvml refit`, which publishes to --model-topic", name)
 			}
 		}
 	}
-	switch {
-	case labels.Window <= 0:
-		return labels, usagef("--label-window %v must be positive", labels.Window)
-	case labels.CacheBytes <= 0:
-		return labels, usagef("--label-cache-bytes %d must be positive", labels.CacheBytes)
-	case labels.QualityWindow <= 0:
-		return labels, usagef("--quality-window %d must be positive", labels.QualityWindow)
-	case labels.StatsInterval <= 0:
-		return labels, usagef("--stats-interval %v must be positive", labels.StatsInterval)
-	case labels.StatsRows <= 0:
-		return labels, usagef("--stats-rows %d must be positive", labels.StatsRows)
+	if labels.Window <= 0 {
+		c.failf("--label-window %v must be positive", labels.Window)
 	}
-	return labels, nil
+	if labels.CacheBytes <= 0 {
+		c.failf("--label-cache-bytes %d must be positive", labels.CacheBytes)
+	}
+	if labels.QualityWindow <= 0 {
+		c.failf("--quality-window %d must be positive", labels.QualityWindow)
+	}
+	if labels.StatsInterval <= 0 {
+		c.failf("--stats-interval %v must be positive", labels.StatsInterval)
+	}
+	if labels.StatsRows <= 0 {
+		c.failf("--stats-rows %d must be positive", labels.StatsRows)
+	}
 }
 
 // startModel is the model served at the start: the --model file, or the
