@@ -121,10 +121,15 @@ func runWait(ctx context.Context, a *app, args []string) error {
 		}
 		try = func(ctx context.Context) (bool, string) { return brokersAnswer(ctx, client, names) }
 	}
+	var said string
 	for {
-		ok, said := try(ctx)
+		ok, saw := try(ctx)
 		if ok {
 			return nil
+		}
+		if said == "" || ctx.Err() == nil {
+			// A try the deadline cut short says less than the one before.
+			said = saw
 		}
 		select {
 		case <-ctx.Done():

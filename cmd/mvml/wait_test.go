@@ -38,11 +38,11 @@ func TestWaitForMetrics(t *testing.T) {
 	}
 
 	// Flags after the conditions, and a value never reached.
-	code, _, stderr = mvml(t, "wait", "--http", srv.URL, "mvml_records_scored_total=1", "--timeout", "300ms")
-	if code != exitError || !strings.Contains(stderr, "mvml wait: not after 300ms: mvml_records_scored_total ") || !strings.Contains(stderr, "(want =1)") {
+	code, _, stderr = mvml(t, "wait", "--http", srv.URL, "mvml_records_scored_total=1", "--timeout", "2s")
+	if code != exitError || !strings.Contains(stderr, "mvml wait: not after 2s: mvml_records_scored_total ") || !strings.Contains(stderr, "(want =1)") {
 		t.Errorf("a value passed by: exit %d, stderr %q", code, stderr)
 	}
-	code, _, stderr = mvml(t, "wait", "--http", addr, "mvml_absent_total>=1", "--timeout", "300ms")
+	code, _, stderr = mvml(t, "wait", "--http", addr, "mvml_absent_total>=1", "--timeout", "2s")
 	if code != exitError || !strings.Contains(stderr, "mvml_absent_total absent, want >=1") {
 		t.Errorf("an absent metric: exit %d, stderr %q", code, stderr)
 	}
@@ -73,8 +73,8 @@ func TestWaitForBrokers(t *testing.T) {
 	if code, _, stderr := mvml(t, "wait", "--brokers", brokers, "--topics", "records,scores"); code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	code, _, stderr := mvml(t, "wait", "--brokers", brokers, "--topics", "records,models", "--timeout", "500ms")
-	if code != exitError || !strings.Contains(stderr, "not after 500ms: topics missing: models") {
+	code, _, stderr := mvml(t, "wait", "--brokers", brokers, "--topics", "records,models", "--timeout", "3s")
+	if code != exitError || !strings.Contains(stderr, "not after 3s: topics missing: models") {
 		t.Errorf("a missing topic: exit %d, stderr %q", code, stderr)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
