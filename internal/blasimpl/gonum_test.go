@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/cpu"
 	"gonum.org/v1/gonum/blas/blas64"
 
-	"github.com/mvml/mvml/internal/blasimpl/gemm"
+	"github.com/mvml/mvml/internal/asm/gemm"
 )
 
 // The default build computes with gonum's pure-Go BLAS and mvml's Dgemm,
