@@ -1,4 +1,4 @@
-//go:build !openblas
+//go:build !openblas && !noasm && !noasm_gemm
 
 package blasimpl
 
@@ -12,7 +12,8 @@ import (
 )
 
 // The default build computes with gonum's pure-Go BLAS and mvml's Dgemm,
-// with the widest kernel the processor runs, and says so.
+// with the widest kernel the processor runs, and says so. Without the
+// assembly (noasm, noasm_gemm) there is no kernel: gonum_noasm_test.go.
 func TestUsesPureGoBLAS(t *testing.T) {
 	impl, ok := blas64.Implementation().(gemm.Implementation)
 	if !ok {
