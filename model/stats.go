@@ -7,6 +7,8 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/internal/asm/dd"
 )
 
 // Stats are the sufficient statistics of labelled rows for a fit:
@@ -129,7 +131,7 @@ func (s *Stats) addRows(cat blas64.General, y *mat.Dense) {
 			s.YtY[j], s.res.yty[j] = addTerm(s.YtY[j], s.res.yty[j], float64(v*v))
 			s.YSum[j], s.res.ySum[j] = addTerm(s.YSum[j], s.res.ySum[j], v)
 		}
-		ddAxpy(1, cat.Data[i*cat.Stride:i*cat.Stride+d], s.USum, s.res.uSum)
+		dd.Axpy(1, cat.Data[i*cat.Stride:i*cat.Stride+d], s.USum, s.res.uSum)
 	}
 	s.N += float64(n)
 	s.normalize()

@@ -1,3 +1,5 @@
+//go:build amd64 && !noasm && !noasm_gemm
+
 // The packing of A's panels for the AVX-512 kernels: tmp = alpha·a (alpha
 // is not NaN), l-major, 8 rows, and whether some tmp of the panel is zero
 // (EQ_OQ: a NaN is not).

@@ -1,6 +1,8 @@
+//go:build amd64 && !noasm && !noasm_dd
+
 #include "textflag.h"
 
-// The kernels run ddAxpyGo's operations on every element, in the same
+// The kernels run AxpyGo's operations on every element, in the same
 // order and so to the same bits: p = a·x[j], s = hi[j] + p,
 // b = s − hi[j], lo[j] += (hi[j] − (s − b)) + (p − b), hi[j] = s.
 //
@@ -28,11 +30,11 @@
 // ONE64 is the bits of 1.0.
 #define ONE64 $0x3ff0000000000000
 
-// func ddAxpyAVX2(a float64, x, hi, lo []float64) int
+// func axpyAVX2(a float64, x, hi, lo []float64) int
 //
-// ddAxpyGo on four lanes at a time, eight elements a round, then four: it
+// AxpyGo on four lanes at a time, eight elements a round, then four: it
 // returns how many elements it did, len(hi) less its remainder modulo 4.
-TEXT ·ddAxpyAVX2(SB), NOSPLIT, $0-88
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-88
 	VBROADCASTSD a+0(FP), Y0
 	MOVQ         ONE64, BX
 	MOVQ         BX, X15
@@ -76,11 +78,11 @@ done:
 	MOVQ CX, ret+80(FP)
 	RET
 
-// func ddAxpyAVX512(a float64, x, hi, lo []float64) int
+// func axpyAVX512(a float64, x, hi, lo []float64) int
 //
-// ddAxpyAVX2 on eight lanes, sixteen elements a round, then eight, then
+// axpyAVX2 on eight lanes, sixteen elements a round, then eight, then
 // the last len(hi) mod 8 under a mask: it does them all.
-TEXT ·ddAxpyAVX512(SB), NOSPLIT, $0-88
+TEXT ·axpyAVX512(SB), NOSPLIT, $0-88
 	VBROADCASTSD a+0(FP), Z0
 	MOVQ         ONE64, BX
 	VPBROADCASTQ BX, Z31
@@ -142,14 +144,14 @@ done512:
 	MOVQ R11, ret+80(FP)
 	RET
 
-// func ddAxpy8AVX2(a *[8]float64, x *[8][]float64, hi, lo []float64) int
+// func axpy8AVX2(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 //
-// ddAxpyAVX2 for eight rows at once, x[0] first: every element's hi and lo
+// axpyAVX2 for eight rows at once, x[0] first: every element's hi and lo
 // stay in registers while the rows' terms are added to them in turn, as
-// eight ddAxpyAVX2 calls would add them, so that they are loaded and
+// eight axpyAVX2 calls would add them, so that they are loaded and
 // stored once for the eight. It returns how many elements it did, len(hi)
 // less its remainder modulo 4.
-TEXT ·ddAxpy8AVX2(SB), NOSPLIT, $0-72
+TEXT ·axpy8AVX2(SB), NOSPLIT, $0-72
 	MOVQ         a+0(FP), BX
 	VBROADCASTSD 0(BX), Y0
 	VBROADCASTSD 8(BX), Y1
@@ -203,11 +205,11 @@ done8x4:
 	MOVQ BX, ret+64(FP)
 	RET
 
-// func ddAxpy8AVX512(a *[8]float64, x *[8][]float64, hi, lo []float64) int
+// func axpy8AVX512(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 //
-// ddAxpy8AVX2 on eight lanes, sixteen elements a round, then eight, then
+// axpy8AVX2 on eight lanes, sixteen elements a round, then eight, then
 // the last len(hi) mod 8 under a mask: it does them all.
-TEXT ·ddAxpy8AVX512(SB), NOSPLIT, $0-72
+TEXT ·axpy8AVX512(SB), NOSPLIT, $0-72
 	MOVQ         a+0(FP), BX
 	VBROADCASTSD 0(BX), Z0
 	VBROADCASTSD 8(BX), Z1

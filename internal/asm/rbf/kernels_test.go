@@ -1,4 +1,4 @@
-package transform
+package rbf
 
 import (
 	"encoding/binary"
@@ -73,9 +73,9 @@ func expSweep() []float64 {
 // Every lane an exp kernel sets holds math.Exp's bits, and it sets every
 // block whose lanes all take math.Exp's ordinary path and no other.
 func TestExpKernelsMatchMathExp(t *testing.T) {
-	kernels := rbfKernels()
-	if len(kernels) == 0 {
-		t.Skip("no vector kernel on this processor")
+	ks := kernels()
+	if len(ks) == 0 {
+		t.Skip("no vector kernel in this build or on this processor")
 	}
 	// x = −γ·max(0 + 0 + g, 0): γ = 1 and g = −x for x ≤ 0, γ = −1 and
 	// g = x for x > 0, both exact; a NaN as a NaN g.
@@ -88,7 +88,7 @@ func TestExpKernelsMatchMathExp(t *testing.T) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 17))
-	for _, k := range kernels {
+	for _, k := range ks {
 		t.Run(fmt.Sprintf("%d lanes", k.width), func(t *testing.T) {
 			vector := 0
 			for _, part := range []struct {
@@ -169,11 +169,11 @@ func awkwardRow(rng *rand.Rand, n int) (row, norms []float64) {
 	return row, norms
 }
 
-// rbfRow on each kernel gives rbfRowGo's bits, a NaN's included, on rows
+// Row on each kernel gives RowGo's bits, a NaN's included, on rows
 // of every length up to 40 with every kind of value.
 func TestRBFRowKernelsMatchGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 1))
-	for _, k := range rbfKernels() {
+	for _, k := range kernels() {
 		t.Run(fmt.Sprintf("%d lanes", k.width), func(t *testing.T) {
 			for n := range 41 {
 				for range 200 {
@@ -187,22 +187,22 @@ func TestRBFRowKernelsMatchGo(t *testing.T) {
 	}
 }
 
-// checkRBFRow fails t unless rbfRowWith(k) and rbfRowGo give the same bits.
-func checkRBFRow(t *testing.T, k rbfKernel, row, norms []float64, nx, gamma float64) {
+// checkRBFRow fails t unless rowWith(k) and RowGo give the same bits.
+func checkRBFRow(t *testing.T, k kernel, row, norms []float64, nx, gamma float64) {
 	t.Helper()
 	got, want := append([]float64(nil), row...), append([]float64(nil), row...)
-	rbfRowWith(k, got, norms, nx, gamma)
-	rbfRowGo(want, norms, nx, gamma)
+	rowWith(k, got, norms, nx, gamma)
+	RowGo(want, norms, nx, gamma)
 	for j := range row {
 		if math.Float64bits(got[j]) != math.Float64bits(want[j]) {
-			t.Fatalf("%d lanes, nx %v, γ %v, element %d of %d (−2xᵀz %v, ‖z‖² %v): %v, rbfRowGo %v",
+			t.Fatalf("%d lanes, nx %v, γ %v, element %d of %d (−2xᵀz %v, ‖z‖² %v): %v, RowGo %v",
 				k.width, nx, gamma, j, len(row), row[j], norms[j], got[j], want[j])
 		}
 	}
 }
 
 // FuzzRBFRowMatchesGo: any bits for −2xᵀz, the norms, ‖x‖² and γ; every
-// kernel this processor runs gives rbfRowGo's bits.
+// kernel this processor runs gives RowGo's bits.
 func FuzzRBFRowMatchesGo(f *testing.F) {
 	rng := rand.New(rand.NewPCG(17, 2))
 	for _, n := range []int{0, 1, 3, 4, 8, 9, 17, 33} {
@@ -220,7 +220,7 @@ func FuzzRBFRowMatchesGo(f *testing.F) {
 		}
 		nx, gamma := vals[len(vals)-2], vals[len(vals)-1]
 		n := (len(vals) - 2) / 2
-		for _, k := range rbfKernels() {
+		for _, k := range kernels() {
 			checkRBFRow(t, k, vals[:n], vals[n:2*n], nx, gamma)
 		}
 	})
@@ -236,19 +236,19 @@ func floatBytes(v []float64) []byte {
 }
 
 // BenchmarkRBFRow is the Gaussian kernel's exp on a row of p = 128
-// landmarks at ordinary distances: math.Exp element by element (rbfRowGo)
+// landmarks at ordinary distances: math.Exp element by element (RowGo)
 // against each vector kernel this processor runs, in ns per element.
 func BenchmarkRBFRow(b *testing.B) {
 	variants := []struct {
 		name string
 		row  func(row, norms []float64, nx, gamma float64)
-	}{{"math.Exp", rbfRowGo}}
-	for _, k := range rbfKernels() {
+	}{{"math.Exp", RowGo}}
+	for _, k := range kernels() {
 		variants = append(variants, struct {
 			name string
 			row  func(row, norms []float64, nx, gamma float64)
 		}{fmt.Sprintf("exact %d lanes", k.width), func(row, norms []float64, nx, gamma float64) {
-			rbfRowWith(k, row, norms, nx, gamma)
+			rowWith(k, row, norms, nx, gamma)
 		}})
 	}
 	for _, v := range variants {

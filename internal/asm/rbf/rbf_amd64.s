@@ -1,6 +1,8 @@
+//go:build amd64 && !noasm && !noasm_rbf
+
 #include "textflag.h"
 
-// The exact exp of rbfRowExp4 and rbfRowExp8 is math.Exp's own on amd64
+// The exact exp of rowExp4 and rowExp8 is math.Exp's own on amd64
 // ($GOROOT/src/math/exp_amd64.s, its path with AVX and FMA): the same
 // constants, the same operations in the same order, fused where it fuses,
 // lane by lane; so every lane it sets holds math.Exp's bits.
@@ -112,7 +114,7 @@ GLOBL expconst<>(SB), RODATA|NOPTR, $544
 #define TWO expconst<>+480(SB)
 #define BIAS expconst<>+512(SB)
 
-// func rbfRowExp4(row, norms []float64, nx, negGamma float64) int
+// func rowExp4(row, norms []float64, nx, negGamma float64) int
 //
 // Four lanes at a time: d² = max((nx + norms[j]) + row[j], 0), x = −γ·d²,
 // row[j] = math.Exp(x), for as long as every lane of a four is in
@@ -126,7 +128,7 @@ GLOBL expconst<>(SB), RODATA|NOPTR, $544
 // NaN reaches the range check and stops the loop; it keeps a d² of −0
 // where Go's max gives +0, which changes only the sign of a zero x, and
 // math.Exp(±0) = 1 through the same operations.
-TEXT ·rbfRowExp4(SB), NOSPLIT, $0-72
+TEXT ·rowExp4(SB), NOSPLIT, $0-72
 	MOVQ row_base+0(FP), SI
 	MOVQ row_len+8(FP), CX
 	MOVQ norms_base+24(FP), DI
@@ -281,10 +283,10 @@ done4:
 	MOVQ BX, ret+64(FP)
 	RET
 
-// func rbfRowExp8(row, norms []float64, nx, negGamma float64) int
+// func rowExp8(row, norms []float64, nx, negGamma float64) int
 //
-// rbfRowExp4 on eight lanes (AVX-512F), its constants in registers.
-TEXT ·rbfRowExp8(SB), NOSPLIT, $0-72
+// rowExp4 on eight lanes (AVX-512F), its constants in registers.
+TEXT ·rowExp8(SB), NOSPLIT, $0-72
 	MOVQ row_base+0(FP), SI
 	MOVQ row_len+8(FP), CX
 	MOVQ norms_base+24(FP), DI
@@ -310,7 +312,7 @@ TEXT ·rbfRowExp8(SB), NOSPLIT, $0-72
 	VBROADCASTSD BIAS, Z27
 	XORQ BX, BX
 
-	// Two eights at a time, as rbfRowExp4 takes two fours.
+	// Two eights at a time, as rowExp4 takes two fours.
 pair8:
 	CMPQ CX, $16
 	JLT loop8

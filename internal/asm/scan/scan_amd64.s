@@ -1,8 +1,10 @@
+//go:build amd64 && !noasm && !noasm_scan
+
 #include "textflag.h"
 
-// func scanArrayAVX512(data []byte, i int, dst []float64, pow10 *[23]float64, pow10Mant0 *[2]uint64) (next, count int, closed bool)
+// func arrayAVX512(data []byte, i int, dst []float64, pow10 *[23]float64, pow10Mant0 *[2]uint64) (next, count int, closed bool)
 //
-// See scanArray (plain_amd64.go). Three steps an item:
+// See Array (scan.go). Three steps an item:
 //
 // The separators. Blocks of 64 bytes from i on give the positions of
 // every ',' and ']' (R8, a bit a byte of the block at BX): each item ends
@@ -23,7 +25,7 @@
 // The value. ±mant × 10^e, e the exponent less the fraction's digits, is
 // mant × 10^e or mant / 10^−e (Clinger: exact operands, one rounding)
 // when mant ≤ 2^53 and |e| ≤ 22, and Eisel–Lemire's product by the
-// power's high half otherwise, as scanFloat (numbers.go) converts it:
+// power's high half otherwise, as ingest's scanFloat converts it:
 // both are computed and one taken without a branch, which would go
 // either way as often as not. Where Clinger's does not apply and
 // Eisel–Lemire cannot decide alone (the power's low half might carry, a
@@ -36,7 +38,7 @@
 // item's start, DI the next element of dst; CX, DX, R9–R13 scratch.
 // The frame holds the elements of dst left and, for the item, its sign
 // bit, its exponent and where the next one starts.
-TEXT ·scanArrayAVX512(SB), NOSPLIT, $32-89
+TEXT ·arrayAVX512(SB), NOSPLIT, $32-89
 	MOVQ data_base+0(FP), SI
 	MOVQ i+24(FP), AX
 	MOVQ dst_base+32(FP), DI
@@ -227,7 +229,7 @@ mantissa:
 eisel:
 	// Eisel–Lemire, in R9: the power of ten 10^e is the table's entry e
 	// from 10^0. R9 = pow10Exp2(e) + 63 + 1023 − clz.
-	LEAQ   348(R13), CX // −pow10MinExp10
+	LEAQ   348(R13), CX // −MinExp10
 	CMPQ   CX, $695     // pow10MaxExp10 − pow10MinExp10
 	JA     undecided
 	IMUL3Q $108853, R13, R9

@@ -1,3 +1,5 @@
+//go:build amd64 && !noasm && !noasm_gemm
+
 package gemm
 
 import "golang.org/x/sys/cpu"

@@ -1,4 +1,4 @@
-package transform
+package rbf
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ func ulps(a, b float64) float64 {
 	return math.Abs(a-b) / (math.Nextafter(math.Abs(b), math.Inf(1)) - math.Abs(b))
 }
 
-// rbfRow (vectorised on amd64) gives rbfRowGo's kernel values bit for bit:
+// Row (vectorised on amd64) gives RowGo's kernel values bit for bit:
 // ordinary ones, the NaN of an overflowed distance, 1 for a distance of 0
 // and the subnormals and 0 of exponents below −708, at every position of
 // rows of every length.
@@ -62,8 +62,8 @@ func TestRBFRowMatchesMathExp(t *testing.T) {
 					norms[j] = 1
 					got[j], want[j] = tc.g(j), tc.g(j)
 				}
-				rbfRow(got, norms, 1, gamma)
-				rbfRowGo(want, norms, 1, gamma)
+				Row(got, norms, 1, gamma)
+				RowGo(want, norms, 1, gamma)
 				for j := range n {
 					if u := ulps(got[j], want[j]); u != 0 {
 						t.Errorf("element %d: %v, want %v (%g ulps)", j, got[j], want[j], u)
@@ -75,7 +75,7 @@ func TestRBFRowMatchesMathExp(t *testing.T) {
 }
 
 // Over the whole range of exponents in [−708, 0], in steps that hit every
-// reduction k, rbfRow is math.Exp.
+// reduction k, Row is math.Exp.
 func TestRBFRowSweep(t *testing.T) {
 	const n = 1 << 16
 	row, norms := make([]float64, n), make([]float64, n)
@@ -86,7 +86,7 @@ func TestRBFRowSweep(t *testing.T) {
 	for j, d2 := range row {
 		want[j] = math.Exp(-d2)
 	}
-	rbfRow(row, norms, 0, 1)
+	Row(row, norms, 0, 1)
 	worst := 0.0
 	for j := range row {
 		worst = max(worst, ulps(row[j], want[j]))
