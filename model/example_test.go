@@ -94,9 +94,9 @@ func ExampleScorer_Score() {
 	}
 	// Output:
 	// classes: [1 2 3]
-	// row 0: decisions [ 0.43 -0.29 -1.15] → class 1; shares [-3.37 -1.40] add up: true
-	// row 1: decisions [-1.06  0.97 -0.87] → class 2; shares [13.33  4.03] add up: true
-	// row 2: decisions [-1.14 -0.69  0.61] → class 3; shares [-5.42 -2.21] add up: true
+	// row 0: decisions [ 0.44 -0.31 -1.13] → class 1; shares [-3.85 -1.17] add up: true
+	// row 1: decisions [-1.05  0.99 -0.85] → class 2; shares [13.44  3.16] add up: true
+	// row 2: decisions [-1.09 -0.62  0.64] → class 3; shares [-5.83 -1.57] add up: true
 }
 
 // A regression model learns a number: here the distance of the point from
@@ -129,7 +129,7 @@ func ExampleTrain_regression() {
 	}
 	// Output:
 	// radius 0.67, predicted 0.77
-	// radius 1.66, predicted 1.60
+	// radius 1.66, predicted 1.61
 	// radius 3.07, predicted 3.07
 }
 

@@ -362,9 +362,10 @@ func (s *solver) viewOf(i int) int {
 	return l
 }
 
-// initMetric sets Ã: I, S, blockdiag(S_ll) (the paper's initialisation), or
-// the warm start, and factorises it, adding the smallest diagonal jitter
-// that makes it positive definite when it is only semidefinite.
+// initMetric sets Ã: I, S, blockdiag(S_ll) (the paper's initialisation;
+// in mode learned shrunk by learnedStart), or the warm start, and
+// factorises it, adding the smallest diagonal jitter that makes it
+// positive definite when it is only semidefinite.
 func (s *solver) initMetric(warm *Solution) error {
 	d := s.d
 	s.a = mat.NewSymDense(d, nil)
@@ -388,6 +389,9 @@ func (s *solver) initMetric(warm *Solution) error {
 				}
 			}
 		}
+		if s.cfg.Mode == ModeLearned {
+			s.learnedStart()
+		}
 	}
 	if s.factorMetric() {
 		return nil
@@ -410,6 +414,41 @@ func (s *solver) initMetric(warm *Solution) error {
 		}
 	}
 	return fmt.Errorf("fit: initial metric (mode %s) even with jitter %g: %w", s.cfg.Mode, s.trace.Jitter, ErrNotPositiveDefinite)
+}
+
+// learnedStart turns the paper's initial metric blockdiag(S_ll) into the
+// learned mode's, S_ll + δ_l·I with δ_l = tr(S_ll)/r_l, the mean
+// eigenvalue of S_ll: the paper's start plus MVML_I's metric scaled to the
+// same trace, so that cond(Ã₀_ll) ≤ 1 + r_l.
+//
+// The objective asks for it. Its Ã-subproblem, λ tr(G̃ᵀÃ⁻¹G̃) + η‖Ã‖²_F for
+// fixed G̃, is minimised by (λG̃G̃ᵀ/2η)^{1/3}: a metric whose spectrum is a
+// cube root, which the Ã-steps move towards from the start. S_ll instead
+// has the spectrum of the Nyström kernel, kept down to 1e-10 of its largest
+// eigenvalue (cond(S_ll) ≈ 1e9 on Gaussian kernels). Its smallest
+// eigenvalues are known only to ε‖S_ll‖ (relative 1e-7), and the first
+// Ã-step moves along Ã₀⁻¹G̃, which weighs those directions 1e9 times more
+// than the leading ones: the decisions of the fit then changed in their
+// third digit with the last bits of S (gonum's assembly against its pure-Go
+// kernels, -tags noasm). With δ_l no direction weighs more than 1 + r_l
+// times another, the leading directions of S_ll still dominate the start,
+// and the Ã-steps reach the same objective (see TestLearnedFitIsReproducible
+// and REPRODUCTION.md for the accuracies).
+func (s *solver) learnedStart() {
+	for l := range s.st.Ranks {
+		lo, hi := s.off[l], s.off[l+1]
+		var tr float64
+		for i := lo; i < hi; i++ {
+			tr += s.a.At(i, i)
+		}
+		delta := tr / float64(hi-lo)
+		if !(delta > 0) || math.IsInf(delta, 0) {
+			continue // an all-zero view: initMetric's jitter
+		}
+		for i := lo; i < hi; i++ {
+			s.a.SetSym(i, i, s.a.At(i, i)+delta)
+		}
+	}
 }
 
 // factorMetric factorises the initial metric Ã = UᵀU, or reports that it
