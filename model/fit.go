@@ -435,8 +435,9 @@ const learnedStartShift = 2
 // moved by 1e-2 between gonum's assembly and pure-Go kernels (-tags noasm).
 // The shift keeps S_ll's leading directions ahead and bounds the weight of
 // the others. ρ = 2 is measured: of 0.03, 0.1, 0.3, 1, 2 and 4 the only
-// one under which no decision of 36 fits moved by more than 1e-8 when the
-// last bits of S did (TestLearnedFitIgnoresLastBitsOfStats).
+// one under which no decision of 28 toy fits (those of
+// TestLearnedFitIgnoresLastBitsOfStats and others over seeds, λ and the
+// multi-class mode) moved by more than 1e-8 when the last bits of S did.
 func (s *solver) learnedStart() {
 	for l := range s.st.Ranks {
 		lo, hi := s.off[l], s.off[l+1]
