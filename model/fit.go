@@ -363,7 +363,7 @@ func (s *solver) viewOf(i int) int {
 }
 
 // initMetric sets Ã: I, S, blockdiag(S_ll) (the paper's initialisation;
-// in mode learned shrunk by learnedStart), or the warm start, and
+// in mode learned shifted by learnedStart), or the warm start, and
 // factorises it, adding the smallest diagonal jitter that makes it
 // positive definite when it is only semidefinite.
 func (s *solver) initMetric(warm *Solution) error {
@@ -437,7 +437,7 @@ const learnedStartShift = 2
 // the others. ρ = 2 is measured: of 0.03, 0.1, 0.3, 1, 2 and 4 the only
 // one under which no decision of 28 toy fits (those of
 // TestLearnedFitIgnoresLastBitsOfStats and others over seeds, λ and the
-// multi-class mode) moved by more than 1e-8 when the last bits of S did.
+// multi-class mode) moved by more than 1e-7 when the last bits of S did.
 func (s *solver) learnedStart() {
 	for l := range s.st.Ranks {
 		lo, hi := s.off[l], s.off[l+1]
