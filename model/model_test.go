@@ -55,7 +55,7 @@ func toyViews(seed uint64, n int) ([]*mat.Dense, []float64) {
 // the paper's initial metric Ã_ll = U_lᵀU_l equals the full-kernel
 // formulation of Algorithm 1 version a with A = I on the n·v×n·v block
 // kernel H = blockdiag(K_l). Mode sparse starts there; mode learned starts
-// from it shrunk towards the identity (learnedStart).
+// from it shifted towards the identity (learnedStart).
 func TestNystromWithAllLandmarksEqualsFullKernel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	const n = 30
