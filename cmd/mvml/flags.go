@@ -50,7 +50,9 @@ func (f *logFormat) Set(s string) error {
 // useLogFormat makes the app log in the format the command's flags say.
 func (a *app) useLogFormat(fs *flag.FlagSet) {
 	if fl := fs.Lookup(logFormatFlag); fl != nil {
+		a.logMu.Lock()
 		a.log = newLogger(a.stderr, fl.Value.String(), a.tty)
+		a.logMu.Unlock()
 	}
 }
 
