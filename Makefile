@@ -8,7 +8,7 @@ COUNT     ?= 6
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline
 
-.PHONY: help build build-openblas test test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-arrow bench-serve demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-train bench-arrow bench-serve demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
@@ -23,6 +23,7 @@ help:
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn,"
 	@echo "                     BASE=REV with that revision's default build too"
 	@echo "make bench-stream    mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
+	@echo "make bench-train     mvml train with default flags on 1M rows of 3 × 64: seconds, peak RSS, held or streamed"
 	@echo "make bench-arrow     serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
 	@echo "make bench-serve     serve on JSON and on Arrow IPC input against the bare consumer, and labelled"
 	@echo "                     against unlabelled records (COUNT=$(COUNT));"
@@ -97,6 +98,9 @@ bench-score:
 
 bench-stream:
 	./scripts/bench-stream.sh
+
+bench-train:
+	./scripts/bench-train.sh
 
 # The service and the bare consumer alternate within every run, so that
 # their ratio is measured under the same load; benchstat summarises COUNT runs.

@@ -56,6 +56,18 @@ type TrainJob struct {
 	// only Fit applies, and Grid does not. The fit starts cold. With
 	// Stream the rows are read once, through the statistics.
 	Like *model.Model
+	// Rows, when positive, is the number of rows the inputs hold (from
+	// their metadata, ingest.CountRows), so that the memory the training
+	// needs is estimated before a row is read.
+	Rows int64
+	// MaxLandmarks, when positive, bounds the landmark count per view that
+	// a fraction Config.Landmarks gives (DefaultMaxLandmarks for the
+	// default fraction); a count is used as given, and refused above the
+	// rows.
+	MaxLandmarks int
+	// Memory bounds what the training may allocate (see MemoryBudget): it
+	// streams or is refused rather than exhaust the machine.
+	Memory MemoryBudget
 	// OnLoaded, when set, is called with the number of rows once they are
 	// in memory, before the fit starts (which reports no progress).
 	OnLoaded func(rows int)
@@ -73,6 +85,10 @@ type TrainJob struct {
 func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	job.Options = job.Options.withDefaults()
 	if err := job.checkLike(); err != nil {
+		return nil, err
+	}
+	job, err := job.planMemory(job.Rows)
+	if err != nil {
 		return nil, err
 	}
 	dir, err := job.checkFiles()
@@ -159,11 +175,17 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 		}
 		return m, nil
 	}
-	cfg := job.Config
+	cfg, p, err := job.resolveLandmarks(int64(len(labels)))
+	if err != nil {
+		return nil, err
+	}
+	if err := job.checkHeld(int64(len(labels)), job.estimate(int64(len(labels)), p)); err != nil {
+		return nil, err
+	}
 	if len(job.Grid) > 0 {
 		var chosen map[string]float64
 		cfg, chosen, err = eval.Select(ctx, job.Spec, views, labels, eval.CVConfig{
-			Base: job.Config, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
+			Base: cfg, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
 		if err != nil {
 			return nil, fmt.Errorf("choosing hyper-parameters: %w", locateRow(err, origins))
 		}

@@ -398,3 +398,48 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	return given
 }
+
+// bytesFlag is a memory size: a byte count with an optional decimal (kB,
+// MB, GB, TB) or binary (KiB, MiB, GiB, TiB) unit, "2GB" or "1.5 GiB".
+type bytesFlag struct {
+	value int64
+	set   bool
+}
+
+func (f *bytesFlag) String() string {
+	if !f.set {
+		return ""
+	}
+	return pipeline.Bytes(f.value)
+}
+
+func (f *bytesFlag) Set(s string) error {
+	v, err := parseBytes(s)
+	if err != nil {
+		return err
+	}
+	f.value, f.set = v, true
+	return nil
+}
+
+// parseBytes reads a memory size (see bytesFlag).
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
+		i--
+	}
+	num, unit := strings.TrimSpace(t[:i]), strings.ToLower(strings.TrimSpace(t[i:]))
+	mult := map[string]float64{"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	switch {
+	case mult == 0:
+		return 0, fmt.Errorf("%q: unknown unit %q (want B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)", s, t[i:])
+	case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, fmt.Errorf("%q: want a size such as 2GB or 512MiB", s)
+	case v*mult < 1 || v*mult > math.MaxInt64/2:
+		return 0, fmt.Errorf("%q: want a positive size below 4 EB", s)
+	}
+	return int64(v * mult), nil
+}
