@@ -121,10 +121,10 @@ func (a *Accumulator) addChunks(ctx context.Context, views []*mat.Dense, labels 
 }
 
 // chunkRows is how many rows addChunks projects at once for features of
-// dimension dim: about 2 MiB·8 of features (about a tenth of a second of
-// sums at dim 768), between 256 and 8,192 rows.
+// dimension dim: about 512 Ki features, 4 MiB (a few hundredths of a
+// second of kernels and sums), between 256 and 8,192 rows.
 func chunkRows(dim int) int {
-	return min(8192, max(256, (1<<21)/max(dim, 1)))
+	return min(8192, max(256, (1<<19)/max(dim, 1)))
 }
 
 // AddProjected adds rows given by their projected features u (n×D,

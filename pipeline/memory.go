@@ -102,8 +102,8 @@ const (
 	// came from (file and row, for the errors).
 	heldRowBytes = 8 + 32
 	// chunkBytes are the features, their concatenation and the kernel of a
-	// chunk of rows projected at once (about 2 MiB·8 each).
-	chunkBytes = 3 * 8 << 21
+	// chunk of rows projected at once (about 4 MiB each, model.chunkRows).
+	chunkBytes = 3 * 8 << 19
 )
 
 // Estimate is what a training job is estimated to need, in bytes.

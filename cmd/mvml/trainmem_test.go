@@ -37,12 +37,14 @@ func TestTrainMemoryLimitRefuses(t *testing.T) {
 		}
 	}
 	// Too many landmarks for the limit: the count that fits is named.
-	code, _, stderr := mvml(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "300", "--stream", "--memory-limit", "260MB")
+	limit := fmt.Sprint((pipeline.EstimateTrain(300, 2, 5, 300, 1, pipeline.DefaultSampleRows).Streamed +
+		pipeline.EstimateTrain(300, 2, 5, 100, 1, pipeline.DefaultSampleRows).Streamed) / 2)
+	code, _, stderr := mvml(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", "300", "--stream", "--memory-limit", limit)
 	m := regexp.MustCompile(`--landmarks (\d+)`).FindStringSubmatch(stderr)
 	if code != exitError || m == nil {
-		t.Fatalf("300 landmarks under 260MB: exit %d, stderr %q; want a refusal naming the landmarks that fit", code, stderr)
+		t.Fatalf("300 landmarks under %s bytes: exit %d, stderr %q; want a refusal naming the landmarks that fit", limit, code, stderr)
 	}
-	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", m[1], "--stream", "--memory-limit", "260MB", "--mode", "identity")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", model, "--landmarks", m[1], "--stream", "--memory-limit", limit, "--mode", "identity")
 
 	for _, bad := range []string{"0", "-1GB", "2XB", "lots"} {
 		if code, _, stderr := mvml(t, "train", "--input", data, "--views", spec, "--model", model, "--memory-limit", bad); code != exitUsage {
