@@ -57,8 +57,10 @@ func (b MemoryBudget) hold() int64 {
 // the memory limit; its message names the flags that would fit.
 type MemoryError struct {
 	// What is being estimated, e.g. "holding 1,000,000 rows".
-	What      string
-	Need      int64
+	What string
+	Need int64
+	// AtLeast says that Need is a lower bound: the rows were not all read.
+	AtLeast   bool
 	Limit     int64
 	LimitFrom string
 	// Alternatives say what would fit, e.g. "--stream (about 300 MB)".
@@ -66,7 +68,11 @@ type MemoryError struct {
 }
 
 func (e *MemoryError) Error() string {
-	msg := fmt.Sprintf("%s needs about %s, more than the memory limit of %s (%s)", e.What, Bytes(e.Need), Bytes(e.Limit), e.LimitFrom)
+	about := "about"
+	if e.AtLeast {
+		about = "more than"
+	}
+	msg := fmt.Sprintf("%s needs %s %s, more than the memory limit of %s (%s)", e.What, about, Bytes(e.Need), Bytes(e.Limit), e.LimitFrom)
 	for i, a := range e.Alternatives {
 		if i == 0 {
 			msg += ": give "
@@ -184,6 +190,15 @@ func (job TrainJob) estimate(rows int64, p int) Estimate {
 		total += d
 	}
 	return EstimateTrain(rows, len(dims), total, p, outputsGuess, job.sampleSize())
+}
+
+// landmarksGuess is the landmark count per view before the rows are
+// counted: the count configured, else the bound on the fraction, else 0.
+func (job TrainJob) landmarksGuess() int {
+	if l := job.Config.Landmarks; l > 1 {
+		return int(min(l, math.MaxInt32))
+	}
+	return job.MaxLandmarks
 }
 
 // sampleSize is the rows a streamed training keeps.

@@ -146,6 +146,29 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	return m, nil
 }
 
+// overHold goes on with a training whose rows, not counted beforehand,
+// turned out to need more memory than it may hold: it streams them when
+// allowed to choose (Memory.Auto), and is refused otherwise.
+func (job TrainJob) overHold(ctx context.Context, over *holdExceeded) (*model.Model, error) {
+	b := job.Memory
+	if b.Auto && len(job.Grid) == 0 {
+		job.Logger.Warn("streaming the rows: holding them would need more memory than allowed, so they are read again, twice, instead (as with --stream)",
+			"rows_read", over.rows, "held_need_at_least", Bytes(processBytes+over.bytes), "allowed", Bytes(b.hold()))
+		job.Stream = true
+		if job.Like != nil {
+			return trainStreamedLike(ctx, job)
+		}
+		return trainStreamed(ctx, job)
+	}
+	e := &MemoryError{What: fmt.Sprintf("holding more than %d rows in memory", over.rows), Need: processBytes + over.bytes, AtLeast: true,
+		Limit: b.Limit, LimitFrom: b.LimitFrom}
+	if len(job.Grid) == 0 {
+		e.Alternatives = append(e.Alternatives, "--stream")
+	}
+	e.Alternatives = append(e.Alternatives, "a larger --memory-limit")
+	return nil, e
+}
+
 // checkLike refuses a training like a model that cannot be: a spec of
 // other views, or a grid to choose features by.
 func (job TrainJob) checkLike() error {
@@ -161,7 +184,22 @@ func (job TrainJob) checkLike() error {
 }
 
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
-	views, labels, origins, err := loadLabelled(ctx, job.Spec, job.Source, job.Options)
+	// Rows not counted beforehand are checked as they come: against what
+	// the job may hold when it may choose to stream, else the limit.
+	var bound int64
+	allowed := job.Memory.Limit
+	if job.Memory.Auto && len(job.Grid) == 0 {
+		allowed = job.Memory.hold()
+	}
+	if job.Rows <= 0 && allowed > 0 {
+		bound = max(allowed-processBytes-job.estimate(0, job.landmarksGuess()).Fit, 1)
+	}
+	views, labels, origins, err := loadLabelledUpTo(ctx, job.Spec, job.Source, job.Options, bound)
+	var over *holdExceeded
+	if errors.As(err, &over) {
+		views, labels, origins = nil, nil, nil
+		return job.overHold(ctx, over)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,4 +136,46 @@ func TestTrainLandmarksAboveRows(t *testing.T) {
 		}
 	}
 	mustRun(t, "train", "--input", pq, "--views", spec, "--model", model, "--landmarks", "100", "--mode", "identity")
+}
+
+// Rows that cannot be counted before they are read (gzip CSV) are checked
+// as they come: past what the training may hold, it streams them, or,
+// asked to hold them, refuses.
+func TestTrainUncountedRowsStream(t *testing.T) {
+	dir := t.TempDir()
+	const rows, sample, landmarks = 20000, 500, 30
+	spec, data := fixture(t, dir, "data.csv", classSpec, rows, 9, nil)
+	plain, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := filepath.Join(dir, "data.csv.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(plain); err != nil || zw.Close() != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gz, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Room for the streamed training and 1 MB, less than the 2.4 MB the
+	// rows take held.
+	limit := fmt.Sprint(pipeline.EstimateTrain(rows, 2, 5, landmarks, 1, sample).Streamed + 1<<20)
+	model := filepath.Join(dir, "m.mvml")
+	args := []string{"train", "--input", gz, "--views", spec, "--model", model, "--landmarks", fmt.Sprint(landmarks),
+		"--sample-rows", fmt.Sprint(sample), "--mode", "identity", "--memory-limit", limit}
+	stdout, stderr := mustRun(t, args...)
+	if !strings.Contains(stderr, "streaming the rows") || !strings.Contains(stdout, "20000 rows") {
+		t.Errorf("uncounted rows under --memory-limit %s: want them streamed, all of them, and said so; stdout %q, stderr %q", limit, stdout, stderr)
+	}
+	if err := os.Remove(model); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := mvml(t, append(args, "--stream=false")...)
+	if code != exitError || !regexp.MustCompile(`holding more than \d+ rows in memory needs more than`).MatchString(stderr) || !strings.Contains(stderr, "give --stream") {
+		t.Errorf("--stream=false: exit %d, stderr %q; want a refusal naming --stream", code, stderr)
+	}
+	if _, err := os.Stat(model); !os.IsNotExist(err) {
+		t.Fatalf("a refused training wrote its model: %v", err)
+	}
 }
