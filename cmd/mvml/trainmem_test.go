@@ -179,3 +179,23 @@ func TestTrainUncountedRowsStream(t *testing.T) {
 		t.Fatalf("a refused training wrote its model: %v", err)
 	}
 }
+
+// cv bounds the default share of a fold's training rows as train does,
+// and uses a --landmarks given exactly.
+func TestCVDefaultLandmarksBounded(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 3000, 10, nil) // 2,250 rows a fold: 12% is 270
+	for _, tc := range []struct {
+		args    []string
+		bounded bool
+	}{
+		{nil, true},
+		{[]string{"--landmarks", "0.12"}, false},
+	} {
+		args := append([]string{"cv", "--input", data, "--views", spec, "--folds", "4", "--mode", "identity", "--max-iter", "0"}, tc.args...)
+		_, stderr := mustRun(t, args...)
+		if got := strings.Contains(stderr, `landmarks bounded`) && strings.Contains(stderr, fmt.Sprintf("landmarks=%d", pipeline.DefaultMaxLandmarks)); got != tc.bounded {
+			t.Errorf("cv %v: bounded %v, want %v; stderr %q", tc.args, got, tc.bounded, stderr)
+		}
+	}
+}
