@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mvml/mvml/internal/kafkatest"
 )
 
 // interruptLimit is how soon a command must end after SIGINT: the 2 s
@@ -115,24 +117,7 @@ func TestInterruptScoreStops(t *testing.T) {
 	out := filepath.Join(dir, "out.parquet")
 	before := dirNames(t, dir)
 	p := startProcess(t, "score", "score", "--input", fifo, "--model", model, "--output", out)
-	// The producer: rows without end, until the reader goes.
-	opened := make(chan struct{})
-	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		close(opened)
-		if err != nil {
-			return
-		}
-		defer w.Close()
-		rng := rand.New(rand.NewPCG(1, 2))
-		fmt.Fprintln(w, "id,label,a_0,a_1,a_2,b_0,b_1")
-		for i := 0; ; i++ {
-			if _, err := fmt.Fprintf(w, "%d,1,%g,%g,%g,%g,%g\n", i, rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()); err != nil {
-				return
-			}
-		}
-	}()
-	<-opened
+	go produceRows(fifo)
 	p.waitSaid(t, "ingest: reading file")
 	time.Sleep(500 * time.Millisecond) // scoring
 	took := p.interrupt(t)
@@ -184,5 +169,61 @@ func TestSecondInterruptExits(t *testing.T) {
 	}
 	if _, err := os.Stat(model); !os.IsNotExist(err) {
 		t.Errorf("train wrote a model: %v", err)
+	}
+}
+
+// Ctrl-C stops stats fed by a producer that keeps writing, its deltas
+// published so far left as they were on the topic.
+func TestInterruptStatsStops(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 200, 15, nil)
+	base := filepath.Join(dir, "base.mvml")
+	mustRun(t, "train", "--input", data, "--views", spec, "--model", base, "--landmarks", "20", "--mode", "identity")
+	fifo := filepath.Join(dir, "in.csv")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	cluster := kafkatest.Start(t, 1, "stats")
+	p := startProcess(t, "stats", "stats", "--input", fifo, "--like", base, "--brokers", strings.Join(cluster.Brokers, ","),
+		"--stats-topic", "stats", "--delta-rows", "5000")
+	go produceRows(fifo)
+	// Working: deltas reach the topic.
+	deadline := time.Now().Add(time.Minute)
+	for len(cluster.ConsumeAll(t, "stats")) == 0 {
+		select {
+		case <-p.done:
+			t.Fatalf("stats ended:\n%s", p.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no delta in a minute:\n%s", p.stderr)
+		}
+	}
+	took := p.interrupt(t)
+	t.Logf("stats ended %v after SIGINT", took)
+	if took > interruptLimit() {
+		t.Errorf("stats ended %v after SIGINT, want within %v:\n%s", took, interruptLimit(), p.stderr)
+	}
+	said := p.stderr.String()
+	if code := p.cmd.ProcessState.ExitCode(); code != exitError || !strings.Contains(said, "interrupted: stopping") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and the signal logged", code, said)
+	}
+}
+
+// produceRows writes labelled rows of classSpec to the named pipe fifo
+// without end, until its reader goes.
+func produceRows(fifo string) {
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer w.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	fmt.Fprintln(w, "id,label,a_0,a_1,a_2,b_0,b_1")
+	for i := 0; ; i++ {
+		x := [5]float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
+		if _, err := fmt.Fprintf(w, "%d,%d,%g,%g,%g,%g,%g\n", i, 1+i%3, x[0], x[1], x[2], x[3], x[4]); err != nil {
+			return
+		}
 	}
 }
