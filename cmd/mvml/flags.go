@@ -272,7 +272,7 @@ func registerFit(fs *flag.FlagSet) *fitFlags {
 	fs.Float64Var(&f.lambda, "lambda", model.DefaultLambda, "λ > 0, the weight of ⟨g̃, Ã⁻¹g̃⟩")
 	fs.Float64Var(&f.eta, "eta", model.DefaultEta, "η > 0, the weight of the penalty on Ã")
 	fs.Var(&f.mu, "mu", fmt.Sprintf("`MU` > 0, the first trial step of the Ã update (mode learned: μ·η < 1/2) (default %g/eta)", model.DefaultMuEta))
-	fs.Var(&f.landmarks, "landmarks", "`P` landmarks per view: a fraction of the training rows in (0,1] or a count")
+	fs.Var(&f.landmarks, "landmarks", fmt.Sprintf("`P` landmarks per view: a fraction of the training rows in (0,1] or a count, used as given; not given, train and cv take the default fraction but at most %d", pipeline.DefaultMaxLandmarks))
 	fs.StringVar(&f.mode, "mode", string(model.DefaultMode), "metric mode: learned, sparse, cov or identity")
 	fs.BoolVar(&f.learnW, "learn-w", false, "learn the view weights w (otherwise uniform 1/v)")
 	fs.StringVar(&f.multiclass, "multiclass", string(model.DefaultMulticlass), "more than two classes: ovr (one metric per class) or shared")

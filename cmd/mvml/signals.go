@@ -43,7 +43,7 @@ func (a *app) watchSignals(sigs <-chan os.Signal, done <-chan struct{}, cancel f
 	case <-done:
 		return
 	case sig := <-sigs:
-		a.logger().Warn("interrupted: stopping; outputs are left as they were (a second signal exits at once)", "signal", sig.String())
+		a.logger().Warn("interrupted: stopping (a second signal exits at once)", "signal", sig.String())
 		cancel()
 	}
 	select {

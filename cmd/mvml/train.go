@@ -32,7 +32,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks, sigma_scale or learn_w (repeatable)")
 	gridFolds := fs.Int("grid-folds", eval.DefaultInnerFolds, "number of folds choosing the --grid values")
-	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics (once only with --like)")
+	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics (once only with --like); not given, train streams when holding the rows would exceed --memory-limit, and --stream=false holds them or refuses")
 	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
 	var memLimit bytesFlag
 	fs.Var(&memLimit, "memory-limit", "`SIZE` (2GB, 512MiB) the training may use: it holds the rows in memory when its estimate fits, streams them otherwise (as --stream), and refuses when even that would not fit (default: the container's or machine's memory, holding at most 1 GiB of rows)")
