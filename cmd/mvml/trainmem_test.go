@@ -199,3 +199,32 @@ func TestCVDefaultLandmarksBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"2GB", 2e9}, {"2 GB", 2e9}, {"1.5GiB", 3 << 29}, {"512MiB", 512 << 20}, {"800M", 800e6},
+		{"100", 100}, {"64kB", 64e3}, {"1TiB", 1 << 40}, {"0", -1}, {"-1GB", -1}, {"2XB", -1}, {"GB", -1}, {"", -1},
+	}
+	for _, tc := range tests {
+		got, err := parseBytes(tc.in)
+		if tc.want < 0 {
+			if err == nil {
+				t.Errorf("parseBytes(%q) = %d, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	// The sizes messages propose read back as at least the need.
+	for _, n := range []int64{1, 999, 123_456_789, 2_147_483_648} {
+		s := strings.ReplaceAll(pipeline.Bytes(n), " ", "")
+		if _, err := parseBytes(s); err != nil {
+			t.Errorf("pipeline.Bytes(%d) = %q does not parse: %v", n, s, err)
+		}
+	}
+}
