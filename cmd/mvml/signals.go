@@ -10,10 +10,6 @@ import (
 	"syscall"
 )
 
-// stopSignals are the signals that stop a command: Ctrl-C and an
-// orchestrator's SIGTERM.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
-
 // runProcess is the program as a process of its own: run, with the first
 // SIGINT or SIGTERM cancelling the command (which then stops at its next
 // check, leaving its outputs as they were) and the second ending the
@@ -22,7 +18,7 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 func runProcess(args []string, stdout, stderr io.Writer, exit func(code int)) int {
 	a := newApp(stdout, stderr)
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, stopSignals...)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM) // Ctrl-C, and an orchestrator's stop
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var wg sync.WaitGroup
