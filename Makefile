@@ -8,11 +8,12 @@ COUNT     ?= 6
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline
 
-.PHONY: help build build-openblas test test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-train bench-arrow bench-serve demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-short test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-train bench-arrow bench-serve demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
 	@echo "make test            gofmt check, go vet, staticcheck, go test -race (the CI command)"
+	@echo "make test-short      the edit loop: go test -short ./... (no race, no mvml processes, no data sets)"
 	@echo "make test-openblas   go vet, staticcheck and the numeric packages' tests on OpenBLAS, and a CLI smoke test (CI runs it too)"
 	@echo "make build           build bin/mvml"
 	@echo "make static          build bin/mvml-static as deploy/Dockerfile does (CGO_ENABLED=0) and check it is static"
@@ -31,7 +32,7 @@ help:
 	@echo "                     BUILDS=\"default openblas\" measures both builds in turn"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
-	@echo "make docs            rewrite README's reference of the configuration keys and tables of the metrics (serve, refit) from the code"
+	@echo "make docs            rewrite docs/configuration.md's configuration keys and metrics tables from the code"
 
 
 build:
@@ -64,6 +65,11 @@ lint:
 
 test: fmt-check vet lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# The edit-test loop: no race detector, and -short skips the tests that run
+# mvml as processes of its own and the runs on ../shared/data. CI runs `test`.
+test-short:
+	$(GO) test -short -count=1 -timeout 10m $(PKGS)
 
 test-openblas:
 	$(GO) vet -tags openblas $(PKGS)

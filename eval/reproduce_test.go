@@ -23,6 +23,9 @@ import (
 // sharedData loads a data set of ../shared/data, or skips the test.
 func sharedData(t *testing.T, name, file string) (*schemas.ViewSpec, []*mat.Dense, []float64) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no runs on the shared data sets")
+	}
 	dir := filepath.Join("..", "..", "shared", "data", name)
 	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 		t.Skipf("%s is absent: %v", dir, err)

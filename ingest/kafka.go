@@ -506,10 +506,12 @@ func (s *KafkaSource) acker(g *groupGen, msgs []kafka.Message) func(context.Cont
 	}
 }
 
-// partitionOffset is an offset of one partition.
+// partitionOffset is an offset of one partition, and the metadata
+// committed with it ("" for none).
 type partitionOffset struct {
 	partition int
 	offset    int64
+	meta      string
 }
 
 // nextOffsets returns, for each partition of msgs, the offset after its
@@ -526,7 +528,7 @@ func nextOffsets(msgs []kafka.Message) []partitionOffset {
 			}
 		}
 		if !found {
-			next = append(next, partitionOffset{m.Partition, m.Offset + 1})
+			next = append(next, partitionOffset{partition: m.Partition, offset: m.Offset + 1})
 		}
 	}
 	return next

@@ -729,3 +729,43 @@ func TestKafkaGroupCommitLabelsOnRevoke(t *testing.T) {
 		t.Errorf("committed %v, want every label", got)
 	}
 }
+
+// The offset below which every label was handled, committed with a labels
+// offset, is given to the partition's next owner, a member of another
+// source (a replica restarted elsewhere): it knows which messages it
+// reads again were handled already. A commit of the same offset with a
+// mark further on is committed too.
+func TestKafkaLabelsHandledSurviveMembers(t *testing.T) {
+	c := kafkatest.Start(t, 2, "in", "labels")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first := startMember(t, groupConfig(c, "labels"), false)
+	var a Assignment
+	waitFor(t, "an assignment", func() bool {
+		var ok bool
+		a, ok = first.lastAssignment()
+		return ok
+	})
+	if len(a.LabelsHandled) != 0 {
+		t.Errorf("labels handled %v before any commit, want none", a.LabelsHandled)
+	}
+	for _, handled := range []int64{10, 12} {
+		if err := first.src.CommitLabelsHandled(ctx, a.Generation, map[int]int64{0: 3, 1: 0}, map[int]int64{0: handled, 1: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.close()
+	if got := c.CommittedOffsets(t, "g", "labels"); !slices.Equal(got, []int64{3, 0}) {
+		t.Errorf("committed %v, want [3 0]", got)
+	}
+	second := startMember(t, groupConfig(c, "labels"), false)
+	var b Assignment
+	waitFor(t, "the next assignment", func() bool {
+		var ok bool
+		b, ok = second.lastAssignment()
+		return ok
+	})
+	if !maps.Equal(b.Labels, map[int]int64{0: 3, 1: 0}) || !maps.Equal(b.LabelsHandled, map[int]int64{0: 12}) {
+		t.Errorf("the next owner starts at %v with labels handled %v, want [0:3 1:0] and [0:12]", b.Labels, b.LabelsHandled)
+	}
+}

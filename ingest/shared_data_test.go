@@ -21,6 +21,9 @@ import (
 // sharedData is the reference data next to the repository, or a skip.
 func sharedData(t *testing.T, set string) (dir string, spec *schemas.ViewSpec) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no runs on the shared data sets")
+	}
 	dir = filepath.Join("..", "..", "shared", "data", set)
 	if _, err := os.Stat(filepath.Join(dir, "views.json")); err != nil {
 		t.Skipf("reference data %s not present: %v", set, err)

@@ -51,7 +51,7 @@ type TrainConfig struct {
 	// Seed fixes the landmark and σ samples.
 	Seed uint64 `json:"seed"`
 	// Multiclass is the mode for more than two classes (the paper's is
-	// ovr; see README for the measured comparison).
+	// ovr; see docs/fit.md for the measured comparison).
 	Multiclass Multiclass `json:"multiclass"`
 	// Kernels overrides the view spec's kernel settings per view when
 	// non-nil (entries may be nil: RBF with σ = mean distance).

@@ -41,11 +41,20 @@ func Untrained(spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc
 // model's fixed feature maps and target encoding, so that the model can be
 // refitted periodically without keeping the rows: memory is O((vp)²) plus
 // one batch. Accumulators of several partitions merge exactly, and Decay
-// forgets older rows exponentially. Not safe for concurrent use.
+// forgets older rows exponentially. An accumulator of K folds
+// (NewFoldAccumulator) keeps the sums of every fold apart, K times the
+// memory, for cross-validation from the statistics (Tune). Not safe for
+// concurrent use.
 type Accumulator struct {
-	m     *Model
+	m *Model
+	// stats are the sums of all the rows: folds[0] itself with one fold,
+	// otherwise the folds merged on demand (sums), nil while stale.
 	stats *Stats
+	// folds holds the sums of every fold (one, stats, by default).
+	folds []*Stats
 	u     []*mat.Dense
+	// scratch holds a batch's rows laid out fold by fold (AddFolds).
+	scratch []float64
 	// lineage is m's, hashed on first use: Merge and MarshalBinary need it
 	// and it costs a pass over the landmarks.
 	lineage string
@@ -53,9 +62,11 @@ type Accumulator struct {
 
 // NewAccumulator returns an empty accumulator for m's features and targets.
 func (m *Model) NewAccumulator() *Accumulator {
+	st := NewStats(m.Features.Ranks(), m.Outputs())
 	return &Accumulator{
 		m:     m,
-		stats: NewStats(m.Features.Ranks(), m.Outputs()),
+		stats: st,
+		folds: []*Stats{st},
 		u:     make([]*mat.Dense, len(m.Features.Views)),
 	}
 }
@@ -63,8 +74,12 @@ func (m *Model) NewAccumulator() *Accumulator {
 // Add projects the rows of views (views[l] is n×d_l) and adds them with
 // their labels. A label of a class the model does not know, or a row whose
 // features overflow (a *schemas.RowError whose Row is the matrix row), is
-// an error, and nothing is added.
+// an error, and nothing is added. An accumulator of several folds needs
+// the rows' ids: AddFolds.
 func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
+	if err := a.needsIDs(); err != nil {
+		return err
+	}
 	if len(views) != len(a.m.Features.Views) {
 		return fmt.Errorf("accumulate: %d views, the model has %d", len(views), len(a.m.Features.Views))
 	}
@@ -132,14 +147,18 @@ func chunkRows(dim int) int {
 // labels: the same sums as Add of the rows' views. A label the model
 // cannot learn from, or a row whose features are not finite or whose
 // squared norm overflows (a *schemas.RowError whose Row is the matrix
-// row), is an error, and nothing is added.
+// row), is an error, and nothing is added. An accumulator of several
+// folds needs the rows' ids: AddProjectedFolds.
 func (a *Accumulator) AddProjected(u *mat.Dense, labels []float64) error {
+	if err := a.needsIDs(); err != nil {
+		return err
+	}
 	if len(labels) == 0 {
 		return nil
 	}
 	n, d := u.Dims()
-	if d != a.stats.Dim() {
-		return fmt.Errorf("accumulate: rows of %d features, the model's have %d", d, a.stats.Dim())
+	if d != a.folds[0].Dim() {
+		return fmt.Errorf("accumulate: rows of %d features, the model's have %d", d, a.folds[0].Dim())
 	}
 	if n != len(labels) {
 		return fmt.Errorf("accumulate: %d rows but %d labels", n, len(labels))
@@ -176,20 +195,36 @@ func (m *Model) CheckLabel(y float64) error {
 	return nil
 }
 
-// Decay multiplies what was accumulated so far by f in [0, 1].
-func (a *Accumulator) Decay(f float64) { a.stats.Scale(f) }
+// Decay multiplies what was accumulated so far by f in [0, 1], in every
+// fold.
+func (a *Accumulator) Decay(f float64) {
+	for _, st := range a.folds {
+		st.Scale(f)
+	}
+	a.changed()
+}
 
 // Merge adds the rows of another accumulator gathered on a model of the
 // same lineage: the same model, a refit of it, or a copy of it decoded
 // elsewhere (another replica, the model topic). Statistics of different
 // lineages live in different feature spaces; merging them is an error
-// naming both.
+// naming both, and so is merging statistics of another number of folds;
+// fold f merges into fold f.
 func (a *Accumulator) Merge(o *Accumulator) error {
 	if o.m != a.m && o.Lineage() != a.Lineage() {
 		return fmt.Errorf("accumulate: statistics of lineage %s (model %s) cannot merge into lineage %s (model %s): their feature maps or target encodings differ",
 			o.Lineage(), o.m.Version, a.Lineage(), a.m.Version)
 	}
-	return a.stats.Merge(o.stats)
+	if len(o.folds) != len(a.folds) {
+		return fmt.Errorf("accumulate: statistics of %d folds cannot merge into statistics of %d folds", len(o.folds), len(a.folds))
+	}
+	for f, st := range a.folds {
+		if err := st.Merge(o.folds[f]); err != nil {
+			return fmt.Errorf("accumulate: fold %d: %w", f, err)
+		}
+	}
+	a.changed()
+	return nil
 }
 
 // Lineage is the lineage of the model the statistics are gathered on
@@ -202,7 +237,16 @@ func (a *Accumulator) Lineage() string {
 }
 
 // Rows is the (decayed) number of rows accumulated.
-func (a *Accumulator) Rows() float64 { return a.stats.N }
+func (a *Accumulator) Rows() float64 {
+	if len(a.folds) == 1 {
+		return a.stats.N
+	}
+	n := 0.0
+	for _, st := range a.folds {
+		n += st.N
+	}
+	return n
+}
 
 // Refit fits a new model on the accumulated rows, with the same feature
 // maps and target encoding as the accumulator's model and the
@@ -233,13 +277,14 @@ func (a *Accumulator) RefitCold(ctx context.Context, fit Config) (*Model, error)
 // refit fits the heads on the statistics, warm-started from warm when it
 // is not nil.
 func (a *Accumulator) refit(ctx context.Context, fit Config, warm *Model) (*Model, error) {
-	if a.stats.N <= 0 {
+	st := a.sums()
+	if st.N <= 0 {
 		return nil, errors.New("refit: no rows accumulated")
 	}
 	m := *a.m
 	m.Config.Fit = fit
-	m.Meta = Meta{Rows: int(a.stats.N)}
-	if err := m.FitHeads(ctx, a.stats, warm); err != nil {
+	m.Meta = Meta{Rows: int(st.N)}
+	if err := m.FitHeads(ctx, st, warm); err != nil {
 		return nil, fmt.Errorf("refit: %w", err)
 	}
 	return &m, nil

@@ -27,11 +27,20 @@ import (
 // D = 768 with one output. The lineage says which model's feature space
 // the sums live in, so that they are only ever merged into statistics of
 // the same lineage.
+//
+// Statistics of K > 1 folds (NewFoldAccumulator) are written in format 3:
+// after the outputs a uint32 K, then for every fold in turn its values as
+// format 2 lays them out (N to the residues of YSum), then the checksum:
+// K times the size. Statistics of one fold are written in format 2, as
+// before folds existed.
 const (
 	statsMagic = "MVMLSTAT"
-	// StatsFormatVersion is the statistics format this build writes; it
-	// reads it and statsFormatPlain.
+	// StatsFormatVersion is the statistics format this build writes for
+	// statistics of one fold; it reads it, statsFormatPlain and
+	// StatsFormatFolds.
 	StatsFormatVersion = 2
+	// StatsFormatFolds is the format of statistics of several folds.
+	StatsFormatFolds = 3
 	// statsFormatPlain is the format of the values without their residues.
 	statsFormatPlain = 1
 	// maxStatsLineage bounds the lineage field so that a corrupt length
@@ -51,12 +60,21 @@ var (
 // MarshalBinary encodes the accumulated statistics and the lineage of the
 // model they were gathered on; UnmarshalAccumulator reads them back.
 func (a *Accumulator) MarshalBinary() ([]byte, error) {
-	st := a.stats
+	all := a.folds
+	if all == nil { // an accumulator made of its sums alone
+		all = []*Stats{a.stats}
+	}
+	st := all[0]
 	lineage := a.Lineage()
 	d, k := st.Dim(), st.Outputs()
-	out := make([]byte, 0, statsHeaderSize(len(lineage), len(st.Ranks))+8*statsValues(d, k, StatsFormatVersion)+sha256.Size)
+	folds := len(all)
+	format := uint32(StatsFormatVersion)
+	if folds > 1 {
+		format = StatsFormatFolds
+	}
+	out := make([]byte, 0, statsHeaderSize(len(lineage), len(st.Ranks))+4+8*folds*statsValues(d, k, StatsFormatVersion)+sha256.Size)
 	out = append(out, statsMagic...)
-	out = binary.LittleEndian.AppendUint32(out, StatsFormatVersion)
+	out = binary.LittleEndian.AppendUint32(out, format)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(lineage)))
 	out = append(out, lineage...)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(st.Ranks)))
@@ -64,6 +82,19 @@ func (a *Accumulator) MarshalBinary() ([]byte, error) {
 		out = binary.LittleEndian.AppendUint32(out, uint32(r))
 	}
 	out = binary.LittleEndian.AppendUint32(out, uint32(k))
+	if folds > 1 {
+		out = binary.LittleEndian.AppendUint32(out, uint32(folds))
+	}
+	for _, st := range all {
+		out = appendStats(out, st)
+	}
+	sum := sha256.Sum256(out)
+	return append(out, sum[:]...), nil
+}
+
+// appendStats appends the values of st in format 2's layout.
+func appendStats(out []byte, st *Stats) []byte {
+	d, k := st.Dim(), st.Outputs()
 	put := func(vs ...float64) {
 		for _, v := range vs {
 			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
@@ -88,8 +119,7 @@ func (a *Accumulator) MarshalBinary() ([]byte, error) {
 	put(st.res.yty...)
 	put(st.res.uSum...)
 	put(st.res.ySum...)
-	sum := sha256.Sum256(out)
-	return append(out, sum[:]...), nil
+	return out
 }
 
 // statsHeaderSize is the length of everything before N.
@@ -106,9 +136,9 @@ func statsValues(d, k int, format uint32) int {
 	return 1 + 2*sums
 }
 
-// UnmarshalAccumulator reads statistics written by MarshalBinary (in this
-// format or format 1) into a
-// new accumulator of m, which must be of the lineage they were gathered
+// UnmarshalAccumulator reads statistics written by MarshalBinary (in
+// format 2 or 3, or format 1) into a new accumulator of m with the folds
+// they were written with, which must be of the lineage they were gathered
 // on (a refit of that model or a copy of it will do). Damaged bytes are
 // an error wrapping ErrCorruptStats that says what is wrong (checksum,
 // length, shape, a value that is not finite), statistics of another
@@ -118,8 +148,8 @@ func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
 		return nil, fmt.Errorf("%w: not mvml statistics (bad magic or %d bytes, too short)", ErrCorruptStats, len(data))
 	}
 	format := binary.LittleEndian.Uint32(data[8:])
-	if format != StatsFormatVersion && format != statsFormatPlain {
-		return nil, fmt.Errorf("statistics format version %d, this build reads versions %d and %d", format, statsFormatPlain, StatsFormatVersion)
+	if format != StatsFormatVersion && format != statsFormatPlain && format != StatsFormatFolds {
+		return nil, fmt.Errorf("statistics format version %d, this build reads versions %d to %d", format, statsFormatPlain, StatsFormatFolds)
 	}
 	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
@@ -136,24 +166,48 @@ func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
 		ranks[l] = int(r.uint32())
 	}
 	k := int(r.uint32())
+	folds, values := 1, format
+	if format == StatsFormatFolds {
+		folds, values = int(r.uint32()), StatsFormatVersion
+	}
 	if r.err != nil {
 		return nil, fmt.Errorf("%w: header cut short", ErrCorruptStats)
 	}
-	acc := m.NewAccumulator()
+	if format == StatsFormatFolds && (folds < 2 || folds > MaxFolds) {
+		return nil, fmt.Errorf("%w: %d folds, format %d holds 2 to %d", ErrCorruptStats, folds, StatsFormatFolds, MaxFolds)
+	}
+	acc, err := m.NewFoldAccumulator(folds)
+	if err != nil {
+		return nil, err
+	}
 	if want := acc.Lineage(); lineage != want {
 		return nil, fmt.Errorf("%w: gathered on lineage %q, model %s is of lineage %s", ErrOtherLineage, lineage, m.Version, want)
 	}
-	st := acc.stats
+	st := acc.folds[0]
 	if !slices.Equal(ranks, st.Ranks) || k != st.Outputs() {
 		return nil, fmt.Errorf("%w: shape of views of ranks %v and %d outputs, the model has ranks %v and %d outputs",
 			ErrCorruptStats, ranks, k, st.Ranks, st.Outputs())
 	}
-	d := st.Dim()
-	if want := 8 * statsValues(d, k, format); len(r.buf) != want {
+	if want := 8 * folds * statsValues(st.Dim(), k, values); len(r.buf) != want {
 		return nil, fmt.Errorf("%w: %d bytes of values, the shape needs %d", ErrCorruptStats, len(r.buf), want)
 	}
+	for f, st := range acc.folds {
+		if err := readStats(&r, st, values); err != nil {
+			if folds > 1 {
+				return nil, fmt.Errorf("%w: fold %d: %v", ErrCorruptStats, f, err)
+			}
+			return nil, fmt.Errorf("%w: %v", ErrCorruptStats, err)
+		}
+	}
+	return acc, nil
+}
+
+// readStats reads the values of st in format 2's layout (or format 1's,
+// without the residues) and checks them.
+func readStats(r *statsReader, st *Stats, format uint32) error {
+	d, k := st.Dim(), st.Outputs()
 	if st.N = r.float(); !(st.N >= 0) || math.IsInf(st.N, 0) {
-		return nil, fmt.Errorf("%w: row count %v", ErrCorruptStats, st.N)
+		return fmt.Errorf("row count %v", st.N)
 	}
 	s := st.S.RawSymmetric()
 	for i := range d {
@@ -184,10 +238,7 @@ func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
 			}
 		}
 	}
-	if err := nonFiniteStats(st); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptStats, err)
-	}
-	return acc, nil
+	return nonFiniteStats(st)
 }
 
 // nonFiniteStats names the first statistic that is not a finite number:

@@ -142,7 +142,7 @@ func TestUnmarshalAccumulatorRefuses(t *testing.T) {
 	flipped := bytes.Clone(data)
 	flipped[len(flipped)/2] ^= 0x10
 	wrongVersion := bytes.Clone(data)
-	binary.LittleEndian.PutUint32(wrongVersion[8:], 3)
+	binary.LittleEndian.PutUint32(wrongVersion[8:], 4)
 	// The residues follow the values: the last value, YSum[2], comes
 	// before them, and the first residue is S[0,0]'s.
 	st := acc.stats
@@ -159,7 +159,7 @@ func TestUnmarshalAccumulatorRefuses(t *testing.T) {
 		{"not statistics", []byte("MVMLMODL and then some more bytes to pass the length check, yes"), m, ErrCorruptStats, "bad magic"},
 		{"truncated", data[:len(data)-100], m, ErrCorruptStats, "checksum mismatch"},
 		{"a changed byte", flipped, m, ErrCorruptStats, "checksum mismatch"},
-		{"another format", wrongVersion, m, nil, "format version 3, this build reads versions 1 and 2"},
+		{"another format", wrongVersion, m, nil, "format version 4, this build reads versions 1 to 3"},
 		{"format 1 of format 2's length", patched(8, le32(1)...), m, ErrCorruptStats, "bytes of values, the shape needs"},
 		{"another lineage", data, stranger, ErrOtherLineage, acc.Lineage()},
 		{"another lineage's name", data, stranger, ErrOtherLineage, stranger.Lineage()},

@@ -1,11 +1,15 @@
-// Package pipeline owns the wiring of mvml's stages into jobs: reading
-// labelled rows for training and evaluation (ingest → memory), batch scoring
-// (ingest → scoring workers → one ordered writer → sink) and training runs
-// (load → model.Train → model file), with their lifecycles: bounded
-// channels for backpressure, cancellation through context.Context, explicit
-// release of every Arrow record, and outputs that appear under their final
-// name only when a job succeeds and never replace a file the job reads or
-// writes otherwise (CheckFiles, run before any row is read).
+// Package pipeline owns the wiring of mvml's stages into jobs: the batch
+// jobs (training, scoring, a shard of statistics), the long-running
+// Service and its Kafka runner, and the Refitter.
+//
+// The batch jobs read labelled rows for training and evaluation (ingest →
+// memory), score in batches (ingest → scoring workers → one ordered writer
+// → sink) and train (load → model.Train → model file), with their
+// lifecycles: bounded channels for backpressure, cancellation through
+// context.Context, explicit release of every Arrow record, and outputs
+// that appear under their final name only when a job succeeds and never
+// replace a file the job reads or writes otherwise (CheckFiles, run before
+// any row is read).
 //
 // Service is the long-running job behind `mvml serve`: it scores an
 // unending source (a Kafka consumer group) into a sink, sends the records it
@@ -21,7 +25,8 @@
 // handed to Swap by a retraining job, or made current in a model store
 // that FollowModels follows: a model topic, a model file) goes into
 // service between two batches. ServeHTTP answers /healthz, /readyz (from
-// the source, when it can tell whether it consumes) and /metrics, whose
+// the source, when it can tell whether it consumes, and the restore of the
+// partitions owned) and /metrics, whose
 // numbers are those of ServeStats (client_golang collectors built from the
 // one table serveMetricDefs, on a registry of the Service's own, with the
 // Go runtime's and the process's). With ServeConfig.Labels it also joins
@@ -32,7 +37,10 @@
 // and adds its row to statistics that are published as deltas for the
 // refitter (a StatsPublisher: StatsTopic), the labels'
 // offsets committed only after; a replica taking over partitions restores
-// their records and skips the labels a previous owner published. Its
+// their records (a partition whose restore a rebalance cut short is
+// restored by the next generation that keeps it, and /readyz says 503
+// until every partition owned is), skips the labels a previous owner
+// published, and dead-letters no message a previous owner handled. Its
 // parts have a file each: the run loop (serve.go), a batch's way through
 // (serve_batch.go), the refit scheduler (serve_refit.go), the metrics
 // (serve_metrics.go), the following of a model store (serve_watch.go),

@@ -102,8 +102,8 @@ type KafkaServeConfig struct {
 	StatsTopic string
 	// Labels tunes the join of late labels and the publication of the
 	// statistics (Window, CacheBytes, QualityWindow, StatsInterval,
-	// StatsRows, Replica); the runner sets its Source, Topic, Restore and
-	// Stats.
+	// StatsRows, Replica, RereadLimit); the runner sets its Source, Topic,
+	// Restore and Stats.
 	Labels LateLabels
 	// HTTPAddr is where /healthz, /readyz and /metrics are served while the
 	// service runs. Default ("") none.

@@ -148,13 +148,13 @@ func TestKafkaRunnerMetrics(t *testing.T) {
 	}
 }
 
-// updateREADME rewrites README's tables of the metrics: `make docs`.
-var updateREADME = flag.Bool("update-readme", false, "rewrite the tables of the metrics in README.md")
+// updateREADME rewrites docs/configuration.md's tables of the metrics: `make docs`.
+var updateREADME = flag.Bool("update-readme", false, "rewrite the tables of the metrics in docs/configuration.md")
 
-// README's tables of the metrics are serveMetricDefs and refitMetricDefs;
+// docs/configuration.md's tables of the metrics are serveMetricDefs and refitMetricDefs;
 // `make docs` rewrites them.
 func TestMetricsTableInREADME(t *testing.T) {
-	const readme = "../README.md"
+	const readme = "../docs/configuration.md"
 	data, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
@@ -176,11 +176,11 @@ func TestMetricsTableInREADME(t *testing.T) {
 	} {
 		i, j := strings.Index(text, table.begin), strings.Index(text, table.end)
 		if i < 0 || j < i {
-			t.Fatalf("README lacks a table of the metrics between\n%s%s", table.begin, table.end)
+			t.Fatalf("docs/configuration.md lacks a table of the metrics between\n%s%s", table.begin, table.end)
 		}
 		if want := metricsTable(table.rows); text[i+len(table.begin):j] != want {
 			if !*updateREADME {
-				t.Fatalf("README's table of the metrics after %q is stale: run `make docs`", strings.TrimSpace(table.begin))
+				t.Fatalf("docs/configuration.md's table of the metrics after %q is stale: run `make docs`", strings.TrimSpace(table.begin))
 			}
 			text = text[:i+len(table.begin)] + want + text[j:]
 		}
@@ -200,7 +200,7 @@ type metricsTableRow struct {
 	help string
 }
 
-// metricsTable is README's table of the metrics of rows: one line per
+// metricsTable is docs/configuration.md's table of the metrics of rows: one line per
 // metric, the rows of the further series of a metric (labelledInt, which
 // carry no help) left out.
 func metricsTable(rows []metricsTableRow) string {

@@ -223,7 +223,8 @@ func TestDirFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the missing file logged", func() bool { return strings.Contains(log.String(), "model file is gone") })
-	time.Sleep(30 * time.Millisecond)
+	looked := dir.Looks()
+	waitFor(t, "three more looks at the missing file", func() bool { return dir.Looks() >= looked+3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ type FileWatch struct {
 	interval time.Duration
 	logger   *slog.Logger
 	refused  atomic.Int64
+	looks    atomic.Int64
 }
 
 // WatchFile returns a follower of the model file at path, checked every
@@ -58,6 +59,7 @@ func (w *FileWatch) Follow(ctx context.Context, onCurrent func(*model.Model, Man
 				version = w.check(version, onCurrent)
 			}
 		}
+		w.looks.Add(1)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -83,6 +85,10 @@ func (w *FileWatch) check(version string, onCurrent func(*model.Model, Manifest)
 
 // Refused counts the changed files Follow could not read whole.
 func (w *FileWatch) Refused() int64 { return w.refused.Load() }
+
+// Looks counts the times Follow has looked at the file and acted on what
+// it found; a test waits on it to know that a look came and went.
+func (w *FileWatch) Looks() int64 { return w.looks.Load() }
 
 // fileManifest describes a model read from a file, which keeps no record
 // of its publication.

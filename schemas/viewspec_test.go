@@ -135,7 +135,7 @@ func TestLoadViewSpecErrors(t *testing.T) {
 	}
 }
 
-// A kernel's sigma may be a number, as the README shows, or a string: mean,
+// A kernel's sigma may be a number, as docs/formats.md shows, or a string: mean,
 // median or a number; a number and its string are the same spec.
 func TestSigmaNumberOrString(t *testing.T) {
 	spec := func(sigma string) *ViewSpec {

@@ -1,5 +1,7 @@
 // Package sink owns writing mvml's Arrow records out: Parquet files, JSON
-// Lines (to a file or stdout) and the rejects file of bad input rows.
+// Lines (to a file or stdout), the rejects file of bad input rows, Kafka
+// topics of scores and dead letters, and a rolling directory of Parquet
+// files.
 //
 // A Sink takes records of one schema and turns them into bytes; it knows
 // file formats and the schemas package, never the math that produced the

@@ -1,10 +1,13 @@
-// Package statsbus carries statistics deltas from the serve replicas to
-// the refitter (issue 10): a Delta is a replica's model.Accumulator bytes
-// in an envelope that names their lineage, the model in service, the
-// replica, its epoch and sequence number, and the label offsets the
-// statistics hold (Ranges), so that the refitter merges each delta once
-// and refuses labels merged before, and a replica taking over a
-// partition skips labels a crashed owner already published.
+// Package statsbus owns the statistics deltas that serve replicas publish
+// for the refitter: their envelope, how they travel on the stats topic,
+// and the refitter's ledger and checkpoint.
+//
+// A Delta is a replica's model.Accumulator bytes in an envelope that names
+// their lineage, the model in service, the replica, its epoch and sequence
+// number, and the label offsets the statistics hold (Ranges), so that the
+// refitter merges each delta once and refuses labels merged before, and a
+// replica taking over a partition skips labels a crashed owner already
+// published.
 //
 // A delta travels on the stats topic as one message, or as the chunks of
 // a kafkaconn blob when it is larger (Messages); Stream reads deltas back

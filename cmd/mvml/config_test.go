@@ -16,9 +16,9 @@ import (
 	"github.com/mvml/mvml/internal/syncbuf"
 )
 
-// updateREADME rewrites README's reference of the configuration keys:
+// updateREADME rewrites docs/configuration.md's reference of the configuration keys:
 // `make docs`.
-var updateREADME = flag.Bool("update-readme", false, "rewrite the configuration reference in README.md")
+var updateREADME = flag.Bool("update-readme", false, "rewrite the configuration reference in docs/configuration.md")
 
 // writeConfig writes a configuration file to a test directory.
 func writeConfig(t *testing.T, text string) string {
@@ -182,10 +182,10 @@ http: ""
 	}
 }
 
-// README's reference of the configuration keys is the one the flags
+// docs/configuration.md's reference of the configuration keys is the one the flags
 // define; `make docs` rewrites it.
 func TestConfigReferenceInREADME(t *testing.T) {
-	const readme = "../../README.md"
+	const readme = "../../docs/configuration.md"
 	data, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestConfigReferenceInREADME(t *testing.T) {
 		end := "<!-- end of the keys of mvml " + name + " -->"
 		i, j := strings.Index(text, begin), strings.Index(text, end)
 		if i < 0 || j < i {
-			t.Fatalf("README lacks the block of the keys of %s between\n%s%s", name, begin, end)
+			t.Fatalf("docs/configuration.md lacks the block of the keys of %s between\n%s%s", name, begin, end)
 		}
 		var b strings.Builder
 		c, _ := configuredCommand(name)
@@ -209,7 +209,7 @@ func TestConfigReferenceInREADME(t *testing.T) {
 		}
 		if current := text[i+len(begin) : j]; current != b.String() {
 			if !*updateREADME {
-				t.Errorf("README's keys of %s are stale: run `make docs`", name)
+				t.Errorf("docs/configuration.md's keys of %s are stale: run `make docs`", name)
 				continue
 			}
 			text = text[:i+len(begin)] + b.String() + text[j:]

@@ -1,6 +1,8 @@
-// Command mvml trains, scores, evaluates, cross-validates and inspects
-// Multi-View Metric Learning models (Huusari, Kadri, Capponi, AISTATS 2018)
-// on multi-view files:
+// Command mvml is the command line of Multi-View Metric Learning (Huusari,
+// Kadri, Capponi, AISTATS 2018) in data pipelines: it trains, scores,
+// evaluates, cross-validates and inspects models on multi-view files, serves
+// them on Kafka, refits them from the replicas' statistics and manages
+// their registry:
 //
 //	mvml demo
 //	mvml broker  [--listen 127.0.0.1:9092] [--topics NAMES] [--model-topics NAMES]   (a development broker, in memory)

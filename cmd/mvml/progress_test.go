@@ -71,7 +71,11 @@ func TestProgressLogsWithoutTerminal(t *testing.T) {
 	p.finish()
 	p.finish()
 	logged := stderr.String()
-	time.Sleep(30 * time.Millisecond)
+	select { // finish returns once the logging goroutine has ended
+	case <-p.stopped:
+	default:
+		t.Fatal("finish returned with the logging goroutine running")
+	}
 	if stderr.String() != logged {
 		t.Fatalf("progress lines after finish:\n%s", strings.TrimPrefix(stderr.String(), logged))
 	}

@@ -193,6 +193,9 @@ func TestRefitFlags(t *testing.T) {
 // that runs it as a process of its own (to kill it).
 func buildMVML(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no mvml processes of their own")
+	}
 	bin := filepath.Join(t.TempDir(), "mvml")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

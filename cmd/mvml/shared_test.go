@@ -59,6 +59,9 @@ func toParquet(t *testing.T, specPath, data, out string) {
 // repository) or skips the test.
 func sharedData(t *testing.T, name string) (spec, data string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no runs on the shared data sets")
+	}
 	dir := filepath.Join("..", "..", "..", "shared", "data", name)
 	spec = filepath.Join(dir, "views.json")
 	matches, _ := filepath.Glob(filepath.Join(dir, "*.csv.gz"))

@@ -9,7 +9,7 @@ import (
 	"github.com/mvml/mvml/model"
 )
 
-// A view spec with sigma as a number, as the README shows it, and free
+// A view spec with sigma as a number, as docs/formats.md shows it, and free
 // data under "meta" trains; the model file keeps the meta.
 func TestTrainSpecSigmaNumberAndMeta(t *testing.T) {
 	dir := t.TempDir()
