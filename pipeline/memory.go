@@ -29,16 +29,18 @@ const DefaultHoldBytes = 1 << 30
 
 // MemoryBudget bounds what a training job may allocate (TrainJob.Memory).
 // Before it reads a row, and again once it knows the rows and before its
-// heavy allocations, the job estimates what it needs (EstimateTrain): above
-// Hold it streams instead of holding the rows (when Auto), and above Limit
-// it refuses, saying what it needs and which flag would fit.
+// heavy allocations, the job estimates what it needs (EstimateTrain): when
+// the rows would take more than Hold, or the whole more than Limit, it
+// streams instead of holding the rows (when Auto), and above Limit it
+// refuses, saying what it needs and which flag would fit.
 type MemoryBudget struct {
 	// Limit is the most the job may use, in bytes; 0 means no limit.
 	Limit int64
 	// LimitFrom says where Limit comes from, for the messages: "--memory-limit",
 	// "the machine's memory", "the container's memory limit (cgroup v2)".
 	LimitFrom string
-	// Hold is the most a training holding its rows may need; 0 means Limit.
+	// Hold is the most the rows a training holds may take (what streaming
+	// them would save); 0 means no bound but Limit.
 	Hold int64
 	// Auto lets the job stream (the TrainJob.Stream path) when holding the
 	// rows would need more than Hold; otherwise it does what Stream says,
@@ -46,11 +48,11 @@ type MemoryBudget struct {
 	Auto bool
 }
 
-func (b MemoryBudget) hold() int64 {
-	if b.Hold > 0 && (b.Limit == 0 || b.Hold < b.Limit) {
-		return b.Hold
-	}
-	return b.Limit
+// overHold says whether a training holding its rows, estimated est,
+// exceeds the budget: the rows more than Hold, or the whole more than
+// Limit.
+func (b MemoryBudget) overHold(est Estimate) bool {
+	return (b.Hold > 0 && est.Held-est.Streamed > b.Hold) || (b.Limit > 0 && est.Held > b.Limit)
 }
 
 // MemoryError is a training refused because its estimated need exceeds
@@ -237,15 +239,15 @@ func (job TrainJob) planMemory(rows int64) (TrainJob, error) {
 		return job, job.checkStreamed(rows, p)
 	}
 	est := EstimateTrain(rows, len(dims), total, p, outputsGuess, job.sampleSize())
-	if hold := b.hold(); hold == 0 || est.Held <= hold {
-		return job, nil
+	if !b.Auto || !b.overHold(est) {
+		return job, job.checkHeld(rows, est)
 	}
-	if b.Auto && len(job.Grid) == 0 {
+	if len(job.Grid) == 0 {
 		if err := job.checkStreamed(rows, p); err != nil {
 			return job, err
 		}
 		job.Logger.Warn("streaming the rows: holding them would need more memory than allowed, so they are read twice instead (as with --stream)",
-			"rows", rows, "held_need", Bytes(est.Held), "allowed", Bytes(b.hold()), "streamed_need", Bytes(est.Streamed), "landmarks", p)
+			"rows", rows, "held_need", Bytes(est.Held), "rows_allowed", Bytes(b.Hold), "limit", Bytes(b.Limit), "streamed_need", Bytes(est.Streamed), "landmarks", p)
 		job.Stream = true
 		return job, nil
 	}

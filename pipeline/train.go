@@ -153,7 +153,7 @@ func (job TrainJob) overHold(ctx context.Context, over *holdExceeded) (*model.Mo
 	b := job.Memory
 	if b.Auto && len(job.Grid) == 0 {
 		job.Logger.Warn("streaming the rows: holding them would need more memory than allowed, so they are read again, twice, instead (as with --stream)",
-			"rows_read", over.rows, "held_need_at_least", Bytes(processBytes+over.bytes), "allowed", Bytes(b.hold()))
+			"rows_read", over.rows, "held_need_at_least", Bytes(processBytes+over.bytes), "rows_allowed", Bytes(b.Hold), "limit", Bytes(b.Limit))
 		job.Stream = true
 		if job.Like != nil {
 			return trainStreamedLike(ctx, job)
@@ -184,15 +184,17 @@ func (job TrainJob) checkLike() error {
 }
 
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
-	// Rows not counted beforehand are checked as they come: against what
-	// the job may hold when it may choose to stream, else the limit.
+	// Rows not counted beforehand are checked as they come: against the
+	// limit, net of the process and the fit, and, when the job may choose
+	// to stream, against what it holds of rows.
 	var bound int64
-	allowed := job.Memory.Limit
-	if job.Memory.Auto && len(job.Grid) == 0 {
-		allowed = job.Memory.hold()
-	}
-	if job.Rows <= 0 && allowed > 0 {
-		bound = max(allowed-processBytes-job.estimate(0, job.landmarksGuess()).Fit, 1)
+	if b := job.Memory; job.Rows <= 0 {
+		if b.Limit > 0 {
+			bound = max(b.Limit-processBytes-job.estimate(0, job.landmarksGuess()).Fit, 1)
+		}
+		if b.Auto && len(job.Grid) == 0 && b.Hold > 0 && (bound == 0 || b.Hold < bound) {
+			bound = b.Hold
+		}
 	}
 	views, labels, origins, err := loadLabelledUpTo(ctx, job.Spec, job.Source, job.Options, bound)
 	var over *holdExceeded

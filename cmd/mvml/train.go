@@ -199,12 +199,12 @@ func (a *app) countRows(ctx context.Context, inputs []string) int64 {
 }
 
 // memoryBudget is what a training may use: --memory-limit when given
-// (limit, given or not), else the container's or machine's memory with
-// at most pipeline.DefaultHoldBytes (and half the memory) of rows held;
-// auto lets the job stream when holding the rows would need more.
+// (the rows held while the whole fits), else the container's or
+// machine's memory, with at most pipeline.DefaultHoldBytes (and half the
+// memory) of rows held; auto lets the job stream rather than exceed it.
 func (a *app) memoryBudget(limit bytesFlag, auto bool) pipeline.MemoryBudget {
 	if limit.set {
-		return pipeline.MemoryBudget{Limit: limit.value, LimitFrom: "--memory-limit", Hold: limit.value, Auto: auto}
+		return pipeline.MemoryBudget{Limit: limit.value, LimitFrom: "--memory-limit", Auto: auto}
 	}
 	b := pipeline.MemoryBudget{Hold: pipeline.DefaultHoldBytes, Auto: auto}
 	total, from, err := sysmem.Limit(os.DirFS("/"))
