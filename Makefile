@@ -4,11 +4,12 @@ PKGS      := ./...
 BENCHTIME ?= 3x
 FUZZTIME  ?= 10s
 COUNT     ?= 6
+ROUNDS    ?= 3
 
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline
 
-.PHONY: help build build-openblas test test-short test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-train bench-arrow bench-serve demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-short test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-train bench-arrow bench-serve bench-fleet demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
@@ -30,6 +31,8 @@ help:
 	@echo "                     against unlabelled records (COUNT=$(COUNT));"
 	@echo "                     BASE=REV measures the service built at REV too, in turn with this one;"
 	@echo "                     BUILDS=\"default openblas\" measures both builds in turn"
+	@echo "make bench-fleet     three serve processes on the in-process broker: the longest stall of a rolling restart"
+	@echo "                     and the recovery after a kill -9, in ROUNDS=$(ROUNDS) rounds (BASE=REV compares)"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 	@echo "make docs            rewrite docs/configuration.md's configuration keys and metrics tables from the code"
@@ -118,6 +121,10 @@ bench-arrow:
 
 bench-serve:
 	COUNT=$(COUNT) BENCHSTAT="$(BENCHSTAT)" ./scripts/bench-serve.sh
+
+# A rolling restart of three serve replicas and a kill -9 (TestFleetRollingRestart).
+bench-fleet:
+	ROUNDS=$(ROUNDS) ./scripts/bench-fleet.sh
 
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \

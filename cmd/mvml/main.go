@@ -83,7 +83,7 @@ func commands() []command {
 	return []command{
 		{"demo", "mvml demo [--rows N] [--classes C] [--data-seed S] [--keep DIR] [--kafka=false] [fit flags]",
 			"train and score on a generated multi-view data set, then serve it through Kafka on an in-process broker (no files, no network)", runDemo},
-		{"broker", "mvml broker [--listen HOST:PORT] [--topics NAMES] [--partitions N] [--model-topics NAMES]",
+		{"broker", "mvml broker [--listen HOST:PORT] [--topics NAME[:N],...] [--partitions N] [--model-topics NAMES]",
 			"run the demo's in-process Kafka broker alone until interrupted, for kcat and mvml processes to share: a development broker, in memory", runBroker},
 		{"train", "mvml train --input FILE... | --brokers HOST:PORT --topic T [--from TIME] [--to TIME] --views SPEC | --like BASE.mvml --model OUT.mvml | --model-dir DIR | --brokers HOST:PORT --model-topic M [fit flags]",
 			"train a model on labelled files or a time range of a Kafka topic, and write it atomically or publish it", runTrain},

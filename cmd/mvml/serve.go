@@ -36,7 +36,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
 	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
-	sessionTimeout := fs.Duration("session-timeout", ingest.DefaultKafkaSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; brokers accept 6s to 5m by default")
+	sessionTimeout := fs.Duration("session-timeout", pipeline.DefaultServeSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; a replica heartbeats every second, so at least 3s; brokers accept 6s to 5m by default")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	labelsTopic := fs.String("labels-topic", "", "`TOPIC` of labels arriving apart from their records, {\"id\": …, \"label\": …} keyed by id, co-partitioned with --topic; each is joined with the record it labels")
@@ -118,8 +118,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	case *outDir != "" && givenFlags(fs)["writes-in-flight"]:
 		c.failf("--writes-in-flight is for --output-topic: --output-dir commits its files as they roll")
 	}
-	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
-		c.failf("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
+	if least := 3 * pipeline.DefaultServeHeartbeatInterval; *sessionTimeout < least {
+		c.failf("--session-timeout %v must be at least %v, three heartbeats of %v", *sessionTimeout, least, pipeline.DefaultServeHeartbeatInterval)
 	}
 	labels := pipeline.LateLabels{
 		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
