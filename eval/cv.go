@@ -366,7 +366,7 @@ func search(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, lab
 			tc := apply(spec, cfg.Base, combo)
 			p, ok := prepared[featureKey(combo)]
 			if !ok {
-				if p, err = model.Prepare(spec, trViews, trLabels, tc); err != nil {
+				if p, err = model.PrepareContext(ctx, spec, trViews, trLabels, tc); err != nil {
 					return nil, locateRow(err, train)
 				}
 				prepared[featureKey(combo)] = p

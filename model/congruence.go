@@ -1,6 +1,8 @@
 package model
 
 import (
+	"context"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -19,6 +21,12 @@ const congruenceBlock = 48
 // upper triangle of P: 5D³/3 flops instead of 2D³. Every product writes
 // whole rows of its result, the long axpys of gonum's Dgemm.
 func congruence(p, b, l, y blas64.General) {
+	congruenceContext(context.Background(), p, b, l, y)
+}
+
+// congruenceContext is congruence checking ctx between block rows: done,
+// it returns at once, with P part-computed.
+func congruenceContext(ctx context.Context, p, b, l, y blas64.General) {
 	d := l.Rows
 	sub := func(m blas64.General, i, j, r, c int) blas64.General {
 		return blas64.General{Rows: r, Cols: c, Stride: m.Stride, Data: m.Data[i*m.Stride+j:]}
@@ -26,12 +34,18 @@ func congruence(p, b, l, y blas64.General) {
 	// Y = LᵀB a block row at a time: L's block column J is zero above its
 	// diagonal block, so Y[J, :] = L[j:, J]ᵀ·B[j:, :].
 	for j := 0; j < d; j += congruenceBlock {
+		if ctx.Err() != nil {
+			return
+		}
 		jb := min(congruenceBlock, d-j)
 		blas64.Gemm(blas.Trans, blas.NoTrans, 1, sub(l, j, j, d-j, jb), sub(b, j, 0, d-j, d), 0, sub(y, j, 0, jb, d))
 	}
 	// The upper triangle of P = YL a block row at a time: L[:, i:] is zero
 	// above row i, so P[I, i:] = Y[I, i:]·L[i:, i:].
 	for i := 0; i < d; i += congruenceBlock {
+		if ctx.Err() != nil {
+			return
+		}
 		ib := min(congruenceBlock, d-i)
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, sub(y, i, i, ib, d-i), sub(l, i, i, d-i, d-i), 0, sub(p, i, i, ib, d-i))
 	}

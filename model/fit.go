@@ -85,7 +85,7 @@ func Fit(ctx context.Context, st *Stats, cols []int, cfg Config, warm *Solution)
 	if err != nil {
 		return nil, err
 	}
-	start, err := newStart(in, cfg, warm)
+	start, err := newStart(ctx, in, cfg, warm)
 	if err != nil {
 		return nil, err
 	}
@@ -190,8 +190,9 @@ func newFitInput(st *Stats, cfg Config, units labelUnits) (*fitInput, error) {
 // and the factorisation of P + λI. It costs O(D³); the heads of a cold
 // one-vs-all fit share one start, each continuing from a copy
 // (solver.head), instead of computing it once per class.
-func newStart(in *fitInput, cfg Config, warm *Solution) (*solver, error) {
+func newStart(ctx context.Context, in *fitInput, cfg Config, warm *Solution) (*solver, error) {
 	s := newSolver(in.solver, nil, cfg)
+	s.ctx = ctx
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
 	}
@@ -237,6 +238,10 @@ func fitPrepared(ctx context.Context, in *fitInput, s *solver) (*Solution, error
 
 // solver holds the state of one fit.
 type solver struct {
+	// ctx is the fit's (newStart's, then run's): the O(D³) products and
+	// factorisations and the loops of steps stop once it is done, and the
+	// fit returns its error (see ctxErr).
+	ctx  context.Context
 	cfg  Config
 	st   *Stats
 	cols []int
@@ -493,6 +498,7 @@ func (s *solver) weighTargets() {
 // run iterates from the start (newStart, or refactor after a metric and
 // weights were set).
 func (s *solver) run(ctx context.Context) error {
+	s.ctx = ctx
 	if err := s.gStep(); err != nil {
 		return err
 	}
@@ -527,6 +533,9 @@ func (s *solver) run(ctx context.Context) error {
 				return err
 			}
 			s.trace.Steps = append(s.trace.Steps, step)
+		}
+		if err := s.ctxErr(); err != nil {
+			return err
 		}
 		if s.cfg.LearnW && s.weightStep() {
 			s.refactor()
@@ -576,7 +585,26 @@ func (s *solver) refactor() {
 		s.scratch = mat.NewDense(s.d, s.d, nil)
 	}
 	square := blas64.General{Rows: s.d, Cols: s.d, Stride: lr.Stride, Data: lr.Data}
-	congruence(s.p.RawMatrix(), s.bw.RawMatrix(), square, s.scratch.RawMatrix())
+	// Interrupted, P is left part-computed: factorize, which reads it
+	// next, returns ctx's error instead.
+	congruenceContext(s.context(), s.p.RawMatrix(), s.bw.RawMatrix(), square, s.scratch.RawMatrix())
+}
+
+// context is the fit's context, or the background one for a solver used
+// outside a fit.
+func (s *solver) context() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
+}
+
+// ctxErr is "fit: " and the fit context's error once it is done, or nil.
+func (s *solver) ctxErr() error {
+	if err := s.context().Err(); err != nil {
+		return fmt.Errorf("fit: %w", err)
+	}
+	return nil
 }
 
 // materializeT sets t and tinv to T = T⁻¹ = I when tIdentity says so.
@@ -644,12 +672,18 @@ func (s *solver) factorize() error {
 	if s.factored {
 		return nil
 	}
+	if err := s.ctxErr(); err != nil {
+		return err
+	}
 	raw := s.p.RawMatrix()
 	for i := 0; i < s.d; i++ {
 		copy(s.m.Data[i*s.d+i:(i+1)*s.d], raw.Data[i*raw.Stride+i:i*raw.Stride+s.d])
 		s.m.Data[i*s.d+i] += s.cfg.Lambda
 	}
-	if !potrfUpper(s.m) {
+	if !potrfUpperContext(s.context(), s.m) {
+		if err := s.ctxErr(); err != nil {
+			return err
+		}
 		return fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
 	s.factored = true
@@ -901,7 +935,7 @@ func (s *solver) frobeniusSteps(objective float64, maxSteps int) (first float64,
 	var taken []metricStep
 	abar := mat.DenseCopyOf(s.abar)
 	var y, z mat.Dense // U⁻ᵀG̃ for the working factor U, once a step follows; U⁻ᵀĀ
-	for len(taken) < maxSteps {
+	for len(taken) < maxSteps && s.context().Err() == nil {
 		if len(taken) > 0 {
 			abar = mat.DenseCopyOf(&y)
 			triCols(work.RawTriangular(), blas.NoTrans, true, abar) // Ā = U⁻¹U⁻ᵀG̃
@@ -1096,6 +1130,9 @@ func (s *solver) sparseStep() (float64, error) {
 	trial := mat.NewTriDense(s.d, mat.Upper, nil)
 	var sol, delta, dg mat.Dense
 	for mu, try := s.sparseMu, 0; try < 40; mu, try = mu/2, try+1 {
+		if err := s.ctxErr(); err != nil {
+			return 0, err
+		}
 		for i := 0; i < s.d; i++ {
 			for j := i; j < s.d; j++ {
 				next.SetSym(i, j, s.a.At(i, j)+mu*lam*0.5*(aat.At(i, j)+aat.At(j, i)))

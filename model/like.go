@@ -40,7 +40,7 @@ func TrainLike(ctx context.Context, base *Model, views []*mat.Dense, labels []fl
 		}
 	}
 	acc := base.Unfitted().NewAccumulator()
-	if err := acc.Add(views, labels); err != nil {
+	if err := acc.addChunks(ctx, views, labels); err != nil {
 		return nil, fmt.Errorf("train like %s: %w", base.Version, err)
 	}
 	var from *Model // the unfitted model: cold

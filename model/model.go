@@ -229,7 +229,7 @@ func distinct(xs []float64) []float64 {
 // finite values. It chooses the landmarks, builds the feature maps,
 // accumulates the statistics and fits every head.
 func Train(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg TrainConfig) (*Model, error) {
-	p, err := Prepare(spec, views, labels, cfg)
+	p, err := PrepareContext(ctx, spec, views, labels, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +250,13 @@ type Prepared struct {
 // Prepare chooses the landmarks, builds the feature maps and accumulates
 // the statistics of the rows (views[l] is n×d_l, labels has n values).
 func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg TrainConfig) (*Prepared, error) {
+	return PrepareContext(context.Background(), spec, views, labels, cfg)
+}
+
+// PrepareContext is Prepare stopping early, with ctx's error, once ctx is
+// done: the statistics are accumulated a chunk of rows at a time (see
+// addChunks), with ctx checked between chunks.
+func PrepareContext(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg TrainConfig) (*Prepared, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -281,7 +288,7 @@ func Prepare(spec *schemas.ViewSpec, views []*mat.Dense, labels []float64, cfg T
 	}
 	p.base.Features = feats
 	acc := p.base.NewAccumulator()
-	if err := acc.Add(views, labels); err != nil {
+	if err := acc.addChunks(ctx, views, labels); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	p.Stats = acc.stats
@@ -357,7 +364,14 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 	warmHeads := warm != nil && len(warm.Heads) == len(groups)
 	var shared *solver
 	if !warmHeads {
-		if shared, err = newStart(in, cfg, nil); err != nil {
+		if shared, err = newStart(ctx, in, cfg, nil); err != nil {
+			if ctx.Err() != nil { // interrupted: no head was fitted
+				errs := make([]error, len(groups))
+				for h := range errs {
+					errs[h] = err
+				}
+				return headErrors(errs)
+			}
 			return err
 		}
 	}
@@ -371,11 +385,15 @@ func (m *Model) FitHeads(ctx context.Context, st *Stats, warm *Model) error {
 		wg.Go(func() {
 			var done *solver // this worker's last head, whose matrices the next reuses
 			for h := range next {
+				if err := ctx.Err(); err != nil {
+					errs[h] = fmt.Errorf("fit: %w", err) // the heads not begun when ctx is done are not begun
+					continue
+				}
 				var s *solver
 				var err error
 				switch {
 				case warmHeads:
-					if s, err = newStart(in, cfg, &warm.Heads[h].Solution); err == nil {
+					if s, err = newStart(ctx, in, cfg, &warm.Heads[h].Solution); err == nil {
 						s = s.withColumns(groups[h])
 					}
 				case len(groups) == 1:

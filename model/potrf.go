@@ -1,6 +1,8 @@
 package model
 
 import (
+	"context"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack/gonum"
@@ -21,12 +23,21 @@ const potrfBlock = 64
 // Dsyrk and Dtrsm were most of that. The diagonal block's lower half is
 // overwritten.
 func potrfUpper(a blas64.Symmetric) bool {
+	return potrfUpperContext(context.Background(), a)
+}
+
+// potrfUpperContext is potrfUpper checking ctx between block columns:
+// done, it returns false at once, a part-factorised.
+func potrfUpperContext(ctx context.Context, a blas64.Symmetric) bool {
 	n, lda := a.N, a.Stride
 	gen := func(i, j, r, c int) blas64.General {
 		return blas64.General{Rows: r, Cols: c, Stride: lda, Data: a.Data[i*lda+j:]}
 	}
 	var impl gonum.Implementation
 	for j := 0; j < n; j += potrfBlock {
+		if ctx.Err() != nil {
+			return false
+		}
 		jb := min(potrfBlock, n-j)
 		if j > 0 {
 			blas64.Gemm(blas.Trans, blas.NoTrans, -1, gen(0, j, j, jb), gen(0, j, j, jb), 1, gen(j, j, jb, jb))

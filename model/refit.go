@@ -100,6 +100,48 @@ func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 	return a.stats.Add(a.u, y)
 }
 
+// addChunks is Add of the rows a chunk at a time (chunkRows), checking
+// ctx between chunks: the features of a chunk, not of every row, are held
+// at once, and a cancelled training stops within a chunk's time (after
+// the first chunk, so that a cancelled fit says what it was fitting). A
+// *schemas.RowError's Row is the row of views, as Add's is.
+func (a *Accumulator) addChunks(ctx context.Context, views []*mat.Dense, labels []float64) error {
+	n := len(labels)
+	step := chunkRows(a.stats.Dim())
+	for start := 0; start < n; start += step {
+		if err := ctx.Err(); err != nil && start > 0 {
+			return fmt.Errorf("accumulate: %w", err)
+		}
+		end := min(n, start+step)
+		chunk := make([]*mat.Dense, len(views))
+		for l, v := range views {
+			if r, _ := v.Dims(); r != n {
+				return fmt.Errorf("accumulate: view %d has %d rows but %d labels", l, r, n)
+			}
+			_, d := v.Dims()
+			chunk[l] = v.Slice(start, end, 0, d).(*mat.Dense)
+		}
+		err := a.Add(chunk, labels[start:end])
+		var re *schemas.RowError
+		if errors.As(err, &re) && re.Source == "" {
+			shifted := *re
+			shifted.Row += int64(start)
+			return fmt.Errorf("accumulate: %w", &shifted)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkRows is how many rows addChunks projects at once for features of
+// dimension dim: about 512 Ki features, 4 MiB (a few hundredths of a
+// second of kernels and sums), between 256 and 8,192 rows.
+func chunkRows(dim int) int {
+	return min(8192, max(256, (1<<19)/max(dim, 1)))
+}
+
 // AddProjected adds rows given by their projected features u (n×D,
 // Model.Project's output, as a late label's join keeps them) with their
 // labels: the same sums as Add of the rows' views. A label the model

@@ -356,7 +356,7 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 	var start, done *solver // done: the last fit's, whose working matrices the next reuses
 	var startErr error
 	if warm == nil {
-		start, startErr = newStart(in, cfgs[0], nil)
+		start, startErr = newStart(ctx, in, cfgs[0], nil)
 	}
 	for i, cfg := range cfgs {
 		if err := ctx.Err(); err != nil {
@@ -420,13 +420,13 @@ func fitGroups(ctx context.Context, in *fitInput, start, done *solver, cfg Confi
 				s.factored = false
 			}
 		case len(warm.Heads) == len(groups):
-			st, err := newStart(in, cfg, &warm.Heads[h].Solution)
+			st, err := newStart(ctx, in, cfg, &warm.Heads[h].Solution)
 			if err != nil {
 				return nil, done, err
 			}
 			s = st.withColumns(cols)
 		default:
-			st, err := newStart(in, cfg, nil)
+			st, err := newStart(ctx, in, cfg, nil)
 			if err != nil {
 				return nil, done, err
 			}

@@ -57,7 +57,35 @@ type origin struct {
 // from, so that an error about a row of the matrices can name it in the
 // inputs (locateRow).
 func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, []origin, error) {
+	return loadLabelledUpTo(ctx, spec, open, opts, 0)
+}
+
+// holdExceeded is loadLabelledUpTo's error once the rows held would take
+// more than its bound.
+type holdExceeded struct {
+	rows, bytes int64
+}
+
+func (e *holdExceeded) Error() string {
+	return fmt.Sprintf("more than %d rows (%s) to hold", e.rows, Bytes(e.bytes))
+}
+
+// heldBytes is what rows rows of dims values take when held (see
+// EstimateTrain): every value twice while the slices grow, the label and
+// where the row came from.
+func heldBytes(rows int64, dims int) int64 {
+	return rows * (16*int64(dims) + heldRowBytes)
+}
+
+// loadLabelledUpTo is loadLabelled stopping with a *holdExceeded once the
+// rows held would take more than maxBytes (0: no bound), for inputs
+// whose rows could not be counted before.
+func loadLabelledUpTo(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, maxBytes int64) ([]*mat.Dense, []float64, []origin, error) {
 	opts = opts.withDefaults()
+	dims := 0
+	for _, d := range spec.Dims() {
+		dims += d
+	}
 	values := make([][]float64, len(spec.Views))
 	var labels []float64
 	var origins []origin
@@ -69,6 +97,9 @@ func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, 
 		}
 		for i, r := range b.Rows {
 			origins = append(origins, origin{b.RowSource(i), r})
+		}
+		if held := heldBytes(int64(len(labels)), dims); maxBytes > 0 && held > maxBytes {
+			return &holdExceeded{rows: int64(len(labels)), bytes: held}
 		}
 		return nil
 	})

@@ -36,9 +36,11 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	if job.OnLoaded != nil {
 		job.OnLoaded(int(rows))
 	}
-	cfg := job.Config
-	p, err := transform.LandmarkCount(int(rows), cfg.Landmarks)
+	cfg, p, err := job.resolveLandmarks(rows)
 	if err != nil {
+		return nil, err
+	}
+	if err := job.checkStreamed(rows, p); err != nil {
 		return nil, err
 	}
 	sample := scan.reservoir.Sample()

@@ -56,6 +56,18 @@ type TrainJob struct {
 	// only Fit applies, and Grid does not. The fit starts cold. With
 	// Stream the rows are read once, through the statistics.
 	Like *model.Model
+	// Rows, when positive, is the number of rows the inputs hold (from
+	// their metadata, ingest.CountRows), so that the memory the training
+	// needs is estimated before a row is read.
+	Rows int64
+	// MaxLandmarks, when positive, bounds the landmark count per view that
+	// a fraction Config.Landmarks gives (DefaultMaxLandmarks for the
+	// default fraction); a count is used as given, and refused above the
+	// rows.
+	MaxLandmarks int
+	// Memory bounds what the training may allocate (see MemoryBudget): it
+	// streams or is refused rather than exhaust the machine.
+	Memory MemoryBudget
 	// OnLoaded, when set, is called with the number of rows once they are
 	// in memory, before the fit starts (which reports no progress).
 	OnLoaded func(rows int)
@@ -73,6 +85,10 @@ type TrainJob struct {
 func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	job.Options = job.Options.withDefaults()
 	if err := job.checkLike(); err != nil {
+		return nil, err
+	}
+	job, err := job.planMemory(job.Rows)
+	if err != nil {
 		return nil, err
 	}
 	dir, err := job.checkFiles()
@@ -130,6 +146,29 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	return m, nil
 }
 
+// overHold goes on with a training whose rows, not counted beforehand,
+// turned out to need more memory than it may hold: it streams them when
+// allowed to choose (Memory.Auto), and is refused otherwise.
+func (job TrainJob) overHold(ctx context.Context, over *holdExceeded) (*model.Model, error) {
+	b := job.Memory
+	if b.Auto && len(job.Grid) == 0 {
+		job.Logger.Warn("streaming the rows: holding them would need more memory than allowed, so they are read again, twice, instead (as with --stream)",
+			"rows_read", over.rows, "held_need_at_least", Bytes(processBytes+over.bytes), "rows_allowed", Bytes(b.Hold), "limit", Bytes(b.Limit))
+		job.Stream = true
+		if job.Like != nil {
+			return trainStreamedLike(ctx, job)
+		}
+		return trainStreamed(ctx, job)
+	}
+	e := &MemoryError{What: fmt.Sprintf("holding more than %d rows in memory", over.rows), Need: processBytes + over.bytes, AtLeast: true,
+		Limit: b.Limit, LimitFrom: b.LimitFrom}
+	if len(job.Grid) == 0 {
+		e.Alternatives = append(e.Alternatives, "--stream")
+	}
+	e.Alternatives = append(e.Alternatives, "a larger --memory-limit")
+	return nil, e
+}
+
 // checkLike refuses a training like a model that cannot be: a spec of
 // other views, or a grid to choose features by.
 func (job TrainJob) checkLike() error {
@@ -145,7 +184,24 @@ func (job TrainJob) checkLike() error {
 }
 
 func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
-	views, labels, origins, err := loadLabelled(ctx, job.Spec, job.Source, job.Options)
+	// Rows not counted beforehand are checked as they come: against the
+	// limit, net of the process and the fit, and, when the job may choose
+	// to stream, against what it holds of rows.
+	var bound int64
+	if b := job.Memory; job.Rows <= 0 {
+		if b.Limit > 0 {
+			bound = max(b.Limit-processBytes-job.estimate(0, job.landmarksGuess()).Fit, 1)
+		}
+		if b.Auto && len(job.Grid) == 0 && b.Hold > 0 && (bound == 0 || b.Hold < bound) {
+			bound = b.Hold
+		}
+	}
+	views, labels, origins, err := loadLabelledUpTo(ctx, job.Spec, job.Source, job.Options, bound)
+	var over *holdExceeded
+	if errors.As(err, &over) {
+		views, labels, origins = nil, nil, nil
+		return job.overHold(ctx, over)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -159,11 +215,17 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 		}
 		return m, nil
 	}
-	cfg := job.Config
+	cfg, p, err := job.resolveLandmarks(int64(len(labels)))
+	if err != nil {
+		return nil, err
+	}
+	if err := job.checkHeld(int64(len(labels)), job.estimate(int64(len(labels)), p)); err != nil {
+		return nil, err
+	}
 	if len(job.Grid) > 0 {
 		var chosen map[string]float64
 		cfg, chosen, err = eval.Select(ctx, job.Spec, views, labels, eval.CVConfig{
-			Base: job.Config, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
+			Base: cfg, Grid: job.Grid, InnerFolds: job.GridFolds, Seed: job.Config.Seed})
 		if err != nil {
 			return nil, fmt.Errorf("choosing hyper-parameters: %w", locateRow(err, origins))
 		}

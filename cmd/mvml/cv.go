@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -56,6 +57,16 @@ func runCV(ctx context.Context, a *app, args []string) error {
 	bar.finish()
 	if err != nil {
 		return err
+	}
+	if !givenFlags(fs)["landmarks"] {
+		// The default share of a fold's training rows is bounded as
+		// train bounds it.
+		trainRows := len(labels) - (len(labels)+*folds-1) / *folds
+		if p := int(math.Round(base.Landmarks * float64(trainRows))); p > pipeline.DefaultMaxLandmarks {
+			a.log.Info("landmarks bounded: the default share of the rows is at most a bounded count per view (give --landmarks to choose)",
+				"fraction", base.Landmarks, "fold_rows", trainRows, "landmarks", pipeline.DefaultMaxLandmarks)
+			base.Landmarks = pipeline.DefaultMaxLandmarks
+		}
 	}
 	fits := a.progress("cv: fitting", "fits", 0)
 	foldDraws := *folds * *draws

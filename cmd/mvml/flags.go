@@ -50,7 +50,9 @@ func (f *logFormat) Set(s string) error {
 // useLogFormat makes the app log in the format the command's flags say.
 func (a *app) useLogFormat(fs *flag.FlagSet) {
 	if fl := fs.Lookup(logFormatFlag); fl != nil {
+		a.logMu.Lock()
 		a.log = newLogger(a.stderr, fl.Value.String(), a.tty)
+		a.logMu.Unlock()
 	}
 }
 
@@ -294,7 +296,7 @@ func registerFit(fs *flag.FlagSet) *fitFlags {
 	fs.Float64Var(&f.lambda, "lambda", model.DefaultLambda, "λ > 0, the weight of ⟨g̃, Ã⁻¹g̃⟩")
 	fs.Float64Var(&f.eta, "eta", model.DefaultEta, "η > 0, the weight of the penalty on Ã")
 	fs.Var(&f.mu, "mu", fmt.Sprintf("`MU` > 0, the first trial step of the Ã update (mode learned: μ·η < 1/2) (default %g/eta)", model.DefaultMuEta))
-	fs.Var(&f.landmarks, "landmarks", "`P` landmarks per view: a fraction of the training rows in (0,1] or a count")
+	fs.Var(&f.landmarks, "landmarks", fmt.Sprintf("`P` landmarks per view: a fraction of the training rows in (0,1] or a count, used as given; not given, train and cv take the default fraction but at most %d", pipeline.DefaultMaxLandmarks))
 	fs.StringVar(&f.mode, "mode", string(model.DefaultMode), "metric mode: learned, sparse, cov or identity")
 	fs.BoolVar(&f.learnW, "learn-w", false, "learn the view weights w (otherwise uniform 1/v)")
 	fs.StringVar(&f.multiclass, "multiclass", string(model.DefaultMulticlass), "more than two classes: ovr (one metric per class) or shared")
@@ -419,4 +421,49 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	return given
+}
+
+// bytesFlag is a memory size: a byte count with an optional decimal (kB,
+// MB, GB, TB) or binary (KiB, MiB, GiB, TiB) unit, "2GB" or "1.5 GiB".
+type bytesFlag struct {
+	value int64
+	set   bool
+}
+
+func (f *bytesFlag) String() string {
+	if !f.set {
+		return ""
+	}
+	return pipeline.Bytes(f.value)
+}
+
+func (f *bytesFlag) Set(s string) error {
+	v, err := parseBytes(s)
+	if err != nil {
+		return err
+	}
+	f.value, f.set = v, true
+	return nil
+}
+
+// parseBytes reads a memory size (see bytesFlag).
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
+		i--
+	}
+	num, unit := strings.TrimSpace(t[:i]), strings.ToLower(strings.TrimSpace(t[i:]))
+	mult := map[string]float64{"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	switch {
+	case mult == 0:
+		return 0, fmt.Errorf("%q: unknown unit %q (want B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)", s, t[i:])
+	case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, fmt.Errorf("%q: want a size such as 2GB or 512MiB", s)
+	case v*mult < 1 || v*mult > math.MaxInt64/2:
+		return 0, fmt.Errorf("%q: want a positive size below 4 EB", s)
+	}
+	return int64(v * mult), nil
 }

@@ -8,19 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
 	"github.com/mvml/mvml/internal/blasimpl"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(runProcess(os.Args[1:], os.Stdout, os.Stderr, os.Exit))
 }
 
 // Exit statuses.
@@ -35,6 +31,9 @@ const (
 type app struct {
 	stdout, stderr io.Writer
 	log            *slog.Logger
+	// logMu guards log against the signal watcher (app.logger) while a
+	// command sets it from its flags.
+	logMu sync.Mutex
 	// tty is set when stderr is a terminal: progress bars replace the
 	// informational log lines there.
 	tty bool

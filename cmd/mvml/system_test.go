@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
@@ -41,10 +40,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, subprocessEnv+":", err)
 			os.Exit(exitUsage)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, argv, os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
+		os.Exit(runProcess(argv, os.Stdout, os.Stderr, os.Exit))
 	}
 	os.Exit(m.Run())
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/sysmem"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
@@ -30,8 +32,10 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks, sigma_scale or learn_w (repeatable)")
 	gridFolds := fs.Int("grid-folds", eval.DefaultInnerFolds, "number of folds choosing the --grid values")
-	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics (once only with --like)")
+	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics (once only with --like); not given, train streams when holding the rows would exceed --memory-limit, and --stream=false holds them or refuses")
 	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
+	var memLimit bytesFlag
+	fs.Var(&memLimit, "memory-limit", "`SIZE` (2GB, 512MiB) the training may use: it holds the rows in memory when its estimate fits, streams them otherwise (as --stream), and refuses when even that would not fit (default: the container's or machine's memory, holding at most 1 GiB of rows)")
 	kf := registerKafka(fs, "bootstrap `HOST:PORT` list, comma-separated, of the Kafka cluster of --topic and --model-topic")
 	topic := fs.String("topic", "", "Kafka `TOPIC` of JSON records to train on instead of files (with --brokers)")
 	from := fs.String("from", "", "with --topic, the `TIME` of the first record: RFC 3339, or a duration before now such as 24h (default: the oldest kept)")
@@ -118,6 +122,13 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	}
 	job := pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
 		Stream: *stream, SampleRows: *sampleRows, SpecFile: *specPath, Output: *out, ModelDir: *store, Like: base, LikeFile: *like, Options: opts}
+	given := givenFlags(fs)
+	if !given["landmarks"] && base == nil {
+		job.MaxLandmarks = pipeline.DefaultMaxLandmarks
+	}
+	job.Memory = a.memoryBudget(memLimit, !given["stream"])
+	rows := a.countRows(ctx, inputs)
+	job.Rows = rows
 	if *modelTopic != "" {
 		// Opened before the rows are read: a topic that cannot take the
 		// model fails the job at once.
@@ -128,7 +139,11 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 		defer models.Close(context.WithoutCancel(ctx))
 		job.Models = models
 	}
-	bar := a.progress("train: reading", "rows", a.totalRows(ctx, inputs))
+	total := int64(0)
+	if a.tty {
+		total = rows
+	}
+	bar := a.progress("train: reading", "rows", total)
 	defer bar.finish()
 	job.Options.Progress = bar.rowsFunc()
 	// The fit reports no progress of its own: a terminal is told it
@@ -161,6 +176,44 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",
 		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, strings.Join(dests, ", "))
 	return nil
+}
+
+// countRows is the rows of the inputs when they are regular files that
+// can be counted without decoding (ingest.CountRows), else 0: a pipe's
+// rows would be consumed by counting them.
+func (a *app) countRows(ctx context.Context, inputs []string) int64 {
+	if len(inputs) == 0 {
+		return 0
+	}
+	for _, in := range inputs {
+		if info, err := os.Stat(in); err == nil && !info.Mode().IsRegular() {
+			return 0
+		}
+	}
+	n, err := ingest.CountRows(ctx, inputs)
+	if err != nil {
+		a.log.Debug("rows not counted before reading", "err", err)
+		return 0
+	}
+	return n
+}
+
+// memoryBudget is what a training may use: --memory-limit when given
+// (the rows held while the whole fits), else the container's or
+// machine's memory, with at most pipeline.DefaultHoldBytes (and half the
+// memory) of rows held; auto lets the job stream rather than exceed it.
+func (a *app) memoryBudget(limit bytesFlag, auto bool) pipeline.MemoryBudget {
+	if limit.set {
+		return pipeline.MemoryBudget{Limit: limit.value, LimitFrom: "--memory-limit", Auto: auto}
+	}
+	b := pipeline.MemoryBudget{Hold: pipeline.DefaultHoldBytes, Auto: auto}
+	total, from, err := sysmem.Limit(os.DirFS("/"))
+	if err != nil {
+		a.log.Debug("memory limit unknown", "err", err)
+		return b
+	}
+	b.Limit, b.LimitFrom, b.Hold = total, from, min(b.Hold, total/2)
+	return b
 }
 
 // featureFlags choose a model's landmarks, kernels and target encoding, or
