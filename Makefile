@@ -119,6 +119,7 @@ bench-stream:
 
 bench-kernels:
 	./scripts/bench-kernels.sh
+
 bench-train:
 	./scripts/bench-train.sh
 
