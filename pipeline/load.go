@@ -43,7 +43,7 @@ func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, 
 // LoadLabelledFrom is LoadLabelled for the rows of any source, such as a
 // time range of a Kafka topic.
 func LoadLabelledFrom(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, error) {
-	views, labels, _, err := loadLabelled(ctx, spec, open, opts)
+	views, labels, _, _, err := loadLabelled(ctx, spec, open, opts)
 	return views, labels, err
 }
 
@@ -55,14 +55,16 @@ type origin struct {
 
 // loadLabelled is LoadLabelledFrom that also says where every row came
 // from, so that an error about a row of the matrices can name it in the
-// inputs (locateRow).
-func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, []origin, error) {
+// inputs (locateRow), and its record id.
+func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, []origin, []int64, error) {
 	opts = opts.withDefaults()
 	values := make([][]float64, len(spec.Views))
 	var labels []float64
 	var origins []origin
+	var ids []int64
 	err := eachLabelled(ctx, spec, open, opts, func(b ingest.Batch) error {
 		labels = append(labels, schemas.Labels(b.Record).Float64Values()...)
+		ids = append(ids, schemas.IDs(b.Record).Int64Values()...)
 		for l := range values {
 			v, _ := schemas.ViewValues(b.Record, l)
 			values[l] = append(values[l], v...)
@@ -73,18 +75,18 @@ func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	n := len(labels)
 	if n == 0 {
-		return nil, nil, nil, errNoRows
+		return nil, nil, nil, nil, errNoRows
 	}
 	views := make([]*mat.Dense, len(values))
 	for l, v := range values {
 		views[l] = mat.NewDense(n, spec.Views[l].Dimension(), v)
 	}
 	opts.Logger.Info("loaded labelled rows", "rows", n, "views", len(views))
-	return views, labels, origins, nil
+	return views, labels, origins, ids, nil
 }
 
 // batchOrigins says where the rows of b's record came from.

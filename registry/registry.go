@@ -156,6 +156,9 @@ type Manifest struct {
 	Publisher       Publisher `json:"publisher"`
 	Parent          string    `json:"parent,omitempty"`
 	Note            string    `json:"note,omitempty"`
+	// Tuning is the cross-validation table the model's hyper-parameters
+	// were chosen by (model.Meta.Tuning), when they were.
+	Tuning *model.Tuning `json:"tuning,omitempty"`
 }
 
 // Reason is why the current pointer moved.
@@ -213,6 +216,7 @@ func newManifest(m *model.Model, sum fileSum, chunks int, meta Meta, pub Publish
 	man := Manifest{
 		Version: m.Version, Lineage: m.Lineage(), SHA256: sum.sha, Bytes: sum.bytes, Chunks: chunks,
 		Created: created, Rows: m.Meta.Rows, Task: m.Spec.Task, Publisher: pub, Parent: meta.Parent, Note: meta.Note,
+		Tuning: m.Meta.Tuning,
 	}
 	if obj, ok := objectivePerRow(m); ok {
 		man.ObjectivePerRow = &obj
