@@ -78,9 +78,9 @@ type RefitterConfig struct {
 	Cold bool
 	// Folds, when more than 1, keeps the lineage's statistics as that many
 	// fold sums (model.NewFoldAccumulator), for Tune and the gate: every
-	// delta must keep as many (StatsJob.Folds; serve replicas keep one today), one of
-	// another number is refused and logged, and so is a checkpoint.
-	// Default (0) one.
+	// delta must keep as many (LateLabels.Folds, StatsJob.Folds); one of
+	// another number is refused and logged, and a checkpoint of another
+	// number stops the refitter with an error. Default (0) one.
 	Folds int
 	// Tune, when not empty, lists candidate values of the fit's
 	// hyper-parameters (model.TuneKeys, the grammar of `cv --grid`):
