@@ -4,16 +4,18 @@ PKGS      := ./...
 BENCHTIME ?= 3x
 FUZZTIME  ?= 10s
 COUNT     ?= 6
+ROUNDS    ?= 3
 
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline
 
-.PHONY: help build build-openblas test test-short test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-arrow bench-serve demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-short test-noasm test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-kernels bench-arrow bench-serve bench-fleet demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
 	@echo "make test            gofmt check, go vet, staticcheck, go test -race (the CI command)"
 	@echo "make test-short      the edit loop: go test -short ./... (no race, no mvml processes, no data sets)"
+	@echo "make test-noasm      go vet and go test with -tags noasm: every hand-written kernel's Go twin (CI runs it too)"
 	@echo "make test-openblas   go vet, staticcheck and the numeric packages' tests on OpenBLAS, and a CLI smoke test (CI runs it too)"
 	@echo "make build           build bin/mvml"
 	@echo "make static          build bin/mvml-static as deploy/Dockerfile does (CGO_ENABLED=0) and check it is static"
@@ -24,11 +26,14 @@ help:
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn,"
 	@echo "                     BASE=REV with that revision's default build too"
 	@echo "make bench-stream    mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
+	@echo "make bench-kernels   each hand-written kernel's share of mvml score and train --stream (builds without it in turn)"
 	@echo "make bench-arrow     serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
 	@echo "make bench-serve     serve on JSON and on Arrow IPC input against the bare consumer, and labelled"
 	@echo "                     against unlabelled records (COUNT=$(COUNT));"
 	@echo "                     BASE=REV measures the service built at REV too, in turn with this one;"
 	@echo "                     BUILDS=\"default openblas\" measures both builds in turn"
+	@echo "make bench-fleet     three serve processes on the in-process broker: the longest stall of a rolling restart"
+	@echo "                     and the recovery after a kill -9, in ROUNDS=$(ROUNDS) rounds (BASE=REV compares)"
 	@echo "make fuzz            short runs of every fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make reproduce       the paper's experiments on ../shared/data (see REPRODUCTION.md)"
 	@echo "make docs            rewrite docs/configuration.md's configuration keys and metrics tables from the code"
@@ -70,6 +75,13 @@ test: fmt-check vet lint
 test-short:
 	$(GO) test -short -count=1 -timeout 10m $(PKGS)
 
+# The Go twins of the hand-written kernels (internal/asm) in place of the
+# assembly, mvml's and gonum's alike (gonum honours the same tag): what a
+# processor without the kernels runs.
+test-noasm:
+	$(GO) vet -tags noasm $(PKGS)
+	$(GO) test -tags noasm -count=1 -timeout 30m $(PKGS)
+
 test-openblas:
 	$(GO) vet -tags openblas $(PKGS)
 	$(STATICCHECK) -tags openblas $(PKGS)
@@ -104,6 +116,9 @@ bench-score:
 bench-stream:
 	./scripts/bench-stream.sh
 
+bench-kernels:
+	./scripts/bench-kernels.sh
+
 # The service and the bare consumer alternate within every run, so that
 # their ratio is measured under the same load; benchstat summarises COUNT runs.
 bench-arrow:
@@ -114,6 +129,10 @@ bench-arrow:
 
 bench-serve:
 	COUNT=$(COUNT) BENCHSTAT="$(BENCHSTAT)" ./scripts/bench-serve.sh
+
+# A rolling restart of three serve replicas and a kill -9 (TestFleetRollingRestart).
+bench-fleet:
+	ROUNDS=$(ROUNDS) ./scripts/bench-fleet.sh
 
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \

@@ -118,7 +118,11 @@
 // once OnAssign returned for its generation (a member restores what it
 // needs of a newly owned partition there, reading the records before the
 // committed offset with NewKafkaRange and KafkaRangeConfig.Ends), and
-// KafkaSource.CommitLabels commits them when the caller is done with them.
+// KafkaSource.CommitLabels commits them when the caller is done with them;
+// KafkaSource.CommitLabelsHandled also records, in the commit's metadata,
+// the offset below which every message was handled, which the next
+// assignment of the partition carries (Assignment.LabelsHandled), so that
+// the messages read again from an offset held back are not handled twice.
 //
 // NewKafkaRange reads a bounded range of a topic, in the same message
 // format, for jobs that must end, such as a scheduled retraining on the

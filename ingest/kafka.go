@@ -26,6 +26,7 @@ const (
 	DefaultKafkaHeartbeatInterval = 3 * time.Second
 	DefaultKafkaSessionTimeout    = 30 * time.Second
 	DefaultKafkaRebalanceTimeout  = 30 * time.Second
+	DefaultKafkaJoinGroupBackoff  = 5 * time.Second
 )
 
 // The start offsets of KafkaConfig.StartOffset, as kafka-go numbers them.
@@ -99,6 +100,12 @@ type KafkaConfig struct {
 	// that it rejoins in time. Default (0) DefaultKafkaRebalanceTimeout,
 	// 30s.
 	RebalanceTimeout time.Duration
+	// JoinGroupBackoff is how long the member waits before it joins the
+	// group again after a join failed (the coordinator unreachable, or
+	// its member id unknown to it after an eviction); a join refused
+	// because the group rebalances is tried again at once. Default (0)
+	// DefaultKafkaJoinGroupBackoff, 5s, kafka-go's.
+	JoinGroupBackoff time.Duration
 	// OnAssign, when set, is called at the start of every generation of
 	// the group with what this member owns, before any label of it is
 	// delivered: the place to restore the state of newly owned partitions
@@ -136,13 +143,14 @@ func (c KafkaConfig) resolve() (KafkaConfig, error) {
 	default:
 		return c, fmt.Errorf("ingest: kafka: StartOffset %d: want KafkaOldest (%d) or KafkaNewest (%d)", c.StartOffset, KafkaOldest, KafkaNewest)
 	}
-	if c.HeartbeatInterval < 0 || c.SessionTimeout < 0 || c.RebalanceTimeout < 0 {
-		return c, fmt.Errorf("ingest: kafka: HeartbeatInterval %v, SessionTimeout %v and RebalanceTimeout %v must not be negative",
-			c.HeartbeatInterval, c.SessionTimeout, c.RebalanceTimeout)
+	if c.HeartbeatInterval < 0 || c.SessionTimeout < 0 || c.RebalanceTimeout < 0 || c.JoinGroupBackoff < 0 {
+		return c, fmt.Errorf("ingest: kafka: HeartbeatInterval %v, SessionTimeout %v, RebalanceTimeout %v and JoinGroupBackoff %v must not be negative",
+			c.HeartbeatInterval, c.SessionTimeout, c.RebalanceTimeout, c.JoinGroupBackoff)
 	}
 	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultKafkaHeartbeatInterval)
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultKafkaSessionTimeout)
 	c.RebalanceTimeout = cmp.Or(c.RebalanceTimeout, DefaultKafkaRebalanceTimeout)
+	c.JoinGroupBackoff = cmp.Or(c.JoinGroupBackoff, DefaultKafkaJoinGroupBackoff)
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return c, fmt.Errorf("ingest: kafka: HeartbeatInterval %v must be shorter than SessionTimeout %v", c.HeartbeatInterval, c.SessionTimeout)
 	}
@@ -305,6 +313,7 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
+		JoinGroupBackoff:  cfg.JoinGroupBackoff,
 		StartOffset:       cfg.StartOffset,
 		ErrorLogger:       s.kafkaLogger(cfg.Topic, -1),
 	})
@@ -506,10 +515,12 @@ func (s *KafkaSource) acker(g *groupGen, msgs []kafka.Message) func(context.Cont
 	}
 }
 
-// partitionOffset is an offset of one partition.
+// partitionOffset is an offset of one partition, and the metadata
+// committed with it ("" for none).
 type partitionOffset struct {
 	partition int
 	offset    int64
+	meta      string
 }
 
 // nextOffsets returns, for each partition of msgs, the offset after its
@@ -526,7 +537,7 @@ func nextOffsets(msgs []kafka.Message) []partitionOffset {
 			}
 		}
 		if !found {
-			next = append(next, partitionOffset{m.Partition, m.Offset + 1})
+			next = append(next, partitionOffset{partition: m.Partition, offset: m.Offset + 1})
 		}
 	}
 	return next

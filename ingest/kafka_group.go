@@ -28,6 +28,12 @@ type Assignment struct {
 	// Labels holds the same for the labels topic; nil without one. With
 	// co-partitioned topics it has the partitions of Records.
 	Labels map[int]int64
+	// LabelsHandled holds, for the partitions of the labels topic whose
+	// last commit said so (KafkaSource.CommitLabelsHandled), the offset
+	// below which every message was handled: those at or above the
+	// committed offset and below it are read again, and were handled
+	// already (a message that is not a label was dead-lettered).
+	LabelsHandled map[int]int64
 }
 
 // Partitions returns the partitions of the input topic the member owns,
@@ -76,8 +82,9 @@ type groupGen struct {
 	// outstanding counts the record batches delivered and not acked.
 	outstanding int
 	// committed is the next offset of each partition of each topic as
-	// committed in this generation.
-	committed map[string]map[int]int64
+	// committed in this generation, committedMeta its metadata.
+	committed     map[string]map[int]int64
+	committedMeta map[string]map[int]string
 }
 
 func newGroupGen(a Assignment, queue int) *groupGen {
@@ -87,7 +94,7 @@ func newGroupGen(a Assignment, queue int) *groupGen {
 		labels:    make(chan kafka.Message, queue),
 		ending:    make(chan struct{}),
 		ackSignal: make(chan struct{}, 1),
-		committed: map[string]map[int]int64{},
+		committed: map[string]map[int]int64{}, committedMeta: map[string]map[int]string{},
 	}
 }
 
@@ -149,8 +156,10 @@ func (g *groupGen) uncommitted(topic string, offsets []partitionOffset) ([]parti
 	defer g.mu.Unlock()
 	var todo []partitionOffset
 	for _, o := range offsets {
-		// A batch acked late (or twice) must not move an offset back.
-		if next, ok := g.committed[topic][o.partition]; !ok || o.offset > next {
+		// A batch acked late (or twice) must not move an offset back; the
+		// same offset is committed again with other metadata.
+		next, ok := g.committed[topic][o.partition]
+		if !ok || o.offset > next || o.offset == next && o.meta != g.committedMeta[topic][o.partition] {
 			todo = append(todo, o)
 		}
 	}
@@ -166,13 +175,15 @@ func (g *groupGen) isOver() bool {
 func (g *groupGen) markCommitted(topic string, offsets []partitionOffset) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	m := g.committed[topic]
+	m, meta := g.committed[topic], g.committedMeta[topic]
 	if m == nil {
-		m = map[int]int64{}
-		g.committed[topic] = m
+		m, meta = map[int]int64{}, map[int]string{}
+		g.committed[topic], g.committedMeta[topic] = m, meta
 	}
 	for _, o := range offsets {
-		m[o.partition] = max(m[o.partition], o.offset)
+		if next, ok := m[o.partition]; !ok || o.offset >= next {
+			m[o.partition], meta[o.partition] = o.offset, o.meta
+		}
 	}
 }
 
@@ -246,6 +257,10 @@ func (s *KafkaSource) serve(genCtx context.Context, gen *kafka.Generation) {
 		// in a rolling upgrade) are assigned each topic apart.
 		s.opts.Logger.Warn("ingest: kafka: assigned partitions of the input and labels topics differ: a label whose record another member owns finds no record",
 			"group", s.cfg.GroupID, "generation", a.Generation, "records", a.Partitions(), "labels", slices.Sorted(maps.Keys(a.Labels)))
+	}
+	if a.Labels != nil {
+		g.a.LabelsHandled = s.labelsHandled(ctx, a.Labels)
+		a = g.a
 	}
 	s.update(func() { s.cur = g })
 	s.fetch(ctx, g, s.cfg.Topic, a.Records, g.records)
@@ -495,7 +510,7 @@ func generationGone(err error) bool {
 func (s *KafkaSource) commitOffsets(ctx context.Context, g *groupGen, topic string, offsets []partitionOffset) error {
 	commits := make([]kafka.OffsetCommit, len(offsets))
 	for i, o := range offsets {
-		commits[i] = kafka.OffsetCommit{Partition: o.partition, Offset: o.offset}
+		commits[i] = kafka.OffsetCommit{Partition: o.partition, Offset: o.offset, Metadata: o.meta}
 	}
 	resp, err := s.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
 		GroupID: s.cfg.GroupID, GenerationID: int(g.a.Generation), MemberID: g.a.Member,

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/kafkatest"
@@ -727,5 +729,102 @@ func TestKafkaGroupCommitLabelsOnRevoke(t *testing.T) {
 	}
 	if got := c.CommittedOffsets(t, "g", "labels"); !slices.Equal(got, []int64{n / partitions, n / partitions}) {
 		t.Errorf("committed %v, want every label", got)
+	}
+}
+
+// The offset below which every label was handled, committed with a labels
+// offset, is given to the partition's next owner, a member of another
+// source (a replica restarted elsewhere): it knows which messages it
+// reads again were handled already. A commit of the same offset with a
+// mark further on is committed too.
+func TestKafkaLabelsHandledSurviveMembers(t *testing.T) {
+	c := kafkatest.Start(t, 2, "in", "labels")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first := startMember(t, groupConfig(c, "labels"), false)
+	var a Assignment
+	waitFor(t, "an assignment", func() bool {
+		var ok bool
+		a, ok = first.lastAssignment()
+		return ok
+	})
+	if len(a.LabelsHandled) != 0 {
+		t.Errorf("labels handled %v before any commit, want none", a.LabelsHandled)
+	}
+	for _, handled := range []int64{10, 12} {
+		if err := first.src.CommitLabelsHandled(ctx, a.Generation, map[int]int64{0: 3, 1: 0}, map[int]int64{0: handled, 1: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.close()
+	if got := c.CommittedOffsets(t, "g", "labels"); !slices.Equal(got, []int64{3, 0}) {
+		t.Errorf("committed %v, want [3 0]", got)
+	}
+	second := startMember(t, groupConfig(c, "labels"), false)
+	var b Assignment
+	waitFor(t, "the next assignment", func() bool {
+		var ok bool
+		b, ok = second.lastAssignment()
+		return ok
+	})
+	if !maps.Equal(b.Labels, map[int]int64{0: 3, 1: 0}) || !maps.Equal(b.LabelsHandled, map[int]int64{0: 12}) {
+		t.Errorf("the next owner starts at %v with labels handled %v, want [0:3 1:0] and [0:12]", b.Labels, b.LabelsHandled)
+	}
+}
+
+// A join the coordinator refuses (here: it is not the coordinator, as
+// while the group's coordinator moves) is tried again after
+// KafkaConfig.JoinGroupBackoff, not after kafka-go's 5s.
+func TestKafkaJoinGroupBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		backoff time.Duration
+		within  time.Duration
+	}{
+		{"short", 200 * time.Millisecond, 3 * time.Second},
+		{"default", 0, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kafkatest.Start(t, 1, "in")
+			var mu sync.Mutex
+			var refused []time.Time
+			c.Fake().ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.Fake().KeepControl()
+				mu.Lock()
+				defer mu.Unlock()
+				if len(refused) > 0 {
+					return nil, nil, false
+				}
+				refused = append(refused, time.Now())
+				resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+				resp.ErrorCode = kerr.NotCoordinator.Code
+				return resp, nil, true
+			})
+			produceRecords(t, c, 1, 0, 1)
+			cfg := groupConfig(c, "")
+			cfg.JoinGroupBackoff = tc.backoff
+			src, err := NewKafka(kafkaSpec(t), cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			b, err := src.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Record.Release()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(refused) != 1 {
+				t.Fatalf("%d joins refused, want 1", len(refused))
+			}
+			waited := time.Since(refused[0])
+			want := cmp.Or(tc.backoff, DefaultKafkaJoinGroupBackoff)
+			if waited < want || waited > want+tc.within {
+				t.Errorf("first record %v after the refused join, want between %v and %v", waited, want, want+tc.within)
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -126,6 +128,17 @@ func (s *KafkaSource) NextLabels(ctx context.Context) (LabelBatch, error) {
 // not after Close returned. Offsets of a partition the member was not
 // assigned in that generation are an error.
 func (s *KafkaSource) CommitLabels(ctx context.Context, generation int32, offsets map[int]int64) error {
+	return s.CommitLabelsHandled(ctx, generation, offsets, nil)
+}
+
+// CommitLabelsHandled is CommitLabels that also records, with the offset
+// of a partition, the offset below which every message of it was handled
+// (handled, when above the offset committed): the labels after the oldest
+// one still waiting, say, which a new owner reads again from the committed
+// offset and must not handle twice (a message that is not a label is
+// dead-lettered once). The next generation's assignment carries it
+// (Assignment.LabelsHandled), wherever it runs.
+func (s *KafkaSource) CommitLabelsHandled(ctx context.Context, generation int32, offsets, handled map[int]int64) error {
 	if s.cfg.LabelsTopic == "" {
 		return errNoLabelsTopic
 	}
@@ -148,7 +161,69 @@ func (s *KafkaSource) CommitLabels(ctx context.Context, generation int32, offset
 		if offsets[p] < 0 {
 			return fmt.Errorf("ingest: kafka %s: committing offsets: partition %d: offset %d is negative", s.cfg.LabelsTopic, p, offsets[p])
 		}
-		todo = append(todo, partitionOffset{p, offsets[p]})
+		o := partitionOffset{partition: p, offset: offsets[p]}
+		if h, ok := handled[p]; ok && h > o.offset {
+			o.meta = handledMeta(h)
+		}
+		todo = append(todo, o)
 	}
 	return s.commit(ctx, g, s.cfg.LabelsTopic, todo)
+}
+
+// handledPrefix begins the metadata of a labels offset committed with the
+// offset below which every message was handled (CommitLabelsHandled).
+const handledPrefix = "mvml-handled:"
+
+func handledMeta(handled int64) string { return handledPrefix + strconv.FormatInt(handled, 10) }
+
+// parseHandled returns the offset below which every message was handled
+// that meta records, if it records one.
+func parseHandled(meta string) (int64, bool) {
+	rest, ok := strings.CutPrefix(meta, handledPrefix)
+	if !ok {
+		return 0, false
+	}
+	h, err := strconv.ParseInt(rest, 10, 64)
+	return h, err == nil && h >= 0
+}
+
+// labelsHandled reads, for the partitions of the labels topic in
+// committed (with the offsets the generation starts from), the offset
+// below which every message was handled that their last commit recorded
+// (Assignment.LabelsHandled). It retries transient failures as
+// KafkaConfig.Conn.Retry says; when it cannot read them it says so and
+// returns none: those messages are then handled again.
+func (s *KafkaSource) labelsHandled(ctx context.Context, committed map[int]int64) map[int]int64 {
+	parts := slices.Sorted(maps.Keys(committed))
+	var resp *kafka.OffsetFetchResponse
+	err := s.cfg.Conn.Retry.Do(ctx, func() error {
+		attempt, cancel := context.WithTimeout(ctx, commitTimeout)
+		defer cancel()
+		var err error
+		resp, err = s.client.OffsetFetch(attempt, &kafka.OffsetFetchRequest{GroupID: s.cfg.GroupID, Topics: map[string][]int{s.cfg.LabelsTopic: parts}})
+		if err == nil && resp.Error != nil {
+			err = resp.Error
+		}
+		return err
+	}, func(err error, pause time.Duration) {
+		s.opts.Logger.Warn("ingest: kafka: reading the committed offsets of the labels failed, retrying", "topic", s.cfg.LabelsTopic, "group", s.cfg.GroupID, "in", pause, "err", err)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.opts.Logger.Warn("ingest: kafka: the labels handled before the committed offsets are unknown: they are handled again",
+				"topic", s.cfg.LabelsTopic, "group", s.cfg.GroupID, "err", err)
+		}
+		return nil
+	}
+	handled := map[int]int64{}
+	for _, p := range resp.Topics[s.cfg.LabelsTopic] {
+		next, ok := committed[p.Partition]
+		if !ok || p.Error != nil || p.CommittedOffset != next {
+			continue
+		}
+		if h, ok := parseHandled(p.Metadata); ok && h > next {
+			handled[p.Partition] = h
+		}
+	}
+	return handled
 }

@@ -667,6 +667,7 @@ func TestNewKafkaChecksConfig(t *testing.T) {
 		{"labels in the input topic", func(c *KafkaConfig, _ *Options) { c.LabelsTopic = "t" }, `the labels topic is the input topic "t"`},
 		{"negative session", func(c *KafkaConfig, _ *Options) { c.SessionTimeout = -time.Second }, "must not be negative"},
 		{"negative rebalance", func(c *KafkaConfig, _ *Options) { c.RebalanceTimeout = -time.Second }, "must not be negative"},
+		{"negative join backoff", func(c *KafkaConfig, _ *Options) { c.JoinGroupBackoff = -time.Second }, "JoinGroupBackoff -1s must not be negative"},
 		{"heartbeat as long as the session", func(c *KafkaConfig, _ *Options) {
 			c.HeartbeatInterval, c.SessionTimeout = 10*time.Second, 10*time.Second
 		},
@@ -697,6 +698,9 @@ func TestNewKafkaChecksConfig(t *testing.T) {
 	if src.cfg.MaxWait != DefaultKafkaMaxWait || src.cfg.MinBytes != 1 || src.cfg.MaxBytes != 10<<20 || src.cfg.StartOffset != kafka.FirstOffset ||
 		src.cfg.HeartbeatInterval != 3*time.Second || src.cfg.SessionTimeout != 30*time.Second || src.cfg.RebalanceTimeout != 30*time.Second {
 		t.Errorf("defaults %+v", src.cfg)
+	}
+	if src.cfg.JoinGroupBackoff != DefaultKafkaJoinGroupBackoff {
+		t.Errorf("JoinGroupBackoff %v by default, want %v", src.cfg.JoinGroupBackoff, DefaultKafkaJoinGroupBackoff)
 	}
 	if err := src.Close(); err != nil {
 		t.Fatal(err)

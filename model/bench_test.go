@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mvml/mvml/internal/asm/dd"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/transform"
 )
@@ -244,14 +245,14 @@ func BenchmarkDDAxpy(b *testing.B) {
 	b.Run("one", func(b *testing.B) {
 		for b.Loop() {
 			for r := range a {
-				ddAxpy(a[r], x[r], hi, lo)
+				dd.Axpy(a[r], x[r], hi, lo)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(8*n*b.N), "ns/term")
 	})
 	b.Run("eight", func(b *testing.B) {
 		for b.Loop() {
-			ddAxpy8(&a, &x, hi, lo)
+			dd.Axpy8(&a, &x, hi, lo)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(8*n*b.N), "ns/term")
 	})

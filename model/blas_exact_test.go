@@ -3,7 +3,7 @@
 package model
 
 // exactBLAS is set in the default build, whose pure-Go BLAS sums in the
-// same order whatever the batches: the learned mode's fits, which carry
-// rounding into their decisions (the Ã-step along Ã₀⁻¹G̃), repeat to the
-// bit there. Under OpenBLAS they agree by their objective only.
+// same order whatever the batches: the learned mode's fits repeat to the
+// bit there. Under OpenBLAS the tests that use it compare them by their
+// objective only.
 const exactBLAS = true

@@ -43,7 +43,7 @@ const (
 	DefaultMode          = ModeLearned
 	DefaultMaxIter       = 10
 	DefaultTol           = 1e-5
-	DefaultMaxCondGrowth = 1e4
+	DefaultMaxCondGrowth = 1e6
 	DefaultLandmarks     = 0.12
 	DefaultMulticlass    = MulticlassOvR
 )
@@ -88,13 +88,17 @@ type Config struct {
 	// MaxCondGrowth ≥ 1 refuses Ã steps that would make its condition
 	// number estimate exceed this multiple of the initial metric's:
 	// iterating the Ã step drives Ã towards rank one. Relative, because the
-	// initial metric U_lᵀU_l inherits the spread of the Nyström eigenvalues.
+	// initial metric U_lᵀU_l of modes sparse and cov inherits the spread of
+	// the Nyström eigenvalues; mode learned starts from a metric of
+	// condition at most 1 + r_l (r_l features in view l), so the default
+	// 1e6 caps its metric near 1e8, where rounding still moves its decisions
+	// by less than 1e-8 relative.
 	MaxCondGrowth float64
 }
 
 // DefaultConfig returns the default hyper-parameters: λ 0.1, η 1, μ
 // 0.45/η, mode learned, uniform w, 10 iterations, tolerance 1e-5, with the
-// intercept, condition growth 1e4.
+// intercept, condition growth 1e6.
 func DefaultConfig() Config {
 	return Config{
 		Lambda: DefaultLambda, Eta: DefaultEta, Mode: DefaultMode,

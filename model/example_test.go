@@ -94,9 +94,9 @@ func ExampleScorer_Score() {
 	}
 	// Output:
 	// classes: [1 2 3]
-	// row 0: decisions [ 0.43 -0.29 -1.15] → class 1; shares [-3.37 -1.40] add up: true
-	// row 1: decisions [-1.06  0.97 -0.87] → class 2; shares [13.33  4.03] add up: true
-	// row 2: decisions [-1.14 -0.69  0.61] → class 3; shares [-5.42 -2.21] add up: true
+	// row 0: decisions [ 0.43 -0.33 -1.12] → class 1; shares [-3.84 -1.16] add up: true
+	// row 1: decisions [-1.07  1.00 -0.85] → class 2; shares [13.33  2.82] add up: true
+	// row 2: decisions [-1.10 -0.59  0.62] → class 3; shares [-5.72 -1.48] add up: true
 }
 
 // A regression model learns a number: here the distance of the point from
@@ -129,7 +129,7 @@ func ExampleTrain_regression() {
 	}
 	// Output:
 	// radius 0.67, predicted 0.77
-	// radius 1.66, predicted 1.60
+	// radius 1.66, predicted 1.61
 	// radius 3.07, predicted 3.07
 }
 

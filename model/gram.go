@@ -4,12 +4,14 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/mvml/mvml/internal/asm/dd"
 )
 
 // The rows of a batch go through the sums in chunks of gramChunk rows, and
 // the rows of S in panels of gramPanel: a chunk of 3 × 128 features (384
 // KiB) stays in the second-level cache while every panel passes over it.
-// With the blocked kernel (ddAxpy8), chunks of 64 or 256 rows and panels
+// With the blocked kernel (dd.Axpy8), chunks of 64 or 256 rows and panels
 // of 24 or 96 were no faster (BenchmarkStatsAdd, AVX-512).
 const (
 	gramChunk = 128
@@ -38,7 +40,7 @@ func addCross(s blas64.Symmetric, sLo []float64, c blas64.General, cLo []float64
 }
 
 // addCols adds catᵀy to c (D×k) and the errors to cLo, every element
-// summed over the rows in order, eight rows' terms at a time (ddAxpy8) on
+// summed over the rows in order, eight rows' terms at a time (dd.Axpy8) on
 // a column of c: in place when it is one, else on a contiguous copy. As
 // before the kernels came, a zero term is added like any other.
 func addCols(c blas64.General, cLo []float64, cat, y blas64.General) {
@@ -61,24 +63,16 @@ func addCols(c blas64.General, cLo []float64, cat, y blas64.General) {
 			for r := range a {
 				a[r], x[r] = y.Data[(l+r)*y.Stride+col], cat.Data[(l+r)*cat.Stride:(l+r)*cat.Stride+d]
 			}
-			ddAxpy8(&a, &x, hi, lo)
+			dd.Axpy8(&a, &x, hi, lo)
 		}
 		for ; l < n; l++ {
-			ddAxpy(y.Data[l*y.Stride+col], cat.Data[l*cat.Stride:l*cat.Stride+d], hi, lo)
+			dd.Axpy(y.Data[l*y.Stride+col], cat.Data[l*cat.Stride:l*cat.Stride+d], hi, lo)
 		}
 		if !inPlace {
 			for i := range d {
 				c.Data[i*c.Stride+col], cLo[i*c.Stride+col] = hi[i], lo[i]
 			}
 		}
-	}
-}
-
-// ddAxpyGo is ddAxpy in Go, for any processor.
-func ddAxpyGo(a float64, x, hi, lo []float64) {
-	x, lo = x[:len(hi)], lo[:len(hi)] // one bounds check for the loop
-	for j, h := range hi {
-		hi[j], lo[j] = addTerm(h, lo[j], float64(a*x[j]))
 	}
 }
 

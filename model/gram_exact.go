@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/mvml/mvml/internal/asm/dd"
 )
 
 // addSquares adds catᵀcat to the upper triangle of s and the errors to
@@ -40,7 +42,7 @@ func addSquares(s blas64.Symmetric, sLo []float64, cat blas64.General) {
 
 // addPanel adds the rows [r, r+gramPanel) of chunkᵀchunk to the upper
 // triangle of s and their errors to sLo, summing over the chunk's rows in
-// order, eight rows' terms at a time (ddAxpy8).
+// order, eight rows' terms at a time (dd.Axpy8).
 func addPanel(s blas64.Symmetric, sLo []float64, chunk blas64.General, r int) {
 	d := s.N
 	var a [8]float64
@@ -57,12 +59,12 @@ func addPanel(s blas64.Symmetric, sLo []float64, chunk blas64.General, r int) {
 			}
 			a[m], x[m] = row[0], row
 			if m++; m == len(a) {
-				ddAxpy8(&a, &x, hi, lo)
+				dd.Axpy8(&a, &x, hi, lo)
 				m = 0
 			}
 		}
 		for k := range m {
-			ddAxpy(a[k], x[k], hi, lo)
+			dd.Axpy(a[k], x[k], hi, lo)
 		}
 	}
 }

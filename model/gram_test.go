@@ -1,12 +1,10 @@
 package model
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -79,135 +77,4 @@ func TestAddCrossIsExact(t *testing.T) {
 			})
 		}
 	}
-}
-
-// ddAxpy (eight lanes at a time where the processor has AVX2) gives
-// ddAxpyGo's values and residues bit for bit, at every length.
-func TestDDAxpyMatchesGo(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 8))
-	for n := range 40 {
-		a := rng.NormFloat64()
-		x, hi, lo := make([]float64, n), make([]float64, n), make([]float64, n)
-		for j := range n {
-			x[j] = math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20)
-			hi[j] = math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20)
-			lo[j] = hi[j] * 1e-17 * rng.NormFloat64()
-		}
-		wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
-		for range 3 {
-			ddAxpy(a, x, hi, lo)
-			ddAxpyGo(a, x, wantHi, wantLo)
-		}
-		if !slices.Equal(hi, wantHi) || !slices.Equal(lo, wantLo) {
-			t.Errorf("n = %d: ddAxpy %v + %v, ddAxpyGo %v + %v", n, hi, lo, wantHi, wantLo)
-		}
-	}
-}
-
-// ddAxpy8 gives eight ddAxpyGo calls' values and residues bit for bit, at
-// every length and for the awkward values: signed zeros, zero
-// multipliers, terms that cancel the sum exactly, magnitudes 2⁻⁶⁰ to 2⁶⁰
-// apart.
-func TestDDAxpy8MatchesGo(t *testing.T) { checkDDAxpy8(t, ddAxpy8) }
-
-// checkDDAxpy8 runs kernel on random rows of every length up to 70 (all
-// the tails of every vector width), over three rounds so that residues
-// build up, against eight ddAxpyGo calls in turn.
-func checkDDAxpy8(t *testing.T, kernel func(a *[8]float64, x *[8][]float64, hi, lo []float64)) {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(4, 4))
-	for n := range 71 {
-		var a [8]float64
-		var x [8][]float64
-		hi, lo := awkwardFloats(rng, n), awkwardFloats(rng, n)
-		for r := range a {
-			a[r], x[r] = awkwardFloats(rng, 1)[0], awkwardFloats(rng, n+rng.IntN(3))
-		}
-		// Terms that cancel: hi[j] = −a₀·x₀[j] makes the first sum an
-		// exact zero, and its error too.
-		for j := 0; j < n; j += 5 {
-			hi[j] = -float64(a[0] * x[0][j])
-		}
-		wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
-		for range 3 {
-			kernel(&a, &x, hi, lo)
-			for r := range a {
-				ddAxpyGo(a[r], x[r], wantHi, wantLo)
-			}
-		}
-		for j := range n {
-			if math.Float64bits(hi[j]) != math.Float64bits(wantHi[j]) || math.Float64bits(lo[j]) != math.Float64bits(wantLo[j]) {
-				t.Fatalf("n = %d, a = %v, element %d: %v + %v, eight ddAxpyGo %v + %v",
-					n, a, j, hi[j], lo[j], wantHi[j], wantLo[j])
-			}
-		}
-	}
-}
-
-// awkwardFloats returns n numbers of both signs and magnitudes 2⁻³⁰ to 2³⁰,
-// one in eight of them a zero of either sign.
-func awkwardFloats(rng *rand.Rand, n int) []float64 {
-	v := make([]float64, n)
-	for j := range v {
-		switch rng.IntN(16) {
-		case 0:
-			v[j] = 0
-		case 1:
-			v[j] = math.Copysign(0, -1)
-		default:
-			v[j] = math.Ldexp(rng.NormFloat64(), rng.IntN(60)-30)
-		}
-	}
-	return v
-}
-
-// ddAxpy8 gives eight ddAxpyGo calls' bits for any bits: subnormals,
-// overflows to infinity, the largest and smallest exponents. A NaN only
-// has to be a NaN: its payload follows the instruction that made it.
-func FuzzDDAxpy8MatchesGo(f *testing.F) {
-	rng := rand.New(rand.NewPCG(2, 2))
-	for _, n := range []int{0, 1, 7, 8, 9, 16, 23} {
-		f.Add(floatBytes(awkwardFloats(rng, 8+10*n)))
-	}
-	f.Add(floatBytes([]float64{math.MaxFloat64, 2, -2, 0.5, 1, 1, 1, 1, math.MaxFloat64, 1, 1, 1, 1, 1, 1, 1, math.MaxFloat64, -math.SmallestNonzeroFloat64}))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		vals := make([]float64, len(data)/8)
-		for i := range vals {
-			vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
-		}
-		if len(vals) < 8 {
-			return
-		}
-		var a [8]float64
-		var x [8][]float64
-		copy(a[:], vals)
-		n := (len(vals) - 8) / 10
-		rest := vals[8:]
-		for r := range x {
-			x[r] = rest[r*n : (r+1)*n]
-		}
-		hi, lo := slices.Clone(rest[8*n:9*n]), slices.Clone(rest[9*n:10*n])
-		wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
-		ddAxpy8(&a, &x, hi, lo)
-		for r := range a {
-			ddAxpyGo(a[r], x[r], wantHi, wantLo)
-		}
-		same := func(g, w float64) bool {
-			return math.Float64bits(g) == math.Float64bits(w) || math.IsNaN(g) && math.IsNaN(w)
-		}
-		for j := range n {
-			if !same(hi[j], wantHi[j]) || !same(lo[j], wantLo[j]) {
-				t.Fatalf("a = %v, element %d of %d: %v + %v, eight ddAxpyGo %v + %v", a, j, n, hi[j], lo[j], wantHi[j], wantLo[j])
-			}
-		}
-	})
-}
-
-// floatBytes is the little-endian bits of v, as FuzzDDAxpy8MatchesGo reads them.
-func floatBytes(v []float64) []byte {
-	b := make([]byte, 0, 8*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
-	}
-	return b
 }

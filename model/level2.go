@@ -6,21 +6,21 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
-// The Go twins of the level-2 kernels (level2_amd64.s). Each computes what
-// its AVX-512 kernel computes, bit for bit: the same fused multiply-adds
-// into the same partial sums, added up in the same order. So a fit has the
-// same bits on every processor, with or without AVX-512 (replicas on mixed
-// machines refit to the same model version); math.FMA runs the processor's
-// own instruction where it has one.
+// The level-2 kernels of the metric steps' solves and factor updates, in
+// Go. Each sums in the order of an eight-lane vector kernel: partial sums
+// of fused multiply-adds in eight lanes, added up in a fixed order. That
+// order fixes the bits of a fit, and so its model version; math.FMA runs
+// the processor's own instruction where it has one, the same bits on
+// every processor.
 
 // unitVec is v as a gonum vector of unit stride.
 func unitVec(v []float64) blas64.Vector { return blas64.Vector{N: len(v), Inc: 1, Data: v} }
 
-// lanes is the AVX-512 kernels' width.
+// lanes is the width of the partial sums.
 const lanes = 8
 
-// hsum adds the eight lanes of z as the kernels' HSUM does: the upper half
-// onto the lower, then pairs, then the last two.
+// hsum adds the eight lanes of z: the upper half onto the lower, then
+// pairs, then the last two.
 func hsum(z *[lanes]float64) float64 {
 	y0, y1, y2, y3 := z[0]+z[4], z[1]+z[5], z[2]+z[6], z[3]+z[7]
 	x0, x1 := y0+y2, y1+y3
@@ -29,7 +29,7 @@ func hsum(z *[lanes]float64) float64 {
 
 // fmaTail adds x[i]·y[i] into the lanes of acc for the last round of a
 // kernel, whose lanes past the end multiply zeros (adding +0, which turns
-// a −0 into +0 as the masked kernel does).
+// a −0 into +0).
 func fmaTail(acc *[lanes]float64, x, y []float64) {
 	for l := range acc {
 		if l < len(x) {
@@ -40,7 +40,7 @@ func fmaTail(acc *[lanes]float64, x, y []float64) {
 	}
 }
 
-// dotGo is dotAVX512: four accumulators of eight lanes over rounds of 32,
+// dotGo returns xᵀy: four accumulators of eight lanes over rounds of 32,
 // the rest in rounds of eight into the first.
 func dotGo(x, y []float64) float64 {
 	y = y[:len(x)]
@@ -65,7 +65,7 @@ func dotGo(x, y []float64) float64 {
 	return hsum(&z)
 }
 
-// axpyGo is axpyAVX512: y[j] = a·x[j] + y[j], fused.
+// axpyGo sets y[j] = a·x[j] + y[j], fused.
 func axpyGo(a float64, x, y []float64) {
 	x = x[:len(y)]
 	for j := range y {
@@ -73,7 +73,7 @@ func axpyGo(a float64, x, y []float64) {
 	}
 }
 
-// dot4Go is dot4AVX512: per row two accumulators of eight lanes over
+// dot4Go returns the dot products of r0…r3 with x: per row two accumulators of eight lanes over
 // rounds of 16, the rest in rounds of eight into the first.
 func dot4Go(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64) {
 	var out [4]float64
@@ -99,7 +99,7 @@ func dot4Go(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64) {
 	return out[0], out[1], out[2], out[3]
 }
 
-// axpy4Go is axpy4AVX512: y[j] += a[0]·r0[j], then a[1]·r1[j], …, each
+// axpy4Go adds to y[j] a[0]·r0[j], then a[1]·r1[j], …, each
 // fused.
 func axpy4Go(a *[4]float64, r0, r1, r2, r3, y []float64) {
 	r0, r1, r2, r3 = r0[:len(y)], r1[:len(y)], r2[:len(y)], r3[:len(y)]
@@ -113,7 +113,7 @@ func axpy4Go(a *[4]float64, r0, r1, r2, r3, y []float64) {
 
 // rotGo sets r[j] = ac·r[j] + snc·x[j] and then x[j] = c·x[j] − sn·r[j].
 // The conversions keep every product rounded on its own (Go may fuse a
-// product into a sum otherwise), as the wide kernel rounds them.
+// product into a sum otherwise).
 func rotGo(ac, snc, c, sn float64, r, x []float64) {
 	r = r[:len(x)] // one bounds check for the loop
 	for j, xj := range x {
@@ -121,4 +121,28 @@ func rotGo(ac, snc, c, sn float64, r, x []float64) {
 		r[j] = v
 		x[j] = float64(c*xj) - float64(sn*v)
 	}
+}
+
+// dot returns xᵀy over len(x) elements; y must have as many.
+func dot(x, y []float64) float64 { return dotGo(x, y[:len(x)]) }
+
+// axpy adds a·x to y over len(y) elements; x must have as many.
+func axpy(a float64, x, y []float64) { axpyGo(a, x[:len(y)], y) }
+
+// rot applies the Givens rotation of cholUpdate to a row r of the factor
+// and the rest x of the update vector.
+func rot(ac, snc, c, sn float64, r, x []float64) { rotGo(ac, snc, c, sn, r[:len(x)], x) }
+
+// dot4 returns the dot products of the rows r0…r3 with x over len(x)
+// elements; each row must have as many.
+func dot4(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64) {
+	n := len(x)
+	return dot4Go(r0[:n], r1[:n], r2[:n], r3[:n], x)
+}
+
+// axpy4 adds a[0]·r0 + … + a[3]·r3 to y over len(y) elements; each row
+// must have as many.
+func axpy4(a *[4]float64, r0, r1, r2, r3, y []float64) {
+	n := len(y)
+	axpy4Go(a, r0[:n], r1[:n], r2[:n], r3[:n], y)
 }

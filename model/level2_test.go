@@ -7,9 +7,8 @@ import (
 	"testing"
 )
 
-// level2Kernels are the implementations of dot, axpy and rot that this
-// processor runs: the chosen ones and the Go twins (and, on amd64, every
-// wide kernel it has; see level2_amd64_test.go).
+// level2Kernels are the implementations of dot, axpy and rot: the ones
+// the model's code calls and the loops they run.
 type level2Kernels struct {
 	name  string
 	dot   func(x, y []float64) float64
@@ -19,10 +18,10 @@ type level2Kernels struct {
 	axpy4 func(a *[4]float64, r0, r1, r2, r3, y []float64)
 }
 
-var level2Impls = append([]level2Kernels{
+var level2Impls = []level2Kernels{
 	{"chosen", dot, axpy, rot, dot4, axpy4},
 	{"go", dotGo, axpyGo, rotGo, dot4Go, axpy4Go},
-}, wideLevel2Impls...)
+}
 
 // level2Lengths are every length up to 17 (empty, below one lane, a lane
 // and a remainder) and some past the unrolled rounds of 32.

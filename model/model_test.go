@@ -54,7 +54,8 @@ func toyViews(seed uint64, n int) ([]*mat.Dense, []float64) {
 // Test 1: with every row a landmark (no approximation), the Nyström fit at
 // the paper's initial metric Ã_ll = U_lᵀU_l equals the full-kernel
 // formulation of Algorithm 1 version a with A = I on the n·v×n·v block
-// kernel H = blockdiag(K_l).
+// kernel H = blockdiag(K_l). Mode sparse starts there; mode learned starts
+// from it shifted towards the identity (learnedStart).
 func TestNystromWithAllLandmarksEqualsFullKernel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	const n = 30
@@ -75,7 +76,7 @@ func TestNystromWithAllLandmarksEqualsFullKernel(t *testing.T) {
 	const lambda = 0.05
 	cfg := trainWith(func(c *TrainConfig) {
 		c.Landmarks, c.Kernels = 1, kernels
-		c.Fit.Lambda, c.Fit.MaxIter, c.Fit.NoIntercept = lambda, 0, true
+		c.Fit.Lambda, c.Fit.MaxIter, c.Fit.NoIntercept, c.Fit.Mode = lambda, 0, true, ModeSparse
 	})
 	m, err := trainRegression(views, labels, cfg)
 	if err != nil {

@@ -387,11 +387,12 @@ func TestMergedShardsRefitColdEqualsOne(t *testing.T) {
 				}
 				if mode == ModeLearned && !exactBLAS {
 					// OpenBLAS projects a row to other last bits in
-					// another batch shape, and the learned metric's first
-					// step along Ã₀⁻¹G̃ (Ã₀ of condition 1e9) carries them
-					// into the decisions: a lost or doubled shard moves
-					// the objective by tens of per cent: both fits must
-					// reach the same objective to 1%.
+					// another batch shape, which the learned metric's
+					// first step carried into the decisions when it
+					// started from blockdiag(S_ll) (condition 1e9): a
+					// lost or doubled shard moves the objective by tens
+					// of per cent: both fits must reach the same
+					// objective to 1%.
 					for h := range want.Heads {
 						w, g := want.Heads[h].Trace.Objective, got.Heads[h].Trace.Objective
 						last, gotLast := w[len(w)-1], g[len(g)-1]

@@ -86,9 +86,9 @@ func shuffledRows(views []*mat.Dense, labels []float64, perm []int) ([]*mat.Dens
 // shares, in whatever order each replica sees its rows and in whatever
 // batches, sent as bytes and merged in whatever order, are those of one
 // pass over the rows bit for bit, and so a cold learned refit of them
-// gives the one pass's decisions to 1e-8, on Nyström features (Ã₀ of
-// condition 1e9) where a difference in the last bit of S moves them by
-// 1e-2.
+// gives the one pass's decisions to 1e-8, on Nyström features where a
+// difference in the last bit of S moved them by 1e-2 when the learned fit
+// started from blockdiag(S_ll), of condition 1e9.
 func TestMergedStatsAnyPartitionAnyOrder(t *testing.T) {
 	if !exactBLAS {
 		t.Skip("under -tags openblas the projections and S are OpenBLAS's, whose rounding depends on the batches' shapes (gram_openblas.go)")

@@ -25,7 +25,8 @@
 // handed to Swap by a retraining job, or made current in a model store
 // that FollowModels follows: a model topic, a model file) goes into
 // service between two batches. ServeHTTP answers /healthz, /readyz (from
-// the source, when it can tell whether it consumes) and /metrics, whose
+// the source, when it can tell whether it consumes, and the restore of the
+// partitions owned) and /metrics, whose
 // numbers are those of ServeStats (client_golang collectors built from the
 // one table serveMetricDefs, on a registry of the Service's own, with the
 // Go runtime's and the process's). With ServeConfig.Labels it also joins
@@ -36,7 +37,10 @@
 // and adds its row to statistics that are published as deltas for the
 // refitter (a StatsPublisher: StatsTopic), the labels'
 // offsets committed only after; a replica taking over partitions restores
-// their records and skips the labels a previous owner published. Its
+// their records (a partition whose restore a rebalance cut short is
+// restored by the next generation that keeps it, and /readyz says 503
+// until every partition owned is), skips the labels a previous owner
+// published, and dead-letters no message a previous owner handled. Its
 // parts have a file each: the run loop (serve.go), a batch's way through
 // (serve_batch.go), the refit scheduler (serve_refit.go), the metrics
 // (serve_metrics.go), the following of a model store (serve_watch.go),

@@ -22,6 +22,18 @@ type File struct {
 
 func (f File) String() string { return f.Role + " " + f.Path }
 
+// StoreWriteError reports a file a job would write into a model store's
+// directory, which only the store writes: it could replace a version or
+// leave the current model and its pointer disagreeing.
+type StoreWriteError struct {
+	Write File
+	Store string
+}
+
+func (e *StoreWriteError) Error() string {
+	return fmt.Sprintf("%s is in the model store %s, which only its store writes (train --model-dir, mvml models promote/rollback): write it elsewhere", e.Write, e.Store)
+}
+
 // SameFileError reports a file a job would write that is also a file it
 // reads, or another file it writes: writing it would destroy the other.
 type SameFileError struct {
@@ -41,8 +53,15 @@ func (e *SameFileError) Error() string {
 // are equal once symbolic links are resolved (in the directory, for a file
 // that does not exist yet), or when both files exist with the same device
 // and inode, as hard links do. reads are file names, not globs: see
-// ingest.Files.
+// ingest.Files. No file of writes but a store's own entries may be in a
+// model store's directory (a *StoreWriteError; see registry.IsStore).
 func CheckFiles(reads, writes []File) error {
+	return checkFilesFor(reads, writes, "")
+}
+
+// checkFilesFor is CheckFiles for a job that publishes into the model
+// store store ("" for none): its entries may be written there.
+func checkFilesFor(reads, writes []File, store string) error {
 	type known struct {
 		File
 		resolved string
@@ -66,12 +85,28 @@ func CheckFiles(reads, writes []File) error {
 				return &SameFileError{Write: w, Other: other.File}
 			}
 		}
+		if dir := filepath.Dir(kw.resolved); (store == "" || dir != resolvePath(store)) && registry.IsStore(dir) {
+			return &StoreWriteError{Write: w, Store: filepath.Dir(w.Path)}
+		}
 		if err := checkCreatable(w, kw.info); err != nil {
 			return err
 		}
 		seen = append(seen, kw)
 	}
 	return nil
+}
+
+// InDir reports whether the file path names is in directory dir, once
+// both are resolved as CheckFiles resolves them: however they are spelt,
+// through whatever symbolic links.
+func InDir(path, dir string) bool {
+	return filepath.Dir(resolvePath(path)) == resolvePath(dir)
+}
+
+// SamePath reports whether a and b name the same file or directory, once
+// both are resolved as CheckFiles resolves them.
+func SamePath(a, b string) bool {
+	return resolvePath(a) == resolvePath(b)
 }
 
 // resolvePath is the absolute path of name with its symbolic links
@@ -183,5 +218,5 @@ func (job TrainJob) checkFiles() (*registry.Dir, error) {
 		// both entries end in .mvml, which no input does.
 		writes = append(writes, File{Role: "model store entry", Path: filepath.Join(job.ModelDir, registry.CurrentModel)})
 	}
-	return dir, CheckFiles(reads, writes)
+	return dir, checkFilesFor(reads, writes, job.ModelDir)
 }

@@ -175,8 +175,12 @@ func NewService(cfg ServeConfig) (*Service, error) {
 		return nil, errors.New("serve: no output")
 	case cfg.DeadLetters == nil:
 		return nil, errors.New("serve: no dead-letter destination")
-	case cfg.Refit.Rows < 0 || cfg.Refit.Interval < 0 || cfg.Refit.MinRows < 0:
-		return nil, fmt.Errorf("serve: negative refit policy %+v", cfg.Refit)
+	case cfg.Refit.Rows < 0:
+		return nil, fmt.Errorf("serve: refit after %d rows: must not be negative (0: never by count)", cfg.Refit.Rows)
+	case cfg.Refit.Interval < 0:
+		return nil, fmt.Errorf("serve: refit interval %v: must not be negative (0: never by time)", cfg.Refit.Interval)
+	case cfg.Refit.MinRows < 0:
+		return nil, fmt.Errorf("serve: refit on at least %g rows: must not be negative", cfg.Refit.MinRows)
 	case cfg.Refit.Decay < 0 || cfg.Refit.Decay > 1:
 		return nil, fmt.Errorf("serve: refit decay %g outside (0, 1]", cfg.Refit.Decay)
 	case cfg.ShutdownGrace < 0:

@@ -290,6 +290,26 @@ func (s *joinStore) fit(now time.Time) joinOutcome {
 	return out
 }
 
+// giveUpLabels removes the labels of partition p waiting for their record
+// from offsets below offset, unmatched, evicted: the committed offset of
+// the labels topic may then move past them.
+func (s *joinStore) giveUpLabels(p int, offset int64) joinOutcome {
+	var out joinOutcome
+	jp := s.parts[p]
+	if jp == nil {
+		return out
+	}
+	for _, e := range jp.labels {
+		if e.label.Offset < offset {
+			out.unmatched = append(out.unmatched, unmatched{label: e.label, reason: unmatchedEvicted})
+		}
+	}
+	for _, u := range out.unmatched {
+		s.remove(jp.labels[u.label.ID])
+	}
+	return out
+}
+
 // oldestWaiting returns the smallest offset of the labels of partition p
 // waiting for their record, if any.
 func (s *joinStore) oldestWaiting(p int) (int64, bool) {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,8 +43,15 @@ type KafkaServeConfig struct {
 	MaxWait time.Duration
 	// SessionTimeout is how long the group waits for a silent replica
 	// (one that crashed) before its partitions go to the others. Default
-	// (0) ingest.DefaultKafkaSessionTimeout, 30s.
+	// (0) DefaultServeSessionTimeout, 10s.
 	SessionTimeout time.Duration
+	// HeartbeatInterval is how often a replica tells the group it is
+	// alive, and so how soon it learns that the group rebalances (a
+	// replica stopped or started) and gives up its partitions to rejoin:
+	// the whole group waits for the last replica to learn it. Default (0)
+	// DefaultServeHeartbeatInterval, 1s, or a third of SessionTimeout if
+	// that is shorter.
+	HeartbeatInterval time.Duration
 	// OutputTopic receives one JSON score per record, keyed by id, or
 	// with ArrowOutput the scores of a batch as Arrow IPC streams, one
 	// message per partition (sink.KafkaArrowSink). This or OutputDir is
@@ -102,8 +110,8 @@ type KafkaServeConfig struct {
 	StatsTopic string
 	// Labels tunes the join of late labels and the publication of the
 	// statistics (Window, CacheBytes, QualityWindow, StatsInterval,
-	// StatsRows, Replica); the runner sets its Source, Topic, Restore and
-	// Stats.
+	// StatsRows, Replica, RereadLimit); the runner sets its Source, Topic,
+	// Restore and Stats.
 	Labels LateLabels
 	// HTTPAddr is where /healthz, /readyz and /metrics are served while the
 	// service runs. Default ("") none.
@@ -113,6 +121,23 @@ type KafkaServeConfig struct {
 	// Options for their defaults).
 	Options Options
 }
+
+// The consumer group's timings of a replica (see KafkaServeConfig and
+// ingest.KafkaConfig), chosen for rolling deploys. A replica that stops
+// leaves the group at once and one that starts joins it; either way the
+// group rebalances, and every replica stops scoring from the heartbeat at
+// which it learns so until the last one rejoined: a heartbeat of 1s keeps
+// that stop near a second (kafka-go's 3s made it up to 3s, and a
+// replica's own partitions waited up to 6s). A replica that crashes is
+// noticed after the session timeout: 10s (and a heartbeat) before its
+// partitions are scored again, where 30s left them unscored for half a
+// minute; brokers refuse less than 6s by default. A join that failed is
+// tried again after a second rather than kafka-go's 5s.
+const (
+	DefaultServeSessionTimeout    = 10 * time.Second
+	DefaultServeHeartbeatInterval = time.Second
+	serveJoinGroupBackoff         = time.Second
+)
 
 // KafkaRunner is a Service wired as KafkaServeConfig says, with its source,
 // sinks, model watcher and HTTP server: the one way the command line and
@@ -148,6 +173,8 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		return nil, errors.New("serve: no dead-letter topic")
 	case cfg.ReloadInterval < 0:
 		return nil, fmt.Errorf("serve: negative reload interval %v", cfg.ReloadInterval)
+	case cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0:
+		return nil, fmt.Errorf("serve: negative session timeout %v or heartbeat interval %v", cfg.SessionTimeout, cfg.HeartbeatInterval)
 	case cfg.ReloadInterval > 0 && cfg.ModelFile == "":
 		return nil, fmt.Errorf("serve: reloading every %v needs a model file", cfg.ReloadInterval)
 	case cfg.ReloadInterval > 0 && cfg.Models != nil:
@@ -180,8 +207,9 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 	}
 	kcfg := ingest.KafkaConfig{
 		Conn: cfg.Conn, Topic: cfg.Topic, Format: cfg.Format, LabelsTopic: cfg.LabelsTopic, GroupID: cfg.Group, MaxWait: cfg.MaxWait,
-		StartOffset: cfg.StartOffset, SessionTimeout: cfg.SessionTimeout,
+		StartOffset: cfg.StartOffset, JoinGroupBackoff: serveJoinGroupBackoff,
 	}
+	kcfg.SessionTimeout, kcfg.HeartbeatInterval = cfg.groupTimings()
 	if late {
 		kcfg.OnAssign, kcfg.OnRevoke = r.onAssign, r.onRevoke
 	}
@@ -229,6 +257,14 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		return nil, errors.Join(err, r.close(context.Background(), err))
 	}
 	return r, nil
+}
+
+// groupTimings are the session timeout and heartbeat interval of the
+// replica's consumer group, their defaults filled in.
+func (cfg KafkaServeConfig) groupTimings() (session, heartbeat time.Duration) {
+	session = cmp.Or(cfg.SessionTimeout, DefaultServeSessionTimeout)
+	heartbeat = cmp.Or(cfg.HeartbeatInterval, min(DefaultServeHeartbeatInterval, session/3))
+	return session, heartbeat
 }
 
 // onAssign starts a generation of the group for the join of late labels

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -27,6 +28,9 @@ const (
 	DefaultLabelCacheBytes = 256 << 20
 	DefaultStatsInterval   = 10 * time.Second
 	DefaultStatsRows       = 10_000
+	// DefaultLabelRereadLimit bounds the labels of a partition read again
+	// after a rebalance (LateLabels.RereadLimit).
+	DefaultLabelRereadLimit = 100_000
 )
 
 // LabelSource delivers the labels that arrive apart from their records,
@@ -35,7 +39,11 @@ const (
 // group.
 type LabelSource interface {
 	NextLabels(ctx context.Context) (ingest.LabelBatch, error)
-	CommitLabels(ctx context.Context, generation int32, offsets map[int]int64) error
+	// CommitLabelsHandled commits the next offset to read of partitions
+	// of the labels topic, with the offset below which every message was
+	// handled (ingest.KafkaSource.CommitLabelsHandled), which the next
+	// assignment of the partition gives (ingest.Assignment.LabelsHandled).
+	CommitLabelsHandled(ctx context.Context, generation int32, offsets, handled map[int]int64) error
 }
 
 // StatsPublisher is where a replica publishes the statistics of the
@@ -107,6 +115,15 @@ type LateLabels struct {
 	// Replica names this replica in its deltas. Default ("") the host
 	// name.
 	Replica string
+	// RereadLimit bounds, per partition, the labels read again after a
+	// rebalance or a restart: the committed offset of the labels topic
+	// stays at the oldest label waiting for its record, so the partition's
+	// next owner reads every later label again (it dead-letters none
+	// again, and skips those published). A label waiting further behind
+	// the last label taken than this is given up (unmatched, evicted) at
+	// the next commit, so that the committed offset moves on. Default (0)
+	// DefaultLabelRereadLimit, 100000.
+	RereadLimit int64
 	// Folds, when more than 1, keeps the statistics of every delta as
 	// that many fold sums, each row's fold chosen by its record id
 	// (model.FoldOf), for a refitter that tunes (RefitterConfig.Tune and
@@ -127,6 +144,11 @@ func (c LateLabels) resolve() (LateLabels, error) {
 	case c.Window < 0 || c.CacheBytes < 0 || c.QualityWindow < 0 || c.StatsInterval < 0 || c.StatsRows < 0:
 		return c, fmt.Errorf("late labels: negative window %v, cache bytes %d, quality window %d, stats interval %v or stats rows %d",
 			c.Window, c.CacheBytes, c.QualityWindow, c.StatsInterval, c.StatsRows)
+	case c.RereadLimit < 0:
+		return c, fmt.Errorf("late labels: negative reread limit %d", c.RereadLimit)
+	}
+	if c.RereadLimit == 0 {
+		c.RereadLimit = DefaultLabelRereadLimit
 	}
 	if c.Window == 0 {
 		c.Window = DefaultLabelWindow
@@ -161,6 +183,10 @@ type labelPartition struct {
 	// assignment, then the one after the last label taken; -1 when none
 	// is known yet.
 	next int64
+	// handled is the offset below which every message was handled, as the
+	// partition's last commit recorded it (a message below it that is not
+	// a label was dead-lettered already); 0 when none is known.
+	handled int64
 	// skip holds the offsets a previous owner published.
 	skip statsbus.Runs
 }
@@ -205,6 +231,11 @@ type labelJoin struct {
 	// store is kept until the next generation starts.
 	held    map[int]bool
 	heldGen int32
+	// unrestored are the partitions owned, or held between generations,
+	// whose records were not restored yet: a generation that ended
+	// midway through the restore leaves some, which the next generation
+	// restores if it keeps them. The replica is not ready while any is.
+	unrestored map[int]bool
 	// unassigned are the records scored while no generation was assigned,
 	// and their bytes.
 	unassigned      []*joinEntry
@@ -281,20 +312,30 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 	// A partition this member owned in the generation just before (none
 	// between: generations are numbered one after the other) was nobody
 	// else's since: its store is kept as it is. The others are restored.
+	// A partition held but not restored is restored again from scratch:
+	// its store holds part of its records at most.
 	kept := map[int]bool{}
 	for p := range j.held {
 		_, again := a.Records[p]
-		if again && a.Generation == j.heldGen+1 {
+		if again && a.Generation == j.heldGen+1 && !j.unrestored[p] {
 			kept[p] = true
 		} else {
 			j.store.drop(p)
 		}
 	}
 	j.held = nil
+	j.unrestored = map[int]bool{}
+	if j.cfg.Restore != nil {
+		for p, end := range a.Records {
+			if end > 0 && !kept[p] {
+				j.unrestored[p] = true
+			}
+		}
+	}
 	j.gen, j.assigned = a.Generation, true
 	j.labels, j.records = map[int]*labelPartition{}, map[int]statsbus.Runs{}
 	for p, committed := range a.Labels {
-		j.labels[p] = &labelPartition{next: committed}
+		j.labels[p] = &labelPartition{next: committed, handled: a.LabelsHandled[p]}
 	}
 	for p := range a.Records {
 		j.records[p] = nil
@@ -317,8 +358,15 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 		for _, p := range a.Partitions() {
 			if end := a.Records[p]; end > 0 && !kept[p] {
 				if err := j.restore(ctx, p, from, end); err != nil {
+					if ctx.Err() != nil {
+						j.s.cfg.Logger.Info("generation ended before its partitions were restored: the next generation that keeps them restores them",
+							"generation", a.Generation, "not_restored", j.notRestored())
+					}
 					return fmt.Errorf("restoring the records of partition %d before offset %d: %w", p, end, err)
 				}
+				j.mu.Lock()
+				delete(j.unrestored, p)
+				j.mu.Unlock()
 			}
 		}
 	}
@@ -345,6 +393,14 @@ func (j *labelJoin) assign(ctx context.Context, a ingest.Assignment) error {
 		j.s.cfg.Logger.Info("labels published by the partitions' previous owner will be skipped", "generation", a.Generation, "labels", skipped)
 	}
 	return nil
+}
+
+// notRestored returns the partitions owned, or held between generations,
+// whose records are not restored yet, in ascending order.
+func (j *labelJoin) notRestored() []int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Sorted(maps.Keys(j.unrestored))
 }
 
 // from returns the offsets of runs at or above offset (all of them when
@@ -510,6 +566,14 @@ func (j *labelJoin) keepUnassigned(e *joinEntry) {
 func (j *labelJoin) take(ctx context.Context, b ingest.LabelBatch) error {
 	j.mu.Lock()
 	current := j.assigned && b.Generation == j.gen
+	// A message that is not a label and was handled before (read again
+	// after a rebalance or a restart) was dead-lettered then.
+	var rejects []schemas.RowError
+	for _, r := range b.Rejects {
+		if lp := j.labels[rejectPartition(r)]; lp == nil || r.Row >= lp.handled {
+			rejects = append(rejects, r)
+		}
+	}
 	j.mu.Unlock()
 	if !current {
 		// Its generation is over: the partitions' next owner takes these
@@ -517,11 +581,11 @@ func (j *labelJoin) take(ctx context.Context, b ingest.LabelBatch) error {
 		return nil
 	}
 	j.s.metrics.add(metricLabelsIn, int64(len(b.Labels)+len(b.Rejects)))
-	if len(b.Rejects) > 0 {
-		if err := j.s.cfg.DeadLetters.WriteRejects(ctx, b.Rejects); err != nil {
+	if len(rejects) > 0 {
+		if err := j.s.cfg.DeadLetters.WriteRejects(ctx, rejects); err != nil {
 			return fmt.Errorf("labels: dead letters: %w", err)
 		}
-		j.s.metrics.add(metricLabelsDeadLettered, int64(len(b.Rejects)))
+		j.s.metrics.add(metricLabelsDeadLettered, int64(len(rejects)))
 	}
 	now := j.now()
 	j.mu.Lock()
@@ -747,8 +811,16 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 	defer j.flushMu.Unlock()
 	j.mu.Lock()
 	j.settle(j.store.expire(j.now()))
-	// What is committed is what the statistics taken now account for.
-	commits := map[int]int64{}
+	// The labels a new owner would read again are bounded: those waiting
+	// too far behind are given up.
+	for p, lp := range j.labels {
+		if oldest, waiting := j.store.oldestWaiting(p); waiting && lp.next-oldest > j.cfg.RereadLimit {
+			j.settle(j.store.giveUpLabels(p, lp.next-j.cfg.RereadLimit))
+		}
+	}
+	// What is committed is what the statistics taken now account for,
+	// with the offset below which every label was handled.
+	commits, handled := map[int]int64{}, map[int]int64{}
 	for p, lp := range j.labels {
 		if _, ok := only[p]; only != nil && !ok || lp.next < 0 {
 			continue
@@ -758,6 +830,8 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 			next = min(next, oldest)
 		}
 		commits[p] = next
+		lp.handled = max(lp.handled, lp.next)
+		handled[p] = lp.handled
 	}
 	deltas := j.sealed
 	j.sealed = nil
@@ -808,7 +882,7 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 	if gen < 0 || len(commits) == 0 || j.cfg.Source == nil {
 		return nil
 	}
-	if err := j.cfg.Source.CommitLabels(ctx, gen, commits); err != nil {
+	if err := j.cfg.Source.CommitLabelsHandled(ctx, gen, commits, handled); err != nil {
 		return fmt.Errorf("committing labels: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -611,7 +612,9 @@ func (noLabels) NextLabels(ctx context.Context) (ingest.LabelBatch, error) {
 	<-ctx.Done()
 	return ingest.LabelBatch{}, ctx.Err()
 }
-func (noLabels) CommitLabels(context.Context, int32, map[int]int64) error { return nil }
+func (noLabels) CommitLabelsHandled(context.Context, int32, map[int]int64, map[int]int64) error {
+	return nil
+}
 
 // Records scored before their generation's assignment (the source
 // delivers records as soon as the generation starts) are kept for it:
@@ -746,5 +749,223 @@ func TestJoinCountsExpiredLabelsAtFlush(t *testing.T) {
 	}
 	if st := svc.Stats(); st.LabelsUnmatchedNeverSeen != 1 || st.LabelsWaiting != 0 {
 		t.Errorf("%d labels never seen, %d waiting: want the expired label counted", st.LabelsUnmatchedNeverSeen, st.LabelsWaiting)
+	}
+}
+
+// A generation that ends midway through a restore (a rebalance, as when
+// replicas start together) leaves its partitions not restored: /readyz
+// says 503 naming them, also between generations, and the next generation
+// that keeps them restores them, but not those restored already.
+func TestServeRestoresPartitionsAcrossGenerations(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 120, 1))
+	var mu sync.Mutex
+	var restored []string
+	started := make(chan int, 8)
+	restore := func(ctx context.Context, p int, _ time.Time, _ int64) (ingest.Source, error) {
+		mu.Lock()
+		restored = append(restored, fmt.Sprint(p))
+		mu.Unlock()
+		started <- p
+		if p == 0 {
+			return gateSource{open: closedChan()}, nil // nothing to restore
+		}
+		return blockingSource{}, nil // until the generation ends
+	}
+	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+		Labels: &LateLabels{Source: noLabels{}, Topic: "labels", Restore: restore}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		svc.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if code, _ := readyz(); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the service is not ready")
+		}
+	}
+	j := svc.join
+	a1 := ingest.Assignment{Generation: 1, Records: map[int]int64{0: 10, 1: 10}, Labels: map[int]int64{0: 0, 1: 0}}
+	gen1, endGen1 := context.WithCancel(ctx)
+	assigned := make(chan error, 1)
+	go func() { assigned <- j.assign(gen1, a1) }()
+	<-started
+	if p := <-started; p != 1 {
+		t.Fatalf("restore of partition %d, want 1", p)
+	}
+	if code, body := readyz(); code != 503 || !strings.Contains(body, "[1]") {
+		t.Errorf("readyz while partition 1 is restored: %d %q, want 503 naming it", code, body)
+	}
+	endGen1()
+	if err := <-assigned; err == nil {
+		t.Fatal("an assignment whose generation ended midway through the restore returned no error")
+	}
+	j.revoke(ctx, a1)
+	if code, body := readyz(); code != 503 || !strings.Contains(body, "[1]") {
+		t.Errorf("readyz between generations, partition 1 not restored: %d %q, want 503 naming it", code, body)
+	}
+	// Generation 2 keeps both partitions: partition 1 is restored now,
+	// partition 0 (restored already) is kept as it is.
+	restoreOne := func(ctx context.Context, p int, from time.Time, end int64) (ingest.Source, error) {
+		mu.Lock()
+		restored = append(restored, fmt.Sprint(p))
+		mu.Unlock()
+		return gateSource{open: closedChan()}, nil
+	}
+	j.cfg.Restore = restoreOne
+	a2 := ingest.Assignment{Generation: 2, Records: map[int]int64{0: 12, 1: 12}, Labels: map[int]int64{0: 0, 1: 0}}
+	if err := j.assign(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := strings.Join(restored, " ")
+	mu.Unlock()
+	if got != "0 1 1" {
+		t.Errorf("partitions restored %q, want %q: partition 1 again in the generation that kept it unrestored", got, "0 1 1")
+	}
+	if code, body := readyz(); code != 200 {
+		t.Errorf("readyz once every partition is restored: %d %q", code, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedChan returns a closed channel.
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// commitsSource is a LabelSource of a test that hands labels to the join
+// itself and keeps the last commit.
+type commitsSource struct {
+	noLabels
+	mu               sync.Mutex
+	offsets, handled map[int]int64
+}
+
+func (c *commitsSource) CommitLabelsHandled(_ context.Context, _ int32, offsets, handled map[int]int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offsets, c.handled = offsets, handled
+	return nil
+}
+
+// deadLetters counts the dead letters written, by source and row.
+type deadLetters struct {
+	mu      sync.Mutex
+	written map[string]int
+}
+
+func (d *deadLetters) WriteRejects(_ context.Context, rejects []schemas.RowError) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range rejects {
+		d.written[fmt.Sprintf("%s@%d", r.Source, r.Row)]++
+	}
+	return nil
+}
+func (*deadLetters) Close(context.Context) error { return nil }
+
+// A message of the labels topic that is not a label is dead-lettered once:
+// the commit records the offset below which every label was handled, and
+// the partition's next owner (in another generation, or another process:
+// the mark comes with its assignment) does not dead-letter again those it
+// reads again because a label before them waits for its record. And what
+// it reads again is bounded: a label waiting further behind than
+// RereadLimit is given up (unmatched, evicted), and the offset committed
+// moves past it.
+func TestJoinDeadLettersLabelsOnce(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 120, 1))
+	newJoin := func(src LabelSource, dead sink.DeadLetters) *labelJoin {
+		svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: dead,
+			Labels: &LateLabels{Source: src, Topic: "labels", RereadLimit: 50}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc.join
+	}
+	// Offset 0 labels id 999, never produced: it waits, and the committed
+	// offset with it. Offsets 1..12 are not labels, 13..19 label other
+	// ids never produced either.
+	batch := func(gen int32, to int64) ingest.LabelBatch {
+		b := ingest.LabelBatch{Topic: "labels", Generation: gen}
+		for off := int64(0); off < to; off++ {
+			switch {
+			case off >= 1 && off <= 12:
+				b.Rejects = append(b.Rejects, schemas.RowError{Source: "labels/0", Row: off, Reason: "not a label"})
+			default:
+				b.Labels = append(b.Labels, ingest.Label{Partition: 0, Offset: off, ID: 999 + off, Value: 1})
+			}
+		}
+		return b
+	}
+	ctx := context.Background()
+	dead := &deadLetters{written: map[string]int{}}
+	src := &commitsSource{}
+	committed, handled := int64(-1), int64(0)
+	for gen := int32(1); gen <= 4; gen++ {
+		// Every generation, a new replica (a new join) takes the partition
+		// from the offsets committed, and reads the labels again.
+		j := newJoin(src, dead)
+		labels, marks := map[int]int64{0: committed}, map[int]int64{}
+		if handled > committed {
+			marks[0] = handled
+		}
+		a := ingest.Assignment{Generation: gen, Records: map[int]int64{0: -1}, Labels: labels, LabelsHandled: marks}
+		if err := j.assign(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.take(ctx, batch(gen, 20)); err != nil {
+			t.Fatal(err)
+		}
+		j.revoke(ctx, a)
+		committed, handled = src.offsets[0], src.handled[0]
+		if committed != 0 || handled != 20 {
+			t.Fatalf("generation %d committed offset %d, handled below %d; want 0 (a label waits) and 20", gen, committed, handled)
+		}
+	}
+	if len(dead.written) != 12 {
+		t.Errorf("%d messages dead-lettered, want 12", len(dead.written))
+	}
+	for msg, n := range dead.written {
+		if n != 1 {
+			t.Errorf("%s dead-lettered %d times, want once", msg, n)
+		}
+	}
+	// 50 labels later, the oldest waiting are given up.
+	j := newJoin(src, dead)
+	a := ingest.Assignment{Generation: 5, Records: map[int]int64{0: -1}, Labels: map[int]int64{0: 0}, LabelsHandled: map[int]int64{0: 20}}
+	if err := j.assign(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.take(ctx, batch(5, 65)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if src.offsets[0] != 15 || src.handled[0] != 65 {
+		t.Errorf("committed offset %d, handled below %d; want 15 (65 less the limit, 50) and 65", src.offsets[0], src.handled[0])
+	}
+	if st := j.s.Stats(); st.LabelsUnmatchedEvicted != 3 || st.LabelsWaiting != 50 {
+		t.Errorf("%d labels given up, %d waiting; want the 3 below offset 15 (0, 13, 14), 50", st.LabelsUnmatchedEvicted, st.LabelsWaiting)
+	}
+	if len(dead.written) != 12 {
+		t.Errorf("%d messages dead-lettered, want 12", len(dead.written))
 	}
 }

@@ -597,8 +597,9 @@ type readiness interface {
 }
 
 // ServeHTTP answers /healthz (liveness: 200 while Run is serving, 503
-// otherwise), /readyz (200 while Run is serving, no newly owned partition
-// is being restored for the join of late labels, and its source, when it
+// otherwise), /readyz (200 while Run is serving, every partition owned is
+// restored for the join of late labels, whatever generations passed, and
+// its source, when it
 // can tell, is consuming; 503 with the reason otherwise) and /metrics (the
 // numbers of serveMetricDefs, the Go runtime's and the process's, in
 // Prometheus' formats).
@@ -615,9 +616,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "not serving", http.StatusServiceUnavailable)
 			return
 		}
-		if s.join != nil && s.join.restoring.Load() > 0 {
-			http.Error(w, "not consuming: restoring the records of newly owned partitions for the join of late labels", http.StatusServiceUnavailable)
-			return
+		if s.join != nil {
+			if ps := s.join.notRestored(); len(ps) > 0 || s.join.restoring.Load() > 0 {
+				http.Error(w, fmt.Sprintf("not consuming: restoring the records of newly owned partitions for the join of late labels (not restored yet: %v)", ps),
+					http.StatusServiceUnavailable)
+				return
+			}
 		}
 		if src, ok := s.cfg.Source.(readiness); ok {
 			if err := src.Ready(); err != nil {

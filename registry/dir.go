@@ -110,6 +110,33 @@ func checkCreatable(dir string) error {
 	return errors.Join(probe.Close(), os.Remove(probe.Name()))
 }
 
+// IsStore reports whether dir is a model store: it holds the current
+// pointer (current.json), or, as a store written before the pointers
+// existed, a current model (current.mvml) beside a version's file
+// (VERSION.mvml). Such a directory is written by its store only (Publish,
+// Promote, Rollback): a file written into it by other means may replace
+// an entry or leave current.mvml and current.json disagreeing. A
+// directory holding current.mvml alone is a model file a retraining job
+// writes for serve --reload-interval, not a store.
+func IsStore(dir string) bool {
+	if info, err := os.Stat(filepath.Join(dir, CurrentPointer)); err == nil && info.Mode().IsRegular() {
+		return true
+	}
+	if info, err := os.Stat(filepath.Join(dir, CurrentModel)); err != nil || !info.Mode().IsRegular() {
+		return false
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if version, ok := strings.CutSuffix(e.Name(), ".mvml"); ok && !e.IsDir() && validVersion(version) {
+			return true
+		}
+	}
+	return false
+}
+
 // Path is the store's directory.
 func (d *Dir) Path() string { return d.dir }
 

@@ -73,7 +73,7 @@ func NewRollingParquet(dir, prefix string, schema *arrow.Schema, opts ParquetOpt
 	}
 	switch {
 	case policy.Rows < 0 || policy.Every < 0:
-		return nil, fmt.Errorf("sink: rolling policy %+v must not be negative", policy)
+		return nil, fmt.Errorf("sink: roll files after %d rows or %v: must not be negative", policy.Rows, policy.Every)
 	case policy.Rows == 0:
 		policy.Rows = DefaultRollRows
 	}

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mvml/mvml/internal/asm/rbf"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -236,7 +237,7 @@ func (k Kernel) crossBlock(dst, x blas64.General, rhs *rightSide) {
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, -2, x, rhs.zt, 0, dst)
 		for i := range dst.Rows {
 			nx := sqNorm(x.Data[i*x.Stride : i*x.Stride+x.Cols])
-			rbfRow(dst.Data[i*dst.Stride:i*dst.Stride+dst.Cols], rhs.norms, nx, k.Gamma)
+			rbf.Row(dst.Data[i*dst.Stride:i*dst.Stride+dst.Cols], rhs.norms, nx, k.Gamma)
 		}
 	case schemas.KernelLinear:
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, x, rhs.zt, 0, dst)
@@ -266,24 +267,6 @@ func sqDistBlock(dst, x blas64.General, rhs *rightSide) {
 		for j, g := range row {
 			row[j] = max(nx+rhs.norms[j]+g, 0)
 		}
-	}
-}
-
-// rbfRowGo sets row[j], which holds −2xᵀz_j, to the Gaussian kernel
-// exp(−γd²) of d² = ‖x‖² + ‖z_j‖² − 2xᵀz_j clamped at 0, as sqDistBlock
-// computes it; nx is ‖x‖² and norms[j] is ‖z_j‖².
-func rbfRowGo(row, norms []float64, nx, gamma float64) {
-	for j, g := range row {
-		d2 := max(nx+norms[j]+g, 0)
-		// The squared distance of finite rows overflows only for values
-		// beyond 1e154: NaN, not the 0 of exp(−∞), so that such a row is
-		// refused rather than scored as if it were merely far from every
-		// landmark.
-		if math.IsInf(d2, 1) {
-			row[j] = math.NaN()
-			continue
-		}
-		row[j] = math.Exp(-gamma * d2)
 	}
 }
 

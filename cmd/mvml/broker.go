@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -16,17 +17,30 @@ import (
 func runBroker(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet("broker")
 	listen := fs.String("listen", "127.0.0.1:9092", "`HOST:PORT` to listen on; port 0 takes a free port, which is printed")
-	topics := fs.String("topics", "", "`NAMES` of the topics to create, comma-separated, each with --partitions partitions")
-	partitions := fs.Int("partitions", 1, "`N` partitions of every topic of --topics, and of a topic created by a client producing to it")
+	topics := fs.String("topics", "", "`TOPICS` to create, comma-separated, each NAME or NAME:N with N partitions (in:6,labels:6,stats:1); a NAME alone has --partitions")
+	partitions := fs.Int("partitions", 1, "`N` partitions of every topic of --topics not given a count, and of a topic created by a client producing to it")
 	modelTopics := fs.String("model-topics", "", "`NAMES` of the model topics to create, comma-separated: one partition, cleanup.policy=compact")
 	if err := parseFlags(a, fs, args); err != nil {
 		return err
 	}
-	if *partitions < 1 {
-		return usagef("--partitions %d: want at least 1", *partitions)
+	if *partitions < 1 || *partitions > maxTopicPartitions {
+		return usagef("--partitions %d: want at least 1 and at most %d", *partitions, maxTopicPartitions)
 	}
-	plain, compacted := splitNames(*topics), splitNames(*modelTopics)
-	if name, ok := firstRepeated(append(plain, compacted...)); ok {
+	plain, err := parseTopicCounts(*topics, *partitions)
+	if err != nil {
+		return usagef("--topics: %v", err)
+	}
+	compacted := splitNames(*modelTopics)
+	for _, name := range compacted {
+		if strings.Contains(name, ":") {
+			return usagef("--model-topics %q: a model topic has one partition, give its name alone", name)
+		}
+	}
+	names := make([]string, 0, len(plain)+len(compacted))
+	for _, t := range plain {
+		names = append(names, t.name)
+	}
+	if name, ok := firstRepeated(append(names, compacted...)); ok {
 		return usagef("topic %q is named twice in --topics and --model-topics", name)
 	}
 	ln, err := net.Listen("tcp", *listen)
@@ -40,9 +54,9 @@ func runBroker(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("starting the broker: %w", err)
 	}
 	defer broker.Close()
-	for _, name := range plain {
-		if err := broker.CreateTopic(name, int32(*partitions), nil); err != nil {
-			return fmt.Errorf("creating topic %s: %w", name, err)
+	for _, t := range plain {
+		if err := broker.CreateTopic(t.name, int32(t.partitions), nil); err != nil {
+			return fmt.Errorf("creating topic %s: %w", t.name, err)
 		}
 	}
 	for _, name := range compacted {
@@ -52,8 +66,8 @@ func runBroker(ctx context.Context, a *app, args []string) error {
 	}
 	addr := strings.Join(broker.ListenAddrs(), ",")
 	fmt.Fprintf(a.stdout, "development broker at %s: in memory, every message is lost when it stops; not for production\n", addr)
-	for _, name := range plain {
-		fmt.Fprintf(a.stdout, "  topic %s: %s\n", name, partitionsText(*partitions))
+	for _, t := range plain {
+		fmt.Fprintf(a.stdout, "  topic %s: %s\n", t.name, partitionsText(t.partitions))
 	}
 	for _, name := range compacted {
 		fmt.Fprintf(a.stdout, "  model topic %s: 1 partition, compacted\n", name)
@@ -70,6 +84,40 @@ func partitionsText(n int) string {
 		return "1 partition"
 	}
 	return fmt.Sprintf("%d partitions", n)
+}
+
+// maxTopicPartitions bounds a topic's partition count in --topics and
+// --partitions: the in-process broker keeps every partition in memory, and
+// a count past it is a typo, not a topology.
+const maxTopicPartitions = 10_000
+
+// topicCount is a topic of --topics and its partition count.
+type topicCount struct {
+	name       string
+	partitions int
+}
+
+// parseTopicCounts reads --topics: comma-separated NAME or NAME:N entries,
+// blanks left out; a NAME alone has def partitions.
+func parseTopicCounts(list string, def int) ([]topicCount, error) {
+	var out []topicCount
+	for _, entry := range splitNames(list) {
+		name, count, hasCount := strings.Cut(entry, ":")
+		name = strings.TrimSpace(name)
+		if name == "" {
+			return nil, fmt.Errorf("%q: no topic name before the colon; want NAME or NAME:PARTITIONS", entry)
+		}
+		t := topicCount{name: name, partitions: def}
+		if hasCount {
+			n, err := strconv.Atoi(strings.TrimSpace(count))
+			if err != nil || n < 1 || n > maxTopicPartitions {
+				return nil, fmt.Errorf("%q: partition count %q: want a whole number from 1 to %d", entry, count, maxTopicPartitions)
+			}
+			t.partitions = n
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // splitNames are the names of a comma-separated list, blanks left out.

@@ -166,7 +166,7 @@ func loadConfig(path string, fs *flag.FlagSet, placeholders bool) (*configFile, 
 	f := &configFile{path: path}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, usageError{&configError{path, []configProblem{{msg: yamlMessage(err)}}}}
+		return nil, usageError{&configError{path, []configProblem{yamlProblem(data, err)}}}
 	}
 	if len(doc.Content) == 0 {
 		return f, nil // an empty file sets nothing
@@ -209,8 +209,9 @@ func loadConfig(path string, fs *flag.FlagSet, placeholders bool) (*configFile, 
 			if _, isString := flagType(fl).(string); !isString {
 				continue
 			}
-			// A string stands for itself, so that the checks of keys
-			// that need one pass.
+			// A string stands for itself, the reference as written, so
+			// that the checks of keys that need one pass.
+			entry.values = []string{entry.raw}
 		}
 		f.entries = append(f.entries, entry)
 	}
@@ -414,9 +415,31 @@ func describeNode(n *yaml.Node) string {
 	return "the string " + strconv.Quote(n.Value)
 }
 
-// yamlMessage rewords yaml.v3's errors without their package prefix.
-func yamlMessage(err error) string {
-	return strings.TrimPrefix(err.Error(), "yaml: ")
+// yamlLine is the line yaml.v3 puts at the start of its messages.
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
+
+// yamlProblem is a syntax error of yaml.v3 in the file's data, without
+// the package's prefix, at its line. yaml.v3 reports a tab in the
+// indentation at the line of the token before it: it is reported at the
+// line of the tab instead.
+func yamlProblem(data []byte, err error) configProblem {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var p configProblem
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		p.line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	}
+	p.msg = msg
+	if strings.Contains(msg, "tab character") {
+		for i, line := range strings.Split(string(data), "\n") {
+			if indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]; strings.Contains(indent, "\t") {
+				p.line = i + 1
+				p.msg = "a tab in the indentation: YAML indents with spaces only"
+				break
+			}
+		}
+	}
+	return p
 }
 
 // envRef is a reference to an environment variable, ${NAME}; $$ is a

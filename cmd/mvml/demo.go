@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -129,7 +130,8 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	rows := fs.Int("rows", 1500, "rows to generate: two thirds to train on, one third to test")
 	classes := fs.Int("classes", 3, "number of classes, 2 to 4")
 	dataSeed := fs.Uint64("data-seed", 1, "seed of the generated data")
-	keep := fs.String("keep", "", "write the files into `DIR` and keep them (default: a temporary directory, removed at the end)")
+	keep := fs.String("keep", "", "write the files into `DIR` and keep them: a new or empty directory, unless --force (default: a temporary directory, removed at the end)")
+	force := fs.Bool("force", false, "with --keep, write the demo's files into a directory that is not empty, replacing the demo's own files there (views.json, train.parquet, test.parquet, records.jsonl, model.mvml, scores.parquet)")
 	withKafka := fs.Bool("kafka", true, "then serve the test rows through Kafka on an in-process broker, as `mvml serve` does")
 	fit := registerFit(fs)
 	if err := parseFlags(a, fs, args); err != nil {
@@ -140,6 +142,9 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	}
 	if *classes < 2 || *classes > 4 {
 		return usagef("--classes %d: want 2 to 4", *classes)
+	}
+	if *force && *keep == "" {
+		return usagef("--force is for --keep DIR: the default temporary directory is always new")
 	}
 	dir := *keep
 	if dir == "" {
@@ -164,6 +169,11 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *keep != "" && !*force {
+		if err := checkEmptyDir(dir); err != nil {
+			return err
+		}
+	}
 	spec, err := schemas.ParseViewSpec([]byte(demoSpecJSON))
 	if err != nil {
 		return err
@@ -185,8 +195,14 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	if err := os.WriteFile(recordsPath, records, 0o644); err != nil {
 		return err
 	}
+	where := "in " + dir
+	if *keep == "" {
+		// The directory is gone when the demo ends: naming it would send
+		// the user looking for files that are not there.
+		where = "in a temporary directory removed at the end; --keep DIR keeps the files"
+	}
 	fmt.Fprintf(a.stdout, "generated %d rows of %d classes on interleaved spirals, seen through 3 noisy views: %d to train, %d to test (%s)\n\n",
-		*rows, *classes, split, *rows-split, dir)
+		*rows, *classes, split, *rows-split, where)
 
 	// The demo tells its own story on stdout; the jobs' log lines would
 	// only interleave with it.
@@ -223,7 +239,11 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	if err := printDemo(a.stdout, m, mvml, single, counts, scoresPath); err != nil {
+	scoresName := filepath.Join(dir, filepath.Base(scoresPath))
+	if *keep == "" {
+		scoresName = ""
+	}
+	if err := printDemo(a.stdout, m, mvml, single, counts, scoresName); err != nil {
 		return err
 	}
 	if !*withKafka {
@@ -240,6 +260,29 @@ func demoAccuracy(ctx context.Context, m *model.Model, path string, opts pipelin
 	return eval.Compute(m.Spec.Task, truth, pred).Accuracy, nil
 }
 
+// checkEmptyDir refuses a kept directory that holds anything: the demo
+// would replace files of the same names without a word.
+func checkEmptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	names := make([]string, 0, 3)
+	for _, e := range entries[:min(3, len(entries))] {
+		names = append(names, e.Name())
+	}
+	more := ""
+	if len(entries) > len(names) {
+		more = fmt.Sprintf(" and %d more", len(entries)-len(names))
+	}
+	return usagef("--keep %s: the directory is not empty (%s%s): give a new or empty directory, or --force to replace the demo's files in it", dir, strings.Join(names, ", "), more)
+}
+
+// printDemo tells the demo's results; scoresPath is where the scores are
+// kept, "" when they are not.
 func printDemo(w io.Writer, m *model.Model, mvml float64, single []float64, counts pipeline.Counts, scoresPath string) error {
 	names := viewNames(m)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -252,8 +295,12 @@ func printDemo(w io.Writer, m *model.Model, mvml float64, single []float64, coun
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nMVML %+.1f points over the best single view (%s); %d test rows scored into %s\n",
-		100*(mvml-single[best]), names[best], counts.Scored, filepath.Base(scoresPath))
+	into := "(--keep DIR keeps them)"
+	if scoresPath != "" {
+		into = "into " + scoresPath
+	}
+	fmt.Fprintf(w, "\nMVML %+.1f points over the best single view (%s); %d test rows scored %s\n",
+		100*(mvml-single[best]), names[best], counts.Scored, into)
 	fmt.Fprintf(w, "\nview importance: ‖Ã_lm‖_F of every view pair, mean over the %d heads\n", len(m.Heads))
 	mean := mat.NewDense(len(names), len(names), nil)
 	for h := range m.Heads {

@@ -5,7 +5,7 @@
 // their registry:
 //
 //	mvml demo
-//	mvml broker  [--listen 127.0.0.1:9092] [--topics NAMES] [--model-topics NAMES]   (a development broker, in memory)
+//	mvml broker  [--listen 127.0.0.1:9092] [--topics NAME[:N],...] [--partitions N] [--model-topics NAMES]   (a development broker, in memory)
 //	mvml train   --input FILE... --views SPEC --model OUT.mvml [fit flags]
 //	mvml score   --input FILE... --model M.mvml --output OUT.parquet|OUT.jsonl|- [--on-error fail|skip] [--rejects F] [--contributions]
 //	mvml eval    --input FILE... --model M.mvml [--json]

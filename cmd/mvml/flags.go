@@ -111,10 +111,34 @@ func parseFlagsOnly(a *app, fs *flag.FlagSet, args []string) error {
 			}
 			return flag.ErrHelp
 		}
-		return usageError{err}
+		return usageError{withFlagSuggestion(err, fs)}
 	}
 	a.useLogFormat(fs)
 	return nil
+}
+
+// undefinedFlag is the flag package's error for a flag a command does
+// not have.
+const undefinedFlag = "flag provided but not defined: -"
+
+// withFlagSuggestion adds to the error of an undefined flag the flag of
+// fs closest to it, when one is close (--lamda: did you mean --lambda?).
+func withFlagSuggestion(err error, fs *flag.FlagSet) error {
+	name, ok := strings.CutPrefix(err.Error(), undefinedFlag)
+	if !ok {
+		return err
+	}
+	name = strings.TrimLeft(name, "-")
+	best, bestDist := "", 3
+	fs.VisitAll(func(fl *flag.Flag) {
+		if d := editDistance(name, fl.Name); d < bestDist {
+			best, bestDist = fl.Name, d
+		}
+	})
+	if best == "" {
+		return err
+	}
+	return fmt.Errorf("%w (did you mean --%s?)", err, best)
 }
 
 // required checks that flags were given: pairs of a flag name and its

@@ -125,6 +125,9 @@ func printModel(w io.Writer, m *model.Model) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := explainConvergence(w, m); err != nil {
+		return err
+	}
 	for h := range m.Heads {
 		fmt.Fprintf(w, "\n‖Ã_lm‖_F, head %s: the weight of every view pair in the metric\n", headName(m, h))
 		if err := printBlockNorms(w, viewNames(m), m.BlockNorms(h)); err != nil {
@@ -183,6 +186,45 @@ func tunedSummary(tun *model.Tuning) string {
 	}
 	row := tun.Table[tun.Chosen]
 	return fmt.Sprintf("%s (cv %.4g/row)", row.Candidate, row.Loss/rows)
+}
+
+// explainConvergence says what "converged false" in the table of heads
+// means and what to do about it: a head that ran every iteration of
+// --max-iter without meeting --tol is a finished model, fitted less
+// tightly than asked.
+func explainConvergence(w io.Writer, m *model.Model) error {
+	fit := m.Config.Fit
+	var heads, last []string
+	for h, hd := range m.Heads {
+		tr := hd.Trace
+		if tr.Converged {
+			continue
+		}
+		heads = append(heads, headName(m, h))
+		if n := len(tr.Objective); n >= 2 && tr.Objective[n-2] != 0 {
+			last = append(last, fmt.Sprintf("%.2g%%", 100*(tr.Objective[n-2]-tr.Objective[n-1])/math.Abs(tr.Objective[n-2])))
+		}
+	}
+	if len(heads) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nconverged false (heads %s): the fit ran all --max-iter %d iterations without meeting --tol %g", strings.Join(heads, ", "), fit.MaxIter, fit.Tol)
+	if fit.Tol == 0 {
+		b.WriteString(" (tol 0 never stops early: false is expected).\n")
+	} else {
+		b.WriteString(", a relative decrease of the objective (or change of g̃ and Ã) per iteration below it")
+		if len(last) == len(heads) {
+			fmt.Fprintf(&b, "; the last iteration lowered the objective by %s", strings.Join(last, ", "))
+		}
+		b.WriteString(".\n")
+	}
+	b.WriteString("The model is complete and usable: it is the fit after its last iteration, and the objective never rises.\n")
+	if fit.Tol > 0 {
+		fmt.Fprintf(&b, "To fit it further, train again with a larger --max-iter (e.g. %d) or accept a looser --tol; compare the two with mvml eval or mvml cv.\n", 5*max(fit.MaxIter, 1))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func viewNames(m *model.Model) []string {

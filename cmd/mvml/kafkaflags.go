@@ -33,6 +33,23 @@ func registerKafka(fs *flag.FlagSet, brokersUsage string) *kafkaFlags {
 	return k
 }
 
+// check notes what is wrong with the flags themselves, as lint sees it:
+// an unknown SASL mechanism, a mechanism without a user or a user without
+// a mechanism. The password is the environment's ($MVML_KAFKA_PASSWORD),
+// checked when the command connects (connection).
+func (k *kafkaFlags) check(c *checks) {
+	switch {
+	case k.mechanism != "":
+		if _, err := kafkaconn.NewSASL(k.mechanism, "user", ""); errors.Is(err, kafkaconn.ErrUnknownMechanism) {
+			c.failf("--sasl %q: want %s", k.mechanism, kafkaconn.SASLMechanisms)
+		} else if k.user == "" {
+			c.failf("--sasl needs --sasl-user and the password in $%s", kafkaPasswordEnv)
+		}
+	case k.user != "":
+		c.failf("--sasl-user needs --sasl MECHANISM: %s", kafkaconn.SASLMechanisms)
+	}
+}
+
 // connection returns the connection the flags describe; without --tls,
 // --tls-ca and --sasl it is plain TCP.
 func (k *kafkaFlags) connection() (kafkaconn.Config, error) {

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -85,6 +87,15 @@ func quietApp(mode configMode) *app {
 // no other flag: its keys one by one, then c's own checks of its
 // settings. It returns the problems and the values it could not check.
 func lintFile(ctx context.Context, c command, path string) (problems, notes []configProblem, err error) {
+	if _, err := os.Stat(path); err != nil {
+		// A file that is not there is this file's problem, not the
+		// command's: the others are still checked.
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return []configProblem{{msg: fmt.Sprintf("cannot read it: %v", err)}}, nil, nil
+	}
 	la := quietApp(configLint)
 	err = c.run(ctx, la, []string{"--config", path})
 	if la.config != nil {
@@ -97,14 +108,18 @@ func lintFile(ctx context.Context, c command, path string) (problems, notes []co
 	case errors.As(err, &ce):
 		return ce.problems, notes, nil
 	case errors.As(err, new(usageError)):
-		// A check of the command: at the line of a key it names, in the
-		// file's words (keys, not --flags).
-		p, ok := la.config.problemOf(err)
-		if !ok {
-			p = configProblem{msg: err.Error()}
+		// The checks of the command, every one: each at the line of a key
+		// it names, in the file's words (keys, not --flags).
+		for _, e := range splitErrors(err) {
+			p, ok := la.config.problemOf(usageError{e})
+			if !ok {
+				p = configProblem{msg: e.Error()}
+			}
+			p.msg = flagMention.ReplaceAllString(p.msg, "$1")
+			problems = append(problems, p)
 		}
-		p.msg = flagMention.ReplaceAllString(p.msg, "$1")
-		return []configProblem{p}, notes, nil
+		slices.SortStableFunc(problems, func(a, b configProblem) int { return a.line - b.line })
+		return problems, notes, nil
 	}
 	return nil, nil, err
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -83,7 +84,7 @@ func commands() []command {
 	return []command{
 		{"demo", "mvml demo [--rows N] [--classes C] [--data-seed S] [--keep DIR] [--kafka=false] [fit flags]",
 			"train and score on a generated multi-view data set, then serve it through Kafka on an in-process broker (no files, no network)", runDemo},
-		{"broker", "mvml broker [--listen HOST:PORT] [--topics NAMES] [--partitions N] [--model-topics NAMES]",
+		{"broker", "mvml broker [--listen HOST:PORT] [--topics NAME[:N],...] [--partitions N] [--model-topics NAMES]",
 			"run the demo's in-process Kafka broker alone until interrupted, for kcat and mvml processes to share: a development broker, in memory", runBroker},
 		{"train", "mvml train --input FILE... | --brokers HOST:PORT --topic T [--from TIME] [--to TIME] --views SPEC | --like BASE.mvml --model OUT.mvml | --model-dir DIR | --brokers HOST:PORT --model-topic M [fit flags]",
 			"train a model on labelled files or a time range of a Kafka topic, and write it atomically or publish it", runTrain},
@@ -105,6 +106,10 @@ func commands() []command {
 			"print a model's views, kernels, weights and view-pair blocks of Ã", runInspect},
 		{"lint", "mvml lint [--command serve|refit] FILE... | --reference",
 			"check configuration files (unknown keys, wrong types, invalid values, by line) without running anything", runLint},
+		{"wait", "mvml wait --brokers HOST:PORT [--topics T1,T2] | --http ADDR METRIC>=V... [--timeout D]",
+			"wait until the brokers answer, or until the /metrics of a running mvml serve or refit reach values, for scripts to go on only once what they need is there", runWait},
+		{"version", "mvml version  (or mvml --version)",
+			"print the module version, the commit, the build tags, the Go toolchain and the BLAS of this binary", runVersion},
 	}
 }
 
@@ -130,35 +135,62 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	name := args[0]
-	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
+	switch name {
+	case "help", "-h", "--help", "-help":
 		printUsage(a.stdout)
 		return exitOK
+	case "--version", "-version":
+		name, args = "version", append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands() {
 		if c.name != name {
 			continue
 		}
 		err := c.run(ctx, a, args[1:])
-		err = a.config.locate(err)
 		switch {
 		case err == nil:
 			return exitOK
 		case errors.Is(err, flag.ErrHelp):
 			return exitOK
-		case errors.As(err, new(usageError)):
-			fmt.Fprintf(stderr, "mvml %s: %v\nRun 'mvml %s --help' for usage.\n", name, err, name)
+		}
+		// Every wrong setting on a line of its own, at its line of the
+		// configuration file when the file gave it.
+		var b strings.Builder
+		for _, e := range splitErrors(err) {
+			e = a.config.locate(e)
+			if ctx.Err() != nil && !errors.As(e, new(usageError)) {
+				fmt.Fprintf(&b, "mvml %s: interrupted: %v\n", name, e)
+				continue
+			}
+			fmt.Fprintf(&b, "mvml %s: %v\n", name, e)
+		}
+		if errors.As(err, new(usageError)) {
+			fmt.Fprintf(&b, "Run 'mvml %s --help' for usage.\n", name)
+			io.WriteString(stderr, b.String())
 			return exitUsage
 		}
-		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "mvml %s: interrupted: %v\n", name, err)
-			return exitError
-		}
-		fmt.Fprintf(stderr, "mvml %s: %v\n", name, err)
+		io.WriteString(stderr, b.String())
 		return exitError
 	}
-	fmt.Fprintf(stderr, "mvml: unknown command %q\n\n", name)
-	printUsage(stderr)
+	// One line and a hint: the whole usage would push the error off the
+	// screen.
+	fmt.Fprintf(stderr, "mvml: unknown command %q%s\nRun 'mvml help' for the commands.\n", name, suggestCommand(name))
 	return exitUsage
+}
+
+// suggestCommand proposes the command closest to a misspelt one, or the
+// flag of mvml a dashed word may mean.
+func suggestCommand(name string) string {
+	best, bestDist := "", 3
+	for _, c := range commands() {
+		if d := editDistance(strings.TrimLeft(name, "-"), c.name); d < bestDist {
+			best, bestDist = c.name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
 }
 
 func printUsage(w io.Writer) {

@@ -333,7 +333,7 @@ func TestUsageErrors(t *testing.T) {
 		{"serve stats rows without stats", serveArgs("--labels-topic", "l", "--stats-rows", "10"), exitUsage, "--stats-rows tunes the publication of statistics: it needs --stats-topic"},
 		{"serve zero label window", serveArgs("--labels-topic", "l", "--label-window", "0s"), exitUsage, "--label-window 0s must be positive"},
 		{"serve zero cache", serveArgs("--labels-topic", "l", "--label-cache-bytes", "0"), exitUsage, "--label-cache-bytes 0 must be positive"},
-		{"serve short session timeout", serveArgs("--session-timeout", "2s"), exitUsage, "--session-timeout 2s must be longer than the heartbeat interval, 3s"},
+		{"serve short session timeout", serveArgs("--session-timeout", "2s"), exitUsage, "--session-timeout 2s must be at least 3s, three heartbeats of 1s"},
 		{"serve no workers", serveArgs("--workers", "0"), exitUsage, "--workers 0 must be at least 1 and --in-flight 0 not negative"},
 		{"serve fewer in flight than workers", serveArgs("--workers", "4", "--in-flight", "2"), exitUsage, "--in-flight 2 keeps only 2 of --workers 4 busy"},
 		{"serve no writes in flight", serveArgs("--writes-in-flight", "0"), exitUsage, "--writes-in-flight 0 must be at least 1"},

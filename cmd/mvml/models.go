@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/sink"
 )
@@ -63,6 +64,15 @@ func runModels(ctx context.Context, a *app, args []string) error {
 		return usagef("--output is get's")
 	case sub == "list" && *format != "table" && *format != "json":
 		return usagef("--format %q: want table or json", *format)
+	case sub == "get" && *dir != "" && *output != "-" && pipeline.InDir(*output, *dir):
+		// current.mvml written there would disagree with current.json,
+		// and a version's file would no longer match its manifest.
+		return usagef("--output %s is in the model store --model-dir %s, which only the store writes: write it elsewhere, or make a version current with mvml models promote", *output, *dir)
+	}
+	if sub == "get" && *output != "-" {
+		if err := pipeline.CheckFiles(nil, []pipeline.File{{Role: "output", Path: *output}}); err != nil {
+			return err
+		}
 	}
 	store, err := openRegistry(ctx, a, kf, *topic, *dir, sub)
 	if err != nil {

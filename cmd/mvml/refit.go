@@ -41,36 +41,53 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
+	// A required flag missing is reported alone: the other checks are of
+	// a configuration that is not there yet.
 	if err := required("brokers", kf.brokers, "stats-topic", *statsTopic, "model-topic", *modelTopic); err != nil {
 		return err
 	}
+	// Every other setting is checked before the first error is reported,
+	// so that one run (and mvml lint) says all that is wrong.
+	var c checks
 	given := givenFlags(fs)
 	switch {
 	case *once && (given["refit-rows"] || given["refit-interval"]):
-		return usagef("--refit-rows and --refit-interval say when a running refitter refits; --once refits once")
+		c.failf("--refit-rows and --refit-interval say when a running refitter refits; --once refits once")
 	case *refitRows < 0:
-		return usagef("--refit-rows %d must not be negative", *refitRows)
+		c.failf("--refit-rows %d must not be negative", *refitRows)
 	case *refitEvery < 0:
-		return usagef("--refit-interval %v must not be negative", *refitEvery)
+		c.failf("--refit-interval %v must not be negative", *refitEvery)
 	case !*once && *refitRows == 0 && *refitEvery == 0:
-		return usagef("--refit-rows 0 and --refit-interval 0: the refitter would never refit")
-	case !(*decay > 0 && *decay <= 1):
-		return usagef("--decay %g must be in (0, 1]", *decay)
-	case *session <= 0:
-		return usagef("--session-timeout %v must be positive", *session)
-	case *folds < 1 || *folds > model.MaxFolds:
-		return usagef("--folds %d: want 1 to %d", *folds, model.MaxFolds)
-	case len(tune) > 0 && *folds < 2:
-		return usagef("--tune cross-validates on fold sums: give --folds 2 or more (and the same --folds to mvml serve and mvml stats)")
-	case given["gate-margin"] && len(tune) == 0:
-		return usagef("--gate-margin compares cross-validated losses, which only --tune computes")
-	case math.IsNaN(*gateMargin) || math.IsInf(*gateMargin, 0):
-		return usagef("--gate-margin %g must be finite", *gateMargin)
+		c.failf("--refit-rows 0 and --refit-interval 0: the refitter would never refit")
+	}
+	if !(*decay > 0 && *decay <= 1) {
+		c.failf("--decay %g must be in (0, 1]", *decay)
+	}
+	if *session <= 0 {
+		c.failf("--session-timeout %v must be positive", *session)
+	}
+	kf.check(&c)
+	c.checkGroup("group", *group)
+	c.checkHTTPAddr("http", *httpAddr)
+	if *folds < 1 || *folds > model.MaxFolds {
+		c.failf("--folds %d: want 1 to %d", *folds, model.MaxFolds)
+	}
+	if len(tune) > 0 && *folds < 2 {
+		c.failf("--tune cross-validates on fold sums: give --folds 2 or more (and the same --folds to mvml serve and mvml stats)")
+	}
+	if given["gate-margin"] && len(tune) == 0 {
+		c.failf("--gate-margin compares cross-validated losses, which only --tune computes")
+	}
+	if math.IsNaN(*gateMargin) || math.IsInf(*gateMargin, 0) {
+		c.failf("--gate-margin %g must be finite", *gateMargin)
 	}
 	if len(tune) > 0 {
 		if _, err := model.Candidates(tune); err != nil {
-			return usageError{err}
+			c.add(usageError{err})
 		}
+	}
+	if err := c.err(); err != nil {
+		return err
 	}
 	if stop, err := config.checked(a, fs); stop {
 		return err

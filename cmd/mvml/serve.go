@@ -36,7 +36,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
 	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
-	sessionTimeout := fs.Duration("session-timeout", ingest.DefaultKafkaSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; brokers accept 6s to 5m by default")
+	sessionTimeout := fs.Duration("session-timeout", pipeline.DefaultServeSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; a replica heartbeats every second, so at least 3s; brokers accept 6s to 5m by default")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	labelsTopic := fs.String("labels-topic", "", "`TOPIC` of labels arriving apart from their records, {\"id\": …, \"label\": …} keyed by id, co-partitioned with --topic; each is joined with the record it labels")
@@ -56,23 +56,32 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
+	// A required flag missing is reported alone: the other checks are of
+	// a configuration that is not there yet.
 	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic); err != nil {
 		return err
 	}
+	// Every other setting is checked before the first error is reported,
+	// so that one run (and mvml lint) says all that is wrong.
+	var c checks
 	switch {
 	case *modelPath == "" && *modelTopic == "":
-		return usagef("--model or --model-topic is required")
+		c.failf("--model or --model-topic is required")
 	case *modelTopic != "" && *reload != 0:
-		return usagef("--reload-interval watches a --model file; with --model-topic the topic is followed")
+		c.failf("--reload-interval watches a --model file; with --model-topic the topic is followed")
 	}
 	if (*outTopic == "") == (*outDir == "") {
-		return usagef("give one of --output-topic and --output-dir")
+		c.failf("give one of --output-topic and --output-dir")
 	}
+	kf.check(&c)
+	c.checkGroup("group", *group)
+	c.checkHTTPAddr("http", *httpAddr)
+	c.checkOutputDir("output-dir", *outDir, "model-dir", *modelDir)
 	inFormat := ingest.FormatByHeader
 	if *format != "" {
 		f, err := ingest.ParseFormat(*format)
 		if err != nil {
-			return usagef("--format: %v", err)
+			c.failf("--format: %v", err)
 		}
 		inFormat = f
 	}
@@ -80,39 +89,47 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	switch {
 	case *outFormat == "":
 	case *outDir != "":
-		return usagef("--output-format is for --output-topic: --output-dir writes Parquet files")
+		c.failf("--output-format is for --output-topic: --output-dir writes Parquet files")
 	default:
 		f, err := ingest.ParseFormat(*outFormat)
 		if err != nil {
-			return usagef("--output-format: %v", err)
+			c.failf("--output-format: %v", err)
 		}
 		arrowOutput = f == ingest.FormatArrow
 	}
+	checkNotNegative(&c, "refit-rows", *refitRows)
+	checkNotNegative(&c, "refit-interval", *refitEvery)
+	checkNotNegative(&c, "refit-min-rows", *minRows)
+	checkNotNegative(&c, "max-wait", *maxWait)
+	checkNotNegative(&c, "reload-interval", *reload)
+	checkNotNegative(&c, "roll-rows", *rollRows)
+	checkNotNegative(&c, "roll-interval", *rollEvery)
 	if *decay <= 0 || *decay > 1 {
-		return usagef("--decay %g must be in (0, 1]", *decay)
+		c.failf("--decay %g must be in (0, 1]", *decay)
 	}
 	switch {
 	case *workers < 1 || *inFlight < 0:
-		return usagef("--workers %d must be at least 1 and --in-flight %d not negative", *workers, *inFlight)
+		c.failf("--workers %d must be at least 1 and --in-flight %d not negative", *workers, *inFlight)
 	case *inFlight > 0 && *inFlight < *workers:
-		return usagef("--in-flight %d keeps only %d of --workers %d busy: give at least as many batches in flight as workers", *inFlight, *inFlight, *workers)
+		c.failf("--in-flight %d keeps only %d of --workers %d busy: give at least as many batches in flight as workers", *inFlight, *inFlight, *workers)
+	}
+	switch {
 	case *writesInFlight < 1:
-		return usagef("--writes-in-flight %d must be at least 1", *writesInFlight)
+		c.failf("--writes-in-flight %d must be at least 1", *writesInFlight)
 	case *outDir != "" && givenFlags(fs)["writes-in-flight"]:
-		return usagef("--writes-in-flight is for --output-topic: --output-dir commits its files as they roll")
+		c.failf("--writes-in-flight is for --output-topic: --output-dir commits its files as they roll")
 	}
-	if *sessionTimeout <= ingest.DefaultKafkaHeartbeatInterval {
-		return usagef("--session-timeout %v must be longer than the heartbeat interval, %v", *sessionTimeout, ingest.DefaultKafkaHeartbeatInterval)
+	if least := 3 * pipeline.DefaultServeHeartbeatInterval; *sessionTimeout < least {
+		c.failf("--session-timeout %v must be at least %v, three heartbeats of %v", *sessionTimeout, least, pipeline.DefaultServeHeartbeatInterval)
 	}
-	labels, err := lateLabelFlags(fs, *labelsTopic, *statsTopic, *modelTopic, pipeline.LateLabels{
+	labels := pipeline.LateLabels{
 		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
 		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica, Folds: *statsFolds,
-	})
-	if err != nil {
-		return err
 	}
+	lateLabelFlags(&c, fs, *labelsTopic, *statsTopic, *modelTopic, labels)
 	opts, err := read.options(a)
-	if err != nil {
+	c.add(err)
+	if err := c.err(); err != nil {
 		return err
 	}
 	if stop, err := config.checked(a, fs); stop {
@@ -207,45 +224,47 @@ func serveInapplicableFlags(fs *flag.FlagSet) map[string]bool {
 
 // lateLabelFlags checks the flags of the join of late labels and of the
 // publication of statistics, given explicitly, against the topics given,
-// and returns the join's settings: a flag given is used exactly or
-// refused.
-func lateLabelFlags(fs *flag.FlagSet, labelsTopic, statsTopic, modelTopic string, labels pipeline.LateLabels) (pipeline.LateLabels, error) {
+// noting every problem in c: a flag given is used exactly or refused.
+func lateLabelFlags(c *checks, fs *flag.FlagSet, labelsTopic, statsTopic, modelTopic string, labels pipeline.LateLabels) {
 	given := givenFlags(fs)
 	for _, name := range joinFlags {
 		if given[name] && labelsTopic == "" {
-			return labels, usagef("--%s tunes the join of late labels: it needs --labels-topic", name)
+			c.failf("--%s tunes the join of late labels: it needs --labels-topic", name)
 		}
 	}
 	for _, name := range statsFlags {
 		if given[name] && statsTopic == "" {
-			return labels, usagef("--%s tunes the publication of statistics: it needs --stats-topic", name)
+			c.failf("--%s tunes the publication of statistics: it needs --stats-topic", name)
 		}
 	}
 	if statsTopic != "" {
 		if modelTopic == "" {
-			return labels, usagef("--stats-topic needs --model-topic: the refitter publishes its models there, and its checkpoints say which statistics it merged")
+			c.failf("--stats-topic needs --model-topic: the refitter publishes its models there, and its checkpoints say which statistics it merged")
 		}
 		for _, name := range refitFlags {
 			if given[name] {
-				return labels, usagef("--%s cannot be used with --stats-topic: the statistics are refitted by `mvml refit`, which publishes to --model-topic", name)
+				c.failf("--%s cannot be used with --stats-topic: the statistics are refitted by `mvml refit`, which publishes to --model-topic", name)
 			}
 		}
 	}
-	switch {
-	case labels.Window <= 0:
-		return labels, usagef("--label-window %v must be positive", labels.Window)
-	case labels.CacheBytes <= 0:
-		return labels, usagef("--label-cache-bytes %d must be positive", labels.CacheBytes)
-	case labels.QualityWindow <= 0:
-		return labels, usagef("--quality-window %d must be positive", labels.QualityWindow)
-	case labels.StatsInterval <= 0:
-		return labels, usagef("--stats-interval %v must be positive", labels.StatsInterval)
-	case labels.StatsRows <= 0:
-		return labels, usagef("--stats-rows %d must be positive", labels.StatsRows)
-	case labels.Folds < 1 || labels.Folds > model.MaxFolds:
-		return labels, usagef("--folds %d: want 1 to %d", labels.Folds, model.MaxFolds)
+	if labels.Window <= 0 {
+		c.failf("--label-window %v must be positive", labels.Window)
 	}
-	return labels, nil
+	if labels.CacheBytes <= 0 {
+		c.failf("--label-cache-bytes %d must be positive", labels.CacheBytes)
+	}
+	if labels.QualityWindow <= 0 {
+		c.failf("--quality-window %d must be positive", labels.QualityWindow)
+	}
+	if labels.StatsInterval <= 0 {
+		c.failf("--stats-interval %v must be positive", labels.StatsInterval)
+	}
+	if labels.StatsRows <= 0 {
+		c.failf("--stats-rows %d must be positive", labels.StatsRows)
+	}
+	if labels.Folds < 1 || labels.Folds > model.MaxFolds {
+		c.failf("--folds %d: want 1 to %d", labels.Folds, model.MaxFolds)
+	}
 }
 
 // startModel is the model served at the start: the --model file, or the

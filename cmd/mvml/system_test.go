@@ -61,7 +61,7 @@ type process struct {
 
 // startProcess runs mvml with args in a process of its own; it is killed
 // when the test ends.
-func startProcess(t *testing.T, name string, args ...string) *process {
+func startProcess(t testing.TB, name string, args ...string) *process {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: no mvml processes of their own")
@@ -88,7 +88,7 @@ func startProcess(t *testing.T, name string, args ...string) *process {
 }
 
 // waitHTTP waits for the process to serve HTTP and notes its /metrics.
-func (p *process) waitHTTP(t *testing.T) {
+func (p *process) waitHTTP(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for p.metrics == "" {

@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/gonum/mat"
 
-	mvmlgemm "github.com/mvml/mvml/internal/blasimpl/gemm"
+	mvmlgemm "github.com/mvml/mvml/internal/asm/gemm"
 	"github.com/mvml/mvml/model"
 )
 

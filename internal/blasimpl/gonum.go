@@ -5,7 +5,7 @@ package blasimpl
 import (
 	"gonum.org/v1/gonum/blas/blas64"
 
-	"github.com/mvml/mvml/internal/blasimpl/gemm"
+	"github.com/mvml/mvml/internal/asm/gemm"
 )
 
 func init() { blas64.Use(gemm.New()) }

@@ -1,4 +1,4 @@
-//go:build !openblas
+//go:build !openblas && !noasm && !noasm_gemm
 
 package blasimpl
 
@@ -8,11 +8,12 @@ import (
 	"golang.org/x/sys/cpu"
 	"gonum.org/v1/gonum/blas/blas64"
 
-	"github.com/mvml/mvml/internal/blasimpl/gemm"
+	"github.com/mvml/mvml/internal/asm/gemm"
 )
 
 // The default build computes with gonum's pure-Go BLAS and mvml's Dgemm,
-// with the widest kernel the processor runs, and says so.
+// with the widest kernel the processor runs, and says so. Without the
+// assembly (noasm, noasm_gemm) there is no kernel: gonum_noasm_test.go.
 func TestUsesPureGoBLAS(t *testing.T) {
 	impl, ok := blas64.Implementation().(gemm.Implementation)
 	if !ok {

@@ -18,7 +18,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/netlib/blas/netlib"
 
-	mvmlgemm "github.com/mvml/mvml/internal/blasimpl/gemm"
+	mvmlgemm "github.com/mvml/mvml/internal/asm/gemm"
 )
 
 func init() {

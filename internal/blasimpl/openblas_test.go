@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/netlib/blas/netlib"
 
-	mvmlgemm "github.com/mvml/mvml/internal/blasimpl/gemm"
+	mvmlgemm "github.com/mvml/mvml/internal/asm/gemm"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/transform"

@@ -1,0 +1,178 @@
+//go:build amd64 && !noasm && !noasm_gemm
+
+// The packing of A's panels for the AVX-512 kernels: tmp = alpha·a (alpha
+// is not NaN), l-major, 8 rows, and whether some tmp of the panel is zero
+// (EQ_OQ: a NaN is not).
+
+#include "textflag.h"
+
+// TRANSPOSE_STORE stores the 8×8 block of rows Z0–Z7 as its 8 columns at
+// DI, DI+64, …: unpack pairs of rows, then two rounds of 128-bit lane
+// shuffles.
+#define TRANSPOSE_STORE \
+	VUNPCKLPD Z1, Z0, Z8 \
+	VUNPCKHPD Z1, Z0, Z9 \
+	VUNPCKLPD Z3, Z2, Z10 \
+	VUNPCKHPD Z3, Z2, Z11 \
+	VUNPCKLPD Z5, Z4, Z12 \
+	VUNPCKHPD Z5, Z4, Z13 \
+	VUNPCKLPD Z7, Z6, Z14 \
+	VUNPCKHPD Z7, Z6, Z15 \
+	VSHUFF64X2 $0x88, Z10, Z8, Z16 \
+	VSHUFF64X2 $0xDD, Z10, Z8, Z17 \
+	VSHUFF64X2 $0x88, Z11, Z9, Z18 \
+	VSHUFF64X2 $0xDD, Z11, Z9, Z19 \
+	VSHUFF64X2 $0x88, Z14, Z12, Z20 \
+	VSHUFF64X2 $0xDD, Z14, Z12, Z21 \
+	VSHUFF64X2 $0x88, Z15, Z13, Z22 \
+	VSHUFF64X2 $0xDD, Z15, Z13, Z23 \
+	VSHUFF64X2 $0x88, Z20, Z16, Z0 \
+	VSHUFF64X2 $0xDD, Z20, Z16, Z4 \
+	VSHUFF64X2 $0x88, Z21, Z17, Z2 \
+	VSHUFF64X2 $0xDD, Z21, Z17, Z6 \
+	VSHUFF64X2 $0x88, Z22, Z18, Z1 \
+	VSHUFF64X2 $0xDD, Z22, Z18, Z5 \
+	VSHUFF64X2 $0x88, Z23, Z19, Z3 \
+	VSHUFF64X2 $0xDD, Z23, Z19, Z7 \
+	VMOVUPD Z0, (DI) \
+	VMOVUPD Z1, 64(DI) \
+	VMOVUPD Z2, 128(DI) \
+	VMOVUPD Z3, 192(DI) \
+	VMOVUPD Z4, 256(DI) \
+	VMOVUPD Z5, 320(DI) \
+	VMOVUPD Z6, 384(DI) \
+	VMOVUPD Z7, 448(DI)
+
+// func packA8NoTransAVX512(k int, a *float64, lda int, alpha float64, dst *float64) (zero bool)
+// Rows a, a+lda, … a+7·lda, elements [0, k); writes 8·roundup(k, 8) to dst.
+TEXT ·packA8NoTransAVX512(SB), NOSPLIT, $0-41
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $3, R8
+	LEAQ (R8)(R8*2), R11
+	LEAQ (SI)(R8*4), R9
+	VBROADCASTSD alpha+24(FP), Z30
+	MOVQ dst+32(FP), DI
+	VPXORQ Z31, Z31, Z31
+	KXORW K3, K3, K3
+	MOVQ CX, BX
+	SHRQ $3, BX
+	ANDQ $7, CX
+	TESTQ BX, BX
+	JZ tail
+loop:
+	VMOVUPD (SI), Z0
+	VMOVUPD (SI)(R8*1), Z1
+	VMOVUPD (SI)(R8*2), Z2
+	VMOVUPD (SI)(R11*1), Z3
+	VMOVUPD (R9), Z4
+	VMOVUPD (R9)(R8*1), Z5
+	VMOVUPD (R9)(R8*2), Z6
+	VMOVUPD (R9)(R11*1), Z7
+	VMULPD Z30, Z0, Z0
+	VCMPPD $0, Z31, Z0, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z1, Z1
+	VCMPPD $0, Z31, Z1, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z2, Z2
+	VCMPPD $0, Z31, Z2, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z3, Z3
+	VCMPPD $0, Z31, Z3, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z4, Z4
+	VCMPPD $0, Z31, Z4, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z5, Z5
+	VCMPPD $0, Z31, Z5, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z6, Z6
+	VCMPPD $0, Z31, Z6, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z7, Z7
+	VCMPPD $0, Z31, Z7, K2
+	KORW K2, K3, K3
+	TRANSPOSE_STORE
+	ADDQ $64, SI
+	ADDQ $64, R9
+	ADDQ $512, DI
+	DECQ BX
+	JNZ loop
+tail:
+	TESTQ CX, CX
+	JZ done
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K1
+	VMOVUPD.Z (SI), K1, Z0
+	VMOVUPD.Z (SI)(R8*1), K1, Z1
+	VMOVUPD.Z (SI)(R8*2), K1, Z2
+	VMOVUPD.Z (SI)(R11*1), K1, Z3
+	VMOVUPD.Z (R9), K1, Z4
+	VMOVUPD.Z (R9)(R8*1), K1, Z5
+	VMOVUPD.Z (R9)(R8*2), K1, Z6
+	VMOVUPD.Z (R9)(R11*1), K1, Z7
+	VMULPD Z30, Z0, Z0
+	VCMPPD $0, Z31, Z0, K1, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z1, Z1
+	VCMPPD $0, Z31, Z1, K1, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z2, Z2
+	VCMPPD $0, Z31, Z2, K1, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z3, Z3
+	VCMPPD $0, Z31, Z3, K1, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z4, Z4
+	VCMPPD $0, Z31, Z4, K1, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z5, Z5
+	VCMPPD $0, Z31, Z5, K1, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z6, Z6
+	VCMPPD $0, Z31, Z6, K1, K2
+	KORW K2, K3, K3
+	VMULPD Z30, Z7, Z7
+	VCMPPD $0, Z31, Z7, K1, K2
+	KORW K2, K3, K3
+	TRANSPOSE_STORE
+done:
+	KMOVW K3, AX
+	TESTQ AX, AX
+	SETNE zero+40(FP)
+	VZEROUPPER
+	RET
+
+// func packA8TransAVX512(k int, a *float64, lda int, mask int, alpha float64, dst *float64) (zero bool)
+// For each l in [0, k), the lanes of mask of a+l·lda (a row of Aᵀ); lanes
+// outside mask are packed as zeros.
+TEXT ·packA8TransAVX512(SB), NOSPLIT, $0-49
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $3, R8
+	MOVQ mask+24(FP), AX
+	KMOVW AX, K1
+	VBROADCASTSD alpha+32(FP), Z30
+	MOVQ dst+40(FP), DI
+	VPXORQ Z31, Z31, Z31
+	KXORW K3, K3, K3
+loopT:
+	VMOVUPD.Z (SI), K1, Z0
+	VMULPD Z30, Z0, Z0
+	VCMPPD $0, Z31, Z0, K1, K2
+	KORW K2, K3, K3
+	VMOVUPD Z0, (DI)
+	ADDQ R8, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ loopT
+	KMOVW K3, AX
+	TESTQ AX, AX
+	SETNE zero+48(FP)
+	VZEROUPPER
+	RET

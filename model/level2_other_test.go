@@ -1,5 +1,0 @@
-//go:build !amd64
-
-package model
-
-var wideLevel2Impls []level2Kernels
