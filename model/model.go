@@ -95,6 +95,11 @@ type Meta struct {
 	Rows       int     `json:"rows"`
 	FitSeconds float64 `json:"fit_seconds,omitempty"`
 	Created    string  `json:"created,omitempty"`
+	// Tuning, when the hyper-parameters were chosen by cross-validation
+	// from fold statistics (Accumulator.Tune), is the table they were
+	// chosen by. Like the rest of Meta it is left out of the version: it
+	// says how the model was chosen, not what it predicts.
+	Tuning *Tuning `json:"tuning,omitempty"`
 }
 
 // Model is a trained MVML model: the view spec it reads, the feature maps

@@ -43,7 +43,7 @@ func LoadLabelled(ctx context.Context, spec *schemas.ViewSpec, inputs []string, 
 // LoadLabelledFrom is LoadLabelled for the rows of any source, such as a
 // time range of a Kafka topic.
 func LoadLabelledFrom(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, error) {
-	views, labels, _, err := loadLabelled(ctx, spec, open, opts)
+	views, labels, _, _, err := loadLabelled(ctx, spec, open, opts)
 	return views, labels, err
 }
 
@@ -55,8 +55,8 @@ type origin struct {
 
 // loadLabelled is LoadLabelledFrom that also says where every row came
 // from, so that an error about a row of the matrices can name it in the
-// inputs (locateRow).
-func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, []origin, error) {
+// inputs (locateRow), and its record id.
+func loadLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options) ([]*mat.Dense, []float64, []origin, []int64, error) {
 	return loadLabelledUpTo(ctx, spec, open, opts, 0)
 }
 
@@ -80,7 +80,7 @@ func heldBytes(rows int64, dims int) int64 {
 // loadLabelledUpTo is loadLabelled stopping with a *holdExceeded once the
 // rows held would take more than maxBytes (0: no bound), for inputs
 // whose rows could not be counted before.
-func loadLabelledUpTo(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, maxBytes int64) ([]*mat.Dense, []float64, []origin, error) {
+func loadLabelledUpTo(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, maxBytes int64) ([]*mat.Dense, []float64, []origin, []int64, error) {
 	opts = opts.withDefaults()
 	dims := 0
 	for _, d := range spec.Dims() {
@@ -89,8 +89,10 @@ func loadLabelledUpTo(ctx context.Context, spec *schemas.ViewSpec, open SourceFu
 	values := make([][]float64, len(spec.Views))
 	var labels []float64
 	var origins []origin
+	var ids []int64
 	err := eachLabelled(ctx, spec, open, opts, func(b ingest.Batch) error {
 		labels = append(labels, schemas.Labels(b.Record).Float64Values()...)
+		ids = append(ids, schemas.IDs(b.Record).Int64Values()...)
 		for l := range values {
 			v, _ := schemas.ViewValues(b.Record, l)
 			values[l] = append(values[l], v...)
@@ -104,18 +106,18 @@ func loadLabelledUpTo(ctx context.Context, spec *schemas.ViewSpec, open SourceFu
 		return nil
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	n := len(labels)
 	if n == 0 {
-		return nil, nil, nil, errNoRows
+		return nil, nil, nil, nil, errNoRows
 	}
 	views := make([]*mat.Dense, len(values))
 	for l, v := range values {
 		views[l] = mat.NewDense(n, spec.Views[l].Dimension(), v)
 	}
 	opts.Logger.Info("loaded labelled rows", "rows", n, "views", len(views))
-	return views, labels, origins, nil
+	return views, labels, origins, ids, nil
 }
 
 // batchOrigins says where the rows of b's record came from.

@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -22,6 +23,10 @@ const (
 	// DefaultRefitterSessionTimeout is how long the coordinator waits for
 	// an active refitter's heartbeat before a standby takes over.
 	DefaultRefitterSessionTimeout = 30 * time.Second
+	// DefaultGateMargin is the relative margin of the gate of a tuned
+	// refit (RefitterConfig.GateMargin): a candidate whose loss is worse
+	// than the serving model's by more than 2% is not made current.
+	DefaultGateMargin = 0.02
 	// refitterRequestTimeout bounds a request to the brokers.
 	refitterRequestTimeout = 30 * time.Second
 )
@@ -71,6 +76,26 @@ type RefitterConfig struct {
 	// --like` on the same rows; otherwise a refit starts from the current
 	// model's metric and weights.
 	Cold bool
+	// Folds, when more than 1, keeps the lineage's statistics as that many
+	// fold sums (model.NewFoldAccumulator), for Tune and the gate: every
+	// delta must keep as many (LateLabels.Folds, StatsJob.Folds); one of
+	// another number is refused and logged, and a checkpoint of another
+	// number stops the refitter with an error. Default (0) one.
+	Folds int
+	// Tune, when not empty, lists candidate values of the fit's
+	// hyper-parameters (model.TuneKeys, the grammar of `cv --grid`):
+	// every refit cross-validates them exactly on the Folds fold sums
+	// (model.Accumulator.Tune, warm-started from the current model unless
+	// Cold) and fits the one of least loss; the table goes into the
+	// model's manifest and the values chosen into /metrics. Needs Folds
+	// of 2 or more.
+	Tune map[string][]float64
+	// GateMargin is the relative margin of the gate a tuned refit passes
+	// before it is made current (see leader.gate), DefaultGateMargin for
+	// `mvml refit`'s default: 0 allows no loss at all, a negative margin
+	// means no gate. Without Tune there is no gate. A refit the gate
+	// rejects is published as a candidate, not made current.
+	GateMargin float64
 	// Once merges the deltas up to the end the stats topic has when the
 	// refitter becomes active, refits, publishes the model and the
 	// checkpoint, and returns: a batch job. It fails when there is no
@@ -104,6 +129,8 @@ type Refitter struct {
 	// metricsHandler serves /metrics from a registry of the refitter's own.
 	metricsHandler http.Handler
 	running        atomic.Bool
+	// cands are the candidates of cfg.Tune.
+	cands []model.Candidate
 
 	mu     sync.Mutex // guards what follows, for ServeHTTP
 	role   refitRole
@@ -111,6 +138,8 @@ type Refitter struct {
 	// lineage and version are those of the statistics refitted and of
 	// the model current in the store, while active.
 	lineage, version string
+	// tuned are the values the last tuned refit chose.
+	tuned model.Candidate
 }
 
 // refitRole is what a refitter does in its group.
@@ -139,6 +168,17 @@ func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
 		return nil, errors.New("refit: neither a row count nor an interval starts a refit")
 	case cfg.Decay < 0 || cfg.Decay > 1:
 		return nil, fmt.Errorf("refit: decay %g outside (0, 1]", cfg.Decay)
+	case cfg.Folds < 0 || cfg.Folds > model.MaxFolds:
+		return nil, fmt.Errorf("refit: %d folds: want 1 to %d", cfg.Folds, model.MaxFolds)
+	case len(cfg.Tune) > 0 && cfg.Folds < 2:
+		return nil, fmt.Errorf("refit: tuning needs 2 folds or more, not %d", cfg.Folds)
+	}
+	var cands []model.Candidate
+	if len(cfg.Tune) > 0 {
+		var err error
+		if cands, err = model.Candidates(cfg.Tune); err != nil {
+			return nil, fmt.Errorf("refit: %w", err)
+		}
 	}
 	if cfg.Decay == 0 {
 		cfg.Decay = 1
@@ -150,7 +190,7 @@ func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Refitter{cfg: cfg, logger: logger, role: roleJoining}
+	r := &Refitter{cfg: cfg, logger: logger, role: roleJoining, cands: cands}
 	r.metricsHandler = newMetricsHandler(logger, newRefitterCollector(r))
 	if cfg.ModelDir != "" {
 		var err error
@@ -254,4 +294,11 @@ func (r *Refitter) setServing(lineage, version string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.role, r.detail, r.lineage, r.version = roleActive, "active", lineage, version
+}
+
+// setTuned records the values a tuned refit chose, for /metrics.
+func (r *Refitter) setTuned(c model.Candidate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tuned = c
 }

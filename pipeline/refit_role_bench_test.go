@@ -52,7 +52,7 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 			r := &Refitter{cfg: RefitterConfig{StatsTopic: "stats"}, logger: slog.New(slog.DiscardHandler)}
 			var merge, refit time.Duration
 			for b.Loop() {
-				l := &leader{r: r, lin: newLineageState(base, 0)}
+				l := &leader{r: r, lin: newLineageState(base, 0, 1)}
 				start := time.Now()
 				for i, msg := range msgs {
 					msg.Offset = int64(i)

@@ -67,8 +67,14 @@ type lineageState struct {
 	// model reads the statistics of the lineage's deltas and checkpoints.
 	model       *model.Model
 	base, fresh *model.Accumulator
-	ledger      statsbus.Ledger
-	stream      *statsbus.Stream
+	// since holds the rows merged since the model in service was made
+	// current (fresh's of every refit the gate rejected since, decayed
+	// alike), on which the gate compares a refit with it; folds is the
+	// number of fold sums of each accumulator.
+	since  *model.Accumulator
+	folds  int
+	ledger statsbus.Ledger
+	stream *statsbus.Stream
 	// next is the stats topic offset after the last message taken; deltas
 	// counts those merged into fresh.
 	next   int64
@@ -78,8 +84,19 @@ type lineageState struct {
 	checkpointModel string
 }
 
-func newLineageState(m *model.Model, next int64) *lineageState {
-	return &lineageState{id: m.Lineage(), model: m, base: m.NewAccumulator(), fresh: m.NewAccumulator(), stream: statsbus.NewStream(), next: next}
+func newLineageState(m *model.Model, next int64, folds int) *lineageState {
+	s := &lineageState{id: m.Lineage(), model: m, folds: max(1, folds), stream: statsbus.NewStream(), next: next}
+	s.base, s.fresh, s.since = s.empty(), s.empty(), s.empty()
+	return s
+}
+
+// empty is an accumulator of the lineage's folds without a row.
+func (s *lineageState) empty() *model.Accumulator {
+	acc, err := s.model.NewFoldAccumulator(s.folds)
+	if err != nil {
+		panic(err) // NewRefitter checked the folds
+	}
+	return acc
 }
 
 // total is the statistics a refit fits now: those of the last refit,
@@ -281,7 +298,7 @@ func (l *leader) follow(ctx context.Context, m *model.Model, from int64, put boo
 		return err
 	}
 	if lin == nil {
-		lin = newLineageState(m, from)
+		lin = newLineageState(m, from, l.r.cfg.Folds)
 		if put {
 			if err := l.putCheckpoint(ctx, lin, ""); err != nil {
 				return err
@@ -327,7 +344,11 @@ func (l *leader) openLineage(ctx context.Context, m *model.Model, from int64) (*
 	case err != nil:
 		return nil, fmt.Errorf("refit: %w", err)
 	}
-	lin := newLineageState(m, cp.NextSOffset)
+	lin := newLineageState(m, cp.NextSOffset, l.r.cfg.Folds)
+	if base.Folds() != lin.folds {
+		return nil, fmt.Errorf("refit: the checkpoint of lineage %s keeps %d fold sums, the refitter %d (--folds): run it with --folds %d, or publish a model of a new lineage (mvml train) to start the statistics again",
+			m.Lineage(), base.Folds(), lin.folds, base.Folds())
+	}
 	lin.base, lin.ledger = base, cp.Ledger
 	lin.checkpointModel = cp.Model
 	return lin, nil
@@ -389,8 +410,14 @@ func (l *leader) take(ctx context.Context, msg kafka.Message) error {
 		return nil
 	}
 	acc, err := d.Accumulator(lin.model)
+	if err == nil && acc.Folds() != lin.folds {
+		err = fmt.Errorf("the delta keeps %d fold sums, the refitter %d: give the replicas and stats jobs the refitter's --folds", acc.Folds(), lin.folds)
+	}
 	if err == nil {
 		err = lin.fresh.Merge(acc)
+	}
+	if err == nil {
+		err = lin.since.Merge(acc)
 	}
 	if err != nil {
 		l.r.metrics.add(refitMetricDeltasCorrupt, 1)
@@ -498,14 +525,19 @@ func (l *leader) refit(ctx context.Context) error {
 	l.r.logger.Info("refit: fitting", "lineage", lin.id, "base", cur.Version, "rows", total.Rows(), "new_rows", lin.fresh.Rows(),
 		"new_deltas", lin.deltas, "cold", l.r.cfg.Cold)
 	var m *model.Model
-	if l.r.cfg.Cold {
+	var gate *registry.Gate
+	switch {
+	case len(l.r.cands) > 0:
+		m, gate, err = l.tune(ctx, total, cur)
+	case l.r.cfg.Cold:
 		m, err = total.RefitCold(ctx, cur.Config.Fit)
-	} else {
+	default:
 		m, err = total.Refit(ctx, cur.Config.Fit, cur)
 	}
 	if err != nil {
 		return l.refitEnded(ctx, fmt.Errorf("fit: %w", err))
 	}
+	current := gate == nil || gate.Outcome == registry.GateAccepted
 	// Proof, just before publishing, that no standby took over.
 	if err := l.commit(ctx, l.committed); err != nil {
 		return l.refitEnded(ctx, err)
@@ -513,22 +545,36 @@ func (l *leader) refit(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return l.refitEnded(ctx, nil)
 	}
-	meta := registry.Meta{Role: registry.RoleRefit, Parent: cur.Version, Host: l.r.cfg.Host,
+	meta := registry.Meta{Role: registry.RoleRefit, Parent: cur.Version, Host: l.r.cfg.Host, Gate: gate,
 		Note: fmt.Sprintf("mvml refit: %d deltas, %v rows since %s", lin.deltas, lin.fresh.Rows(), cur.Version)}
+	if !current {
+		meta.Note = fmt.Sprintf("rejected by the gate (%s); ", gateSummary(gate)) + meta.Note
+	}
 	if l.r.dir != nil {
-		if _, err := l.r.dir.Publish(ctx, m, meta, true); err != nil {
+		if _, err := l.r.dir.Publish(ctx, m, meta, current); err != nil {
 			return l.refitEnded(ctx, err)
 		}
 	}
-	if _, err := l.r.cfg.Models.Publish(ctx, m, meta, true); err != nil {
+	if _, err := l.r.cfg.Models.Publish(ctx, m, meta, current); err != nil {
 		return l.refitEnded(ctx, err)
 	}
 	merged := lin.fresh.Rows()
-	lin.base, lin.fresh, lin.deltas = total, lin.model.NewAccumulator(), 0
-	l.cur, l.lastRefit, l.retryAt, l.retryPause = m, time.Now(), time.Time{}, refitRetryMin
-	l.r.setServing(lin.id, m.Version)
+	lin.base, lin.fresh, lin.deltas = total, lin.empty(), 0
+	l.lastRefit, l.retryAt, l.retryPause = time.Now(), time.Time{}, refitRetryMin
 	metrics.set(refitMetricRowsPending, 0)
-	l.r.logger.Info("refit: published", "model", m.Version, "parent", cur.Version, "lineage", lin.id, "rows", total.Rows(), "new_rows", merged)
+	if current {
+		lin.since = lin.empty()
+		l.cur = m
+		l.r.setServing(lin.id, m.Version)
+		l.r.logger.Info("refit: published", "model", m.Version, "parent", cur.Version, "lineage", lin.id, "rows", total.Rows(), "new_rows", merged)
+	} else {
+		// The rows merged stay in the statistics (decayed as the others);
+		// the gate goes on comparing later refits with the model in
+		// service on every row since it was made current.
+		lin.since.Decay(l.r.cfg.Decay)
+		l.r.logger.Warn("refit: rejected by the gate: published as a candidate, not made current; mvml models promote can make it current",
+			"model", m.Version, "serving", cur.Version, "lineage", lin.id, "rows", total.Rows(), "new_rows", merged, "gate", gateSummary(gate))
+	}
 	err = l.putCheckpoint(ctx, lin, m.Version)
 	if err != nil {
 		// The model is current: a standby taking over replays the deltas
@@ -537,7 +583,11 @@ func (l *leader) refit(ctx context.Context) error {
 	}
 	// Counted once the checkpoint is stored (or failed): a refit's whole
 	// course.
-	metrics.add(refitMetricPublished, 1)
+	if current {
+		metrics.add(refitMetricPublished, 1)
+	} else {
+		metrics.add(refitMetricRejected, 1)
+	}
 	metrics.setFloat(refitMetricLastPublished, float64(time.Now().UnixMilli())/1e3)
 	metrics.setFloat(refitMetricLastRefitSeconds, time.Since(start).Seconds())
 	if err != nil && l.r.cfg.Once {
@@ -629,4 +679,104 @@ func (l *leader) nothingToMerge() error {
 	return fmt.Errorf("refit: nothing to merge: the stats topic %s holds no labelled row of lineage %s (model %s) from offset %d to its end %d "+
 		"(%d deltas dropped as repeats, %d refused, %d of other lineages, %d not whole)",
 		l.r.cfg.StatsTopic, l.lin.id, l.cur.Version, l.start, l.end, st.DeltasDropped, st.DeltasRefused, st.DeltasSkipped, st.DeltasCorrupt)
+}
+
+// tune cross-validates the refitter's candidates on total's fold sums
+// (warm-started from cur unless Cold), fits the one chosen on all of
+// them, and judges it by the gate against cur, the model in service:
+// the model, with its Tuning, and the gate's verdict (nil without one).
+func (l *leader) tune(ctx context.Context, total *model.Accumulator, cur *model.Model) (*model.Model, *registry.Gate, error) {
+	var warm *model.Model
+	if !l.r.cfg.Cold {
+		warm = cur
+	}
+	m, tun, err := total.Tune(ctx, cur.Config.Fit, l.r.cands, warm)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Meta.Tuning = tun
+	chosen := tun.Table[tun.Chosen].Candidate
+	l.r.setTuned(chosen)
+	l.r.logger.Info("refit: tuned", "chosen", chosen.String(), "folds", tun.Folds, "cv_loss", tun.Table[tun.Chosen].Loss, "candidates", len(tun.Table))
+	if l.r.cfg.GateMargin < 0 {
+		return m, nil, nil
+	}
+	gate, err := l.gate(ctx, total, m, warm, cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gate: %w", err)
+	}
+	return m, gate, nil
+}
+
+// gate judges a tuned refit m of total (warm-started from warm) against
+// cur, the model in service. The refit is accepted unless it is worse
+// than cur by more than the margin (relative) on either of two out of
+// sample estimates, both losses per row from fold sums:
+//
+//   - its cross-validated loss against the one recorded for cur when cur
+//     was tuned (skipped when cur was not): the quality of the fit on
+//     all the rows, as each was estimated on the rows of its day;
+//   - on the labels that arrived since cur was made current (lin.since,
+//     kept as fold sums): each fold's loss of the refit's configuration
+//     fitted on the other folds of total (Accumulator.CrossLosses: it
+//     never sees the fold it is scored on) against cur's loss on the
+//     same rows (Accumulator.Losses: cur never saw them at all).
+//
+// A burst of wrong labels raises the first (the folds disagree) and
+// keeps the refit from beating cur on the second; a real change of the
+// data may raise the first a little but lets the refit beat cur on the
+// new labels.
+func (l *leader) gate(ctx context.Context, total *model.Accumulator, m, warm, cur *model.Model) (*registry.Gate, error) {
+	tun := m.Meta.Tuning
+	g := &registry.Gate{Outcome: registry.GateAccepted, Serving: cur.Version, Margin: l.r.cfg.GateMargin,
+		CVLoss: tun.Table[tun.Chosen].Loss / sum(tun.FoldRows)}
+	worse := func(cand, serving float64) bool { return cand > serving*(1+g.Margin) }
+	if ct := cur.Meta.Tuning; ct != nil && ct.Chosen >= 0 && ct.Chosen < len(ct.Table) && sum(ct.FoldRows) > 0 {
+		v := ct.Table[ct.Chosen].Loss / sum(ct.FoldRows)
+		g.ServingCVLoss = &v
+		if worse(g.CVLoss, v) {
+			g.Outcome = registry.GateRejected
+		}
+	}
+	since := l.lin.since
+	if g.NewRows = since.Rows(); g.NewRows > 0 {
+		cand, err := total.CrossLosses(ctx, m.Config.Fit, warm, since)
+		if err != nil {
+			return nil, err
+		}
+		serving, err := since.Losses(cur)
+		if err != nil {
+			return nil, err
+		}
+		nc, ns := sum(cand)/g.NewRows, sum(serving)/g.NewRows
+		g.NewLoss, g.ServingNewLoss = &nc, &ns
+		if worse(nc, ns) {
+			g.Outcome = registry.GateRejected
+		}
+	}
+	return g, nil
+}
+
+func sum(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// gateSummary says what a gate compared, for the log and the manifest's
+// note.
+func gateSummary(g *registry.Gate) string {
+	if g == nil {
+		return "no gate"
+	}
+	s := fmt.Sprintf("%s against %s, margin %g: cv loss/row %.6g", g.Outcome, g.Serving, g.Margin, g.CVLoss)
+	if g.ServingCVLoss != nil {
+		s += fmt.Sprintf(" vs %.6g", *g.ServingCVLoss)
+	}
+	if g.NewLoss != nil {
+		s += fmt.Sprintf("; on %v new labels %.6g/row vs %.6g", g.NewRows, *g.NewLoss, *g.ServingNewLoss)
+	}
+	return s
 }

@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mvml/mvml/model"
 )
 
 // RefitterStats are a Refitter's numbers since it started; every number
@@ -28,6 +31,11 @@ type RefitterStats struct {
 	Published int64 `json:"published"`
 	Failed    int64 `json:"failed"`
 	Abandoned int64 `json:"abandoned"`
+	// Rejected counts tuned refits the gate kept from being made current:
+	// published as candidates.
+	Rejected int64 `json:"rejected"`
+	// Tuned are the values the last tuned refit chose (--tune).
+	Tuned map[string]float64 `json:"tuned,omitempty"`
 	// LastPublished is the Unix time of the last model published, 0
 	// before the first; LastRefitSeconds how long its refit took.
 	LastPublished    float64 `json:"last_published"`
@@ -57,6 +65,9 @@ const (
 	refitMetricPublished
 	refitMetricFailed
 	refitMetricAbandoned
+	refitMetricRejected
+	refitMetricOutcomes
+	refitMetricTuned
 	refitMetricLastPublished
 	refitMetricLastRefitSeconds
 	refitMetricStatsOffset
@@ -86,6 +97,22 @@ var refitMetricDefs = [numRefitMetrics]struct {
 	refitMetricPublished:     {"mvml_refit_published_total", counter, "Refits published to the model store and made current.", func(s *RefitterStats) any { return &s.Published }},
 	refitMetricFailed:        {"mvml_refit_failed_total", counter, "Refits that failed (the fit, or the publication); tried again later.", func(s *RefitterStats) any { return &s.Failed }},
 	refitMetricAbandoned:     {"mvml_refit_abandoned_total", counter, "Refits abandoned unpublished: the refitter stopped being active, or the current model changed lineage.", func(s *RefitterStats) any { return &s.Abandoned }},
+	refitMetricRejected:      {"mvml_refit_rejected_total", counter, "Tuned refits the gate rejected: published as candidates, not made current.", func(s *RefitterStats) any { return &s.Rejected }},
+	refitMetricOutcomes: {"mvml_refit_outcomes_total", countersBy("outcome"), "Refits by outcome: published (made current), rejected (by the gate: a candidate), failed, abandoned.",
+		func(s *RefitterStats) any {
+			return []sample{{[]string{"published"}, float64(s.Published)}, {[]string{"rejected"}, float64(s.Rejected)},
+				{[]string{"failed"}, float64(s.Failed)}, {[]string{"abandoned"}, float64(s.Abandoned)}}
+		}},
+	refitMetricTuned: {"mvml_refit_tuned", gaugesBy("param"), "The value of every hyper-parameter the last tuned refit chose (--tune).",
+		func(s *RefitterStats) any {
+			var out []sample
+			for _, k := range model.TuneKeys {
+				if v, ok := s.Tuned[k]; ok {
+					out = append(out, sample{labels: []string{k}, value: v})
+				}
+			}
+			return out
+		}},
 	refitMetricLastPublished: {"mvml_refit_last_published_timestamp_seconds", gauge, "Unix time of the last refit published, 0 before the first.", func(s *RefitterStats) any { return &s.LastPublished }},
 	refitMetricLastRefitSeconds: {"mvml_refit_last_refit_seconds", gauge, "Duration of the last refit published, from its start to its checkpoint.",
 		func(s *RefitterStats) any { return &s.LastRefitSeconds }},
@@ -111,6 +138,9 @@ func (v *refitMetrics) setFloat(m refitMetric, x float64) { v[m].Store(int64(mat
 func (r *Refitter) Stats() RefitterStats {
 	r.mu.Lock()
 	st := RefitterStats{Lineage: r.lineage, ModelVersion: r.version, Running: r.running.Load()}
+	if r.tuned != nil {
+		st.Tuned = maps.Clone(map[string]float64(r.tuned))
+	}
 	r.mu.Unlock()
 	for m, def := range refitMetricDefs {
 		switch field := def.field(&st).(type) {

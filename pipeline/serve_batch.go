@@ -260,13 +260,15 @@ func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, 
 	}
 	if s.publishes() {
 		partitions, offsets := make([]int, len(rows)), make([]int64, len(rows))
+		ids, allIDs := make([]int64, len(rows)), schemas.IDs(b.Record).Int64Values()
 		for r, i := range rows {
+			ids[r] = allIDs[i]
 			if b.Partitions != nil {
 				partitions[r] = int(b.Partitions[i])
 			}
 			offsets[r] = b.Rows[i]
 		}
-		seq, n, err := s.join.inRecord(m, b.Source, gatherRows(u, rows), labels, partitions, offsets)
+		seq, n, err := s.join.inRecord(m, b.Source, gatherRows(u, rows), labels, ids, partitions, offsets)
 		if err != nil {
 			s.cfg.Logger.Error("labelled rows not used for the statistics", "source", b.Source, "rows", len(labels), "err", err)
 			return 0, 0

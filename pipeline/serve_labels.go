@@ -124,6 +124,11 @@ type LateLabels struct {
 	// the next commit, so that the committed offset moves on. Default (0)
 	// DefaultLabelRereadLimit, 100000.
 	RereadLimit int64
+	// Folds, when more than 1, keeps the statistics of every delta as
+	// that many fold sums, each row's fold chosen by its record id
+	// (model.FoldOf), for a refitter that tunes (RefitterConfig.Tune and
+	// Folds, which must be the same). Needs Stats. Default (0) one.
+	Folds int
 }
 
 func (c LateLabels) resolve() (LateLabels, error) {
@@ -132,6 +137,10 @@ func (c LateLabels) resolve() (LateLabels, error) {
 		return c, errors.New("late labels: no label source and no statistics publisher")
 	case c.Source != nil && c.Topic == "":
 		return c, errors.New("late labels: no labels topic")
+	case c.Folds < 0 || c.Folds > model.MaxFolds:
+		return c, fmt.Errorf("late labels: %d folds: want 1 to %d", c.Folds, model.MaxFolds)
+	case c.Folds > 1 && c.Stats == nil:
+		return c, errors.New("late labels: fold sums are for the refitter: they need a statistics publisher")
 	case c.Window < 0 || c.CacheBytes < 0 || c.QualityWindow < 0 || c.StatsInterval < 0 || c.StatsRows < 0:
 		return c, fmt.Errorf("late labels: negative window %v, cache bytes %d, quality window %d, stats interval %v or stats rows %d",
 			c.Window, c.CacheBytes, c.QualityWindow, c.StatsInterval, c.StatsRows)
@@ -251,9 +260,31 @@ func newLabelJoin(s *Service, cfg LateLabels, m *model.Model) *labelJoin {
 		store:   newJoinStore(cfg.Window, cfg.CacheBytes),
 		quality: newQuality(cfg.QualityWindow, m.Spec.Task == schemas.Classification),
 		labels:  map[int]*labelPartition{}, records: map[int]statsbus.Runs{},
-		acc: m.NewAccumulator(), accModel: m, seq: 1, lastPub: time.Now(),
+		accModel: m, seq: 1, lastPub: time.Now(),
 	}
+	j.acc = j.newAccumulator(m)
 	return j
+}
+
+// newAccumulator is an empty accumulator on m of the join's folds.
+func (j *labelJoin) newAccumulator(m *model.Model) *model.Accumulator {
+	if j.cfg.Folds <= 1 {
+		return m.NewAccumulator()
+	}
+	acc, err := m.NewFoldAccumulator(j.cfg.Folds)
+	if err != nil {
+		panic(err) // resolve checked the folds
+	}
+	return acc
+}
+
+// addProjected adds rows of projected features u, labels ys and record
+// ids to the statistics: fold by fold when they keep several.
+func (j *labelJoin) addProjected(ids []int64, u *mat.Dense, ys []float64) error {
+	if j.acc.Folds() > 1 {
+		return j.acc.AddProjectedFolds(ids, u, ys)
+	}
+	return j.acc.AddProjected(u, ys)
 }
 
 // servedOf is the model m as the join keeps it, shared by its records.
@@ -638,10 +669,12 @@ func (j *labelJoin) settle(out joinOutcome) {
 	if len(rows) > 0 {
 		d := len(rows[0].u)
 		u := mat.NewDense(len(rows), d, nil)
+		ids := make([]int64, len(rows))
 		for i, r := range rows {
 			copy(u.RawRowView(i), r.u)
+			ids[i] = r.id
 		}
-		if err := j.acc.AddProjected(u, ys); err != nil {
+		if err := j.addProjected(ids, u, ys); err != nil {
 			// Every label passed CheckLabel and every row was scored to a
 			// finite number: whatever this is costs the statistics these
 			// rows, not the service.
@@ -686,7 +719,7 @@ func (j *labelJoin) askFlush() {
 // published them already, and returns the sequence number of the delta
 // that will hold them: their batch is acknowledged once it is published.
 // It is used with a StatsPublisher only.
-func (j *labelJoin) inRecord(m *model.Model, topic string, u *mat.Dense, ys []float64, partitions []int, offsets []int64) (uint64, int, error) {
+func (j *labelJoin) inRecord(m *model.Model, topic string, u *mat.Dense, ys []float64, ids []int64, partitions []int, offsets []int64) (uint64, int, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	keep := make([]int, 0, len(ys))
@@ -703,13 +736,14 @@ func (j *labelJoin) inRecord(m *model.Model, topic string, u *mat.Dense, ys []fl
 	if len(keep) < len(ys) {
 		sub := mat.NewDense(len(keep), u.RawMatrix().Cols, nil)
 		kept := make([]float64, len(keep))
+		keptIDs := make([]int64, len(keep))
 		for r, i := range keep {
 			copy(sub.RawRowView(r), u.RawRowView(i))
-			kept[r] = ys[i]
+			kept[r], keptIDs[r] = ys[i], ids[i]
 		}
-		u, ys = sub, kept
+		u, ys, ids = sub, kept, keptIDs
 	}
-	if err := j.acc.AddProjected(u, ys); err != nil {
+	if err := j.addProjected(ids, u, ys); err != nil {
 		return 0, 0, err
 	}
 	for _, i := range keep {
@@ -739,7 +773,7 @@ func (j *labelJoin) modelChanged(m *model.Model) {
 			j.sealed = append(j.sealed, d)
 		}
 	}
-	j.acc, j.accModel = m.NewAccumulator(), m
+	j.acc, j.accModel = j.newAccumulator(m), m
 	j.gauges()
 	j.askFlush()
 }
@@ -753,7 +787,7 @@ func (j *labelJoin) delta() (*statsbus.Delta, error) {
 		return nil, err
 	}
 	j.seq++
-	j.acc, j.ranges = j.accModel.NewAccumulator(), nil
+	j.acc, j.ranges = j.newAccumulator(j.accModel), nil
 	return d, nil
 }
 
@@ -806,7 +840,7 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 	switch {
 	case j.cfg.Stats == nil:
 		if j.acc.Rows() > 0 {
-			local, j.acc = j.acc, j.accModel.NewAccumulator()
+			local, j.acc = j.acc, j.newAccumulator(j.accModel)
 		}
 		j.ranges = nil
 	case j.acc.Rows() > 0:

@@ -63,6 +63,12 @@ type StatsJob struct {
 	// DeltaRows is the most rows of a delta; the shard's last has fewer.
 	// Default (0) DefaultDeltaRows.
 	DeltaRows int64
+	// Folds, when more than 1, keeps the statistics of every delta as
+	// that many fold sums, each row's fold chosen by its record id
+	// (model.FoldOf), for a refitter that tunes (RefitterConfig.Tune):
+	// Folds times the size of a delta. Default (0) one, today's deltas.
+	// The refitter refuses deltas of another number of folds than its own.
+	Folds int
 	// Publish publishes a delta and returns once the brokers
 	// acknowledged it whole (StatsTopic.Publish). Required.
 	Publish func(ctx context.Context, d *statsbus.Delta) error
@@ -100,12 +106,14 @@ func RunStats(ctx context.Context, job StatsJob) (StatsResult, error) {
 		return StatsResult{}, errors.New("statistics pass: nowhere to publish")
 	case job.DeltaRows < 0:
 		return StatsResult{}, fmt.Errorf("statistics pass: %d rows per delta", job.DeltaRows)
+	case job.Folds < 0 || job.Folds > model.MaxFolds:
+		return StatsResult{}, fmt.Errorf("statistics pass: %d folds: want 1 to %d", job.Folds, model.MaxFolds)
 	}
 	mine, all, err := shardFiles(job.Inputs, job.Shard, job.Shards)
 	if err != nil {
 		return StatsResult{}, err
 	}
-	g := &gatherer{job: job, nViews: len(job.Base.Spec.Views), acc: job.Base.NewAccumulator(), res: StatsResult{
+	g := &gatherer{job: job, nViews: len(job.Base.Spec.Views), acc: job.newAccumulator(), res: StatsResult{
 		Replica: fmt.Sprintf("mvml-stats-%d-of-%d", job.Shard, job.Shards),
 		Epoch:   statsEpoch(job.Base.Lineage(), job.Shard, job.Shards, job.DeltaRows, mine),
 	}}
@@ -214,6 +222,7 @@ func (g *gatherer) add(ctx context.Context, f shardFile, b ingest.Batch) error {
 		}
 	}
 	views := model.ViewsOf(b.Record, g.nViews)
+	ids := schemas.IDs(b.Record).Int64Values()
 	part := make([]*mat.Dense, g.nViews)
 	for lo := 0; lo < n; {
 		hi := min(n, lo+int(g.job.DeltaRows-g.rows))
@@ -221,7 +230,7 @@ func (g *gatherer) add(ctx context.Context, f shardFile, b ingest.Batch) error {
 			_, d := v.Dims()
 			part[l] = v.Slice(lo, hi, 0, d).(*mat.Dense)
 		}
-		if err := g.acc.Add(part, labels[lo:hi]); err != nil {
+		if err := addRows(g.acc, ids[lo:hi], part, labels[lo:hi]); err != nil {
 			return locateRow(err, batchOrigins(b)[lo:hi])
 		}
 		// eachLabelled refuses a batch with a bad row: the batch's rows
@@ -257,6 +266,18 @@ func (g *gatherer) flush(ctx context.Context) error {
 	g.job.Logger.Info("statistics delta published", "seq", g.seq, "rows", g.rows, "ranges", len(g.ranges))
 	g.res.Rows += g.rows
 	g.res.Deltas++
-	g.acc, g.rows, g.ranges = g.job.Base.NewAccumulator(), 0, nil
+	g.acc, g.rows, g.ranges = g.job.newAccumulator(), 0, nil
 	return nil
+}
+
+// newAccumulator is an empty accumulator of the job's folds on Base.
+func (job StatsJob) newAccumulator() *model.Accumulator {
+	if job.Folds <= 1 {
+		return job.Base.NewAccumulator()
+	}
+	acc, err := job.Base.NewFoldAccumulator(job.Folds)
+	if err != nil {
+		panic(err) // RunStats checked Folds
+	}
+	return acc
 }

@@ -61,13 +61,16 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 	if err != nil {
 		return nil, locateRow(err, scan.origins)
 	}
-	acc := untrained.NewAccumulator()
+	acc, err := job.newAccumulator(untrained)
+	if err != nil {
+		return nil, err
+	}
 	nViews := len(job.Spec.Views)
 	err = eachLabelled(ctx, job.Spec, job.Source, job.Options, func(b ingest.Batch) error {
 		if b.Record.NumRows() == 0 {
 			return nil
 		}
-		err := acc.Add(model.ViewsOf(b.Record, nViews), schemas.Labels(b.Record).Float64Values())
+		err := addRows(acc, schemas.IDs(b.Record).Int64Values(), model.ViewsOf(b.Record, nViews), schemas.Labels(b.Record).Float64Values())
 		return locateRow(err, batchOrigins(b))
 	})
 	if err != nil {
@@ -77,7 +80,7 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 		return nil, fmt.Errorf("the inputs changed between the passes (%d rows, then %v)", rows, acc.Rows())
 	}
 	job.Logger.Info("streamed labelled rows", "rows", rows, "sample", kept, "landmarks", p)
-	m, err := acc.Refit(ctx, cfg.Fit, nil)
+	m, err := job.fitAccumulated(ctx, acc, cfg.Fit)
 	if err != nil {
 		return nil, fmt.Errorf("fitting %d rows: %w", rows, err)
 	}
@@ -87,9 +90,12 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 // trainStreamedLike fits job.Like's features and targets on the rows, read
 // once through the statistics: the features need no sample.
 func trainStreamedLike(ctx context.Context, job TrainJob) (*model.Model, error) {
-	acc := job.Like.Unfitted().NewAccumulator()
+	acc, err := job.newAccumulator(job.Like.Unfitted())
+	if err != nil {
+		return nil, err
+	}
 	nViews := len(job.Spec.Views)
-	err := eachLabelled(ctx, job.Spec, job.Source, job.Options, func(b ingest.Batch) error {
+	err = eachLabelled(ctx, job.Spec, job.Source, job.Options, func(b ingest.Batch) error {
 		if b.Record.NumRows() == 0 {
 			return nil
 		}
@@ -99,7 +105,7 @@ func trainStreamedLike(ctx context.Context, job TrainJob) (*model.Model, error) 
 				return &schemas.RowError{Source: b.Source, Row: b.Rows[i], Column: job.Spec.Label, Reason: err.Error()}
 			}
 		}
-		return locateRow(acc.Add(model.ViewsOf(b.Record, nViews), labels), batchOrigins(b))
+		return locateRow(addRows(acc, schemas.IDs(b.Record).Int64Values(), model.ViewsOf(b.Record, nViews), labels), batchOrigins(b))
 	})
 	if err != nil {
 		return nil, err
@@ -112,7 +118,7 @@ func trainStreamedLike(ctx context.Context, job TrainJob) (*model.Model, error) 
 		job.OnLoaded(int(rows))
 	}
 	// The unfitted model's accumulator refits cold.
-	m, err := acc.Refit(ctx, job.Config.Fit, nil)
+	m, err := job.fitAccumulated(ctx, acc, job.Config.Fit)
 	if err != nil {
 		return nil, fmt.Errorf("fitting %d rows: %w", int(rows), err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
+	"gonum.org/v1/gonum/mat"
 )
 
 // TrainJob describes a training run.
@@ -28,6 +29,17 @@ type TrainJob struct {
 	// final fit, so that every scheduled retraining re-tunes them.
 	Grid      map[string][]float64
 	GridFolds int
+	// Tune, when not empty, lists candidate values of the fit's
+	// hyper-parameters (model.TuneKeys: lambda, eta, mu, learn_w, the
+	// grammar of Grid): the rows go into Folds fold statistics (default
+	// model.DefaultFolds) by their record ids (model.FoldOf), every
+	// candidate is cross-validated exactly from the fold sums
+	// (Accumulator.Tune), the one of least loss is fitted on all the rows,
+	// and the table goes into the model's Meta.Tuning and manifest. Unlike
+	// Grid it needs no row kept, so it works with Stream and Like too;
+	// the two cannot be combined.
+	Tune  map[string][]float64
+	Folds int
 	// Stream reads the inputs twice instead of holding them in memory: a
 	// seeded reservoir of SampleRows rows (default DefaultSampleRows)
 	// supplies the landmarks and σ, then every row passes once through the
@@ -90,6 +102,9 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	job, err := job.planMemory(job.Rows)
 	if err != nil {
 		return nil, err
+	}
+	if err := job.checkTune(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	dir, err := job.checkFiles()
 	if err != nil {
@@ -196,10 +211,10 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 			bound = b.Hold
 		}
 	}
-	views, labels, origins, err := loadLabelledUpTo(ctx, job.Spec, job.Source, job.Options, bound)
+	views, labels, origins, ids, err := loadLabelledUpTo(ctx, job.Spec, job.Source, job.Options, bound)
 	var over *holdExceeded
 	if errors.As(err, &over) {
-		views, labels, origins = nil, nil, nil
+		views, labels, origins, ids = nil, nil, nil, nil
 		return job.overHold(ctx, over)
 	}
 	if err != nil {
@@ -207,6 +222,9 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 	}
 	if job.OnLoaded != nil {
 		job.OnLoaded(len(labels))
+	}
+	if job.tuning() {
+		return tuneInMemory(ctx, job, views, labels, ids, origins)
 	}
 	if job.Like != nil {
 		m, err := model.TrainLike(ctx, job.Like, views, labels, job.Config.Fit, false)
@@ -234,6 +252,45 @@ func trainInMemory(ctx context.Context, job TrainJob) (*model.Model, error) {
 	m, err := model.Train(ctx, job.Spec, views, labels, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("fitting %d rows: %w", len(labels), locateRow(err, origins))
+	}
+	return m, nil
+}
+
+// tuneInMemory is trainInMemory with TrainJob.Tune: the features are
+// chosen on the rows (or are job.Like's), the rows go into fold
+// statistics by id, and the fit is tuned on them.
+func tuneInMemory(ctx context.Context, job TrainJob, views []*mat.Dense, labels []float64, ids []int64, origins []origin) (*model.Model, error) {
+	var untrained *model.Model
+	if job.Like != nil {
+		for i, y := range labels {
+			if err := job.Like.CheckLabel(y); err != nil {
+				return nil, locateRow(&schemas.RowError{Row: int64(i), Column: job.Spec.Label, Reason: err.Error()}, origins)
+			}
+		}
+		untrained = job.Like.Unfitted()
+	} else {
+		targets := model.NewTargetScan(job.Spec.Task)
+		largest := targets.Add(labels)
+		enc := targets.Encoding()
+		if enc.Overflows() {
+			return nil, locateRow(&schemas.RowError{Row: int64(largest), Column: job.Spec.Label,
+				Reason: fmt.Sprintf("label %g is too large: the mean or variance of the regression target overflows", labels[largest])}, origins)
+		}
+		var err error
+		if untrained, err = model.Untrained(job.Spec, views, job.Config, enc); err != nil {
+			return nil, locateRow(err, origins)
+		}
+	}
+	acc, err := job.newAccumulator(untrained)
+	if err != nil {
+		return nil, err
+	}
+	if err := addRows(acc, ids, views, labels); err != nil {
+		return nil, locateRow(err, origins)
+	}
+	m, err := job.fitAccumulated(ctx, acc, job.Config.Fit)
+	if err != nil {
+		return nil, fmt.Errorf("tuning on %d rows: %w", len(labels), locateRow(err, origins))
 	}
 	return m, nil
 }

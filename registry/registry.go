@@ -113,7 +113,41 @@ type Meta struct {
 	// Host names the publisher. Default ("") the host name, a pod's name on
 	// Kubernetes.
 	Host string
+	// Gate, when set, is what the refitter's gate compared before it made
+	// the model current, or did not; it goes into the manifest.
+	Gate *Gate
 }
+
+// Gate is the verdict of the gate a tuned refit passes before it is made
+// current: the losses compared, all squared losses from fold statistics
+// (model.Model.Loss's units) per row, so that statistics of different
+// sizes compare.
+type Gate struct {
+	// Outcome is GateAccepted or GateRejected.
+	Outcome string `json:"outcome"`
+	// Serving is the version of the model in service the refit was
+	// compared with, Margin the relative margin allowed.
+	Serving string  `json:"serving"`
+	Margin  float64 `json:"margin"`
+	// CVLoss is the refit's cross-validated loss per row; ServingCVLoss
+	// the one recorded when the serving model was fitted, absent when it
+	// was not tuned.
+	CVLoss        float64  `json:"cv_loss"`
+	ServingCVLoss *float64 `json:"serving_cv_loss,omitempty"`
+	// NewRows are the (decayed) labelled rows gathered since the serving
+	// model was made current; NewLoss is the refit's loss per row on them
+	// out of sample (each fold by the fit on the other folds), and
+	// ServingNewLoss the serving model's, which never saw them.
+	NewRows        float64  `json:"new_rows"`
+	NewLoss        *float64 `json:"new_loss,omitempty"`
+	ServingNewLoss *float64 `json:"serving_new_loss,omitempty"`
+}
+
+// The outcomes of a Gate.
+const (
+	GateAccepted = "accepted"
+	GateRejected = "rejected"
+)
 
 // publisher says who publishes with meta.
 func (meta Meta) publisher() (Publisher, error) {
@@ -156,6 +190,12 @@ type Manifest struct {
 	Publisher       Publisher `json:"publisher"`
 	Parent          string    `json:"parent,omitempty"`
 	Note            string    `json:"note,omitempty"`
+	// Tuning is the cross-validation table the model's hyper-parameters
+	// were chosen by (model.Meta.Tuning), when they were.
+	Tuning *model.Tuning `json:"tuning,omitempty"`
+	// Gate is what the refitter's gate compared before it made the model
+	// current (or, rejected, did not), for a tuned refit.
+	Gate *Gate `json:"gate,omitempty"`
 }
 
 // Reason is why the current pointer moved.
@@ -213,6 +253,7 @@ func newManifest(m *model.Model, sum fileSum, chunks int, meta Meta, pub Publish
 	man := Manifest{
 		Version: m.Version, Lineage: m.Lineage(), SHA256: sum.sha, Bytes: sum.bytes, Chunks: chunks,
 		Created: created, Rows: m.Meta.Rows, Task: m.Spec.Task, Publisher: pub, Parent: meta.Parent, Note: meta.Note,
+		Tuning: m.Meta.Tuning, Gate: meta.Gate,
 	}
 	if obj, ok := objectivePerRow(m); ok {
 		man.ObjectivePerRow = &obj

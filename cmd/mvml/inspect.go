@@ -134,7 +134,58 @@ func printModel(w io.Writer, m *model.Model) error {
 			return err
 		}
 	}
+	if m.Meta.Tuning != nil {
+		return printTuning(w, m.Meta.Tuning)
+	}
 	return nil
+}
+
+// printTuning prints the cross-validation table a model's hyper-parameters
+// were chosen by: every candidate's squared loss on each fold held out,
+// its total, and which was chosen.
+func printTuning(w io.Writer, tun *model.Tuning) error {
+	fmt.Fprintf(w, "\ntuned: %s chosen by exact %d-fold cross-validation on fold statistics (rows per fold %s)\n",
+		tun.Table[tun.Chosen].Candidate, tun.Folds, joinFloats(tun.FoldRows))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "\tcandidate")
+	for f := range tun.Folds {
+		fmt.Fprintf(tw, "\tfold %d", f+1)
+	}
+	fmt.Fprintln(tw, "\ttotal\tper row")
+	rows := 0.0
+	for _, n := range tun.FoldRows {
+		rows += n
+	}
+	for i, row := range tun.Table {
+		mark := ""
+		if i == tun.Chosen {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s", mark, row.Candidate)
+		if row.Err != "" {
+			fmt.Fprintf(tw, "\tnot fitted: %s\n", row.Err)
+			continue
+		}
+		for _, l := range row.FoldLoss {
+			fmt.Fprintf(tw, "\t%.6g", l)
+		}
+		fmt.Fprintf(tw, "\t%.6g\t%.6g\n", row.Loss, row.Loss/rows)
+	}
+	return tw.Flush()
+}
+
+// tunedSummary is a line of what tuning chose: "lambda=0.01 (cv 0.123/row)",
+// "-" for a model not tuned.
+func tunedSummary(tun *model.Tuning) string {
+	if tun == nil || tun.Chosen < 0 || tun.Chosen >= len(tun.Table) {
+		return "-"
+	}
+	rows := 0.0
+	for _, n := range tun.FoldRows {
+		rows += n
+	}
+	row := tun.Table[tun.Chosen]
+	return fmt.Sprintf("%s (cv %.4g/row)", row.Candidate, row.Loss/rows)
 }
 
 // explainConvergence says what "converged false" in the table of heads

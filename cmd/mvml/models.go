@@ -245,7 +245,7 @@ func getModel(ctx context.Context, a *app, store registry.Registry, version, out
 // pointer says.
 func writeListing(w io.Writer, l registry.Listing) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CURRENT\tVERSION\tCREATED\tROWS\tOBJECTIVE/ROW\tPUBLISHER\tPARENT\tNOTE")
+	fmt.Fprintln(tw, "CURRENT\tVERSION\tCREATED\tROWS\tOBJECTIVE/ROW\tTUNED\tPUBLISHER\tPARENT\tNOTE")
 	for _, man := range l.Versions {
 		mark := ""
 		if l.Current != nil && l.Current.Version == man.Version {
@@ -259,8 +259,8 @@ func writeListing(w io.Writer, l registry.Listing) error {
 		if !man.Created.IsZero() {
 			created = man.Created.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", mark, man.Version, created, man.Rows, objective,
-			publisherName(man.Publisher), orDash(man.Parent), man.Note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", mark, man.Version, created, man.Rows, objective,
+			tunedSummary(man.Tuning), publisherName(man.Publisher), orDash(man.Parent), man.Note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"time"
 
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/registry"
 )
@@ -28,6 +30,10 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	modelDir := fs.String("model-dir", "", "`DIR` where every refitted model is also saved as VERSION.mvml and current.mvml")
 	group := fs.String("group", defaultRefitGroup, "consumer `GROUP` of the refitters: its member assigned the stats topic's partition is active, the others stand by")
 	cold := fs.Bool("cold", false, "fit every refit from the paper's initialisation, as train --like does, instead of from the current model")
+	tune := gridFlag{}
+	fs.Var(tune, "tune", "`NAME=V1,V2,...` values of lambda, eta, mu or learn_w every refit chooses from by exact cross-validation on the fold sums (repeatable; needs --folds 2 or more); the table goes into the manifest, the values chosen into /metrics")
+	folds := fs.Int("folds", 1, "number of fold sums `K` the statistics keep, 1 to 100: the deltas must keep as many (mvml serve and mvml stats --folds K; a delta of another K is refused and logged); K times the memory and delta size")
+	gateMargin := fs.Float64("gate-margin", pipeline.DefaultGateMargin, "with --tune, a refit is made current only if its loss is not worse than the serving model's by more than this fraction (cross-validated, and on the labels since the serving model); otherwise it is published as a candidate. Negative: no gate")
 	once := fs.Bool("once", false, "merge the deltas up to the stats topic's end, refit, publish the model and checkpoint, and exit (while no refitter runs)")
 	session := fs.Duration("session-timeout", pipeline.DefaultRefitterSessionTimeout, "how long the group waits for the active refitter's heartbeats before a standby takes over")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
@@ -63,6 +69,23 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	kf.check(&c)
 	c.checkGroup("group", *group)
 	c.checkHTTPAddr("http", *httpAddr)
+	if *folds < 1 || *folds > model.MaxFolds {
+		c.failf("--folds %d: want 1 to %d", *folds, model.MaxFolds)
+	}
+	if len(tune) > 0 && *folds < 2 {
+		c.failf("--tune cross-validates on fold sums: give --folds 2 or more (and the same --folds to mvml serve and mvml stats)")
+	}
+	if given["gate-margin"] && len(tune) == 0 {
+		c.failf("--gate-margin compares cross-validated losses, which only --tune computes")
+	}
+	if math.IsNaN(*gateMargin) || math.IsInf(*gateMargin, 0) {
+		c.failf("--gate-margin %g must be finite", *gateMargin)
+	}
+	if len(tune) > 0 {
+		if _, err := model.Candidates(tune); err != nil {
+			c.add(usageError{err})
+		}
+	}
 	if err := c.err(); err != nil {
 		return err
 	}
@@ -80,7 +103,7 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	defer models.Close(context.WithoutCancel(ctx))
 	cfg := pipeline.RefitterConfig{
 		Conn: conn, StatsTopic: *statsTopic, Group: *group, Models: models, ModelDir: *modelDir,
-		Decay: *decay, Cold: *cold, Once: *once, SessionTimeout: *session, HTTPAddr: *httpAddr, Logger: a.log,
+		Decay: *decay, Cold: *cold, Folds: *folds, Tune: tune, GateMargin: *gateMargin, Once: *once, SessionTimeout: *session, HTTPAddr: *httpAddr, Logger: a.log,
 	}
 	if !*once {
 		cfg.Rows, cfg.Interval = *refitRows, *refitEvery
@@ -91,8 +114,12 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	}
 	err = r.Run(ctx)
 	st := r.Stats()
-	fmt.Fprintf(a.stderr, "deltas merged %d (dropped %d, refused %d, corrupt %d, skipped %d), rows merged %d; refits published %d (failed %d, abandoned %d)\n",
-		st.DeltasMerged, st.DeltasDropped, st.DeltasRefused, st.DeltasCorrupt, st.DeltasSkipped, st.RowsMerged, st.Published, st.Failed, st.Abandoned)
+	fmt.Fprintf(a.stderr, "deltas merged %d (dropped %d, refused %d, corrupt %d, skipped %d), rows merged %d; refits published %d (rejected by the gate %d, failed %d, abandoned %d)\n",
+		st.DeltasMerged, st.DeltasDropped, st.DeltasRefused, st.DeltasCorrupt, st.DeltasSkipped, st.RowsMerged, st.Published, st.Rejected, st.Failed, st.Abandoned)
+	if err == nil && *once && st.Rejected > 0 {
+		fmt.Fprintf(a.stdout, "refit rejected by the gate: published as a candidate, not current; model %s stays current (mvml models list shows both losses, mvml models promote can make the candidate current)\n", st.ModelVersion)
+		return nil
+	}
 	if err == nil && *once {
 		dests := "model topic " + *modelTopic + " (current)"
 		if *modelDir != "" {
@@ -104,8 +131,10 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 }
 
 // refitInapplicableFlags are the flags of fs that say when a running
-// refitter refits, which --once refuses.
+// refitter refits, which --once refuses, and the gate's margin (and an
+// empty --tune) without --tune.
 func refitInapplicableFlags(fs *flag.FlagSet) map[string]bool {
 	once := fs.Lookup("once").Value.String() == "true"
-	return map[string]bool{"refit-rows": once, "refit-interval": once}
+	untuned := fs.Lookup("tune").Value.String() == ""
+	return map[string]bool{"refit-rows": once, "refit-interval": once, "tune": untuned, "gate-margin": untuned}
 }

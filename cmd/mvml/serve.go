@@ -46,6 +46,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	statsTopic := fs.String("stats-topic", "", "`TOPIC` (one partition) receiving the statistics of the labels, for `mvml refit`; needs --model-topic, and no refit flags")
 	statsInterval := fs.Duration("stats-interval", pipeline.DefaultStatsInterval, "with --stats-topic, publish the statistics at least this often")
 	statsRows := fs.Int("stats-rows", pipeline.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
+	statsFolds := fs.Int("folds", 1, "with --stats-topic, keep the statistics as `K` fold sums (rows to folds by a hash of their id) for mvml refit --tune --folds K, which must be the same; K times the size of a delta, 1 to 100")
 	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
 	workers := fs.Int("workers", 1, "goroutines scoring batches while the batch before is written and committed; one batch's kernel products are spread over every CPU already, so more pay off only with batches under 64 rows per CPU")
 	inFlight := fs.Int("in-flight", 0, "most batches taken from the topic and not yet written: being scored, waiting for their turn, or being written (two more are fetched and decoded meanwhile); 0 means --workers + 1")
@@ -123,7 +124,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	labels := pipeline.LateLabels{
 		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
-		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica,
+		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica, Folds: *statsFolds,
 	}
 	lateLabelFlags(&c, fs, *labelsTopic, *statsTopic, *modelTopic, labels)
 	opts, err := read.options(a)
@@ -193,7 +194,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 // refitter.
 var (
 	joinFlags  = []string{"label-window", "label-cache-bytes", "quality-window"}
-	statsFlags = []string{"stats-interval", "stats-rows", "replica"}
+	statsFlags = []string{"stats-interval", "stats-rows", "replica", "folds"}
 	refitFlags = []string{"refit-rows", "refit-interval", "refit-min-rows", "decay", "model-dir"}
 )
 
@@ -260,6 +261,9 @@ func lateLabelFlags(c *checks, fs *flag.FlagSet, labelsTopic, statsTopic, modelT
 	}
 	if labels.StatsRows <= 0 {
 		c.failf("--stats-rows %d must be positive", labels.StatsRows)
+	}
+	if labels.Folds < 1 || labels.Folds > model.MaxFolds {
+		c.failf("--folds %d: want 1 to %d", labels.Folds, model.MaxFolds)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/registry"
 )
@@ -23,6 +24,7 @@ func runStats(ctx context.Context, a *app, args []string) error {
 	statsTopic := fs.String("stats-topic", "", "stats `TOPIC` (one partition) the deltas are published to, which mvml refit merges (required)")
 	shard := fs.String("shard", "", "`I/N`: read the I-th share of N (I from 0) of the files: file k, in the order --input lists them with globs expanded, is shard k mod N's (default: every file)")
 	shards := fs.Int("shards", 0, "`N` shares, this one's index taken from $"+jobIndexEnv+" (which a Kubernetes indexed job sets), instead of --shard")
+	folds := fs.Int("folds", 1, "keep every delta's statistics as `K` fold sums (rows to folds by a hash of their id), for mvml refit --tune --folds K; K times the size of a delta, 1 to 100")
 	deltaRows := fs.Int64("delta-rows", pipeline.DefaultDeltaRows, "rows per delta (the shard's last has fewer); a shard started again must be given the same, so that mvml refit drops the deltas it publishes again")
 	read := registerRead(fs)
 	if err := parseFlags(a, fs, args); err != nil {
@@ -37,6 +39,9 @@ func runStats(ctx context.Context, a *app, args []string) error {
 	}
 	if *deltaRows <= 0 {
 		return usagef("--delta-rows %d must be positive", *deltaRows)
+	}
+	if *folds < 1 || *folds > model.MaxFolds {
+		return usagef("--folds %d: want 1 to %d", *folds, model.MaxFolds)
 	}
 	base, err := registry.LoadModel(*like)
 	if err != nil {
@@ -67,7 +72,7 @@ func runStats(ctx context.Context, a *app, args []string) error {
 	}
 	bar := a.progress("stats: reading", "rows", total)
 	opts.Progress = bar.rowsFunc()
-	res, err := pipeline.RunStats(ctx, pipeline.StatsJob{Base: base, Inputs: inputs, Shard: i, Shards: n, DeltaRows: *deltaRows,
+	res, err := pipeline.RunStats(ctx, pipeline.StatsJob{Base: base, Inputs: inputs, Shard: i, Shards: n, DeltaRows: *deltaRows, Folds: *folds,
 		Publish: topic.Publish, Options: opts})
 	bar.finish()
 	if err != nil {

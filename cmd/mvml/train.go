@@ -32,6 +32,9 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "`NAME=V1,V2,...` values to choose from by cross-validation before the final fit: lambda, eta, mu, landmarks, sigma_scale or learn_w (repeatable)")
 	gridFolds := fs.Int("grid-folds", eval.DefaultInnerFolds, "number of folds choosing the --grid values")
+	tune := gridFlag{}
+	fs.Var(tune, "tune", "`NAME=V1,V2,...` values of lambda, eta, mu or learn_w to choose from by exact cross-validation on fold statistics (repeatable); the chosen values and the table go into the model's manifest. Works with --stream and --like")
+	folds := fs.Int("folds", 0, "number of folds `K` of --tune, 2 to 100 (default 5); rows go to folds by a hash of their id")
 	stream := fs.Bool("stream", false, "read the inputs twice instead of holding them in memory: a sample fixes the landmarks and σ, then every row passes through the statistics (once only with --like); not given, train streams when holding the rows would exceed --memory-limit, and --stream=false holds them or refuses")
 	sampleRows := fs.Int("sample-rows", pipeline.DefaultSampleRows, "rows kept by --stream to choose the landmarks and σ")
 	var memLimit bytesFlag
@@ -45,6 +48,19 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	fromKafka := *topic != ""
+	switch {
+	case len(tune) > 0 && len(grid) > 0:
+		return usagef("give --tune (exact, from fold statistics) or --grid (on the rows), not both")
+	case givenFlags(fs)["folds"] && len(tune) == 0:
+		return usagef("--folds is the number of folds of --tune; give --tune too")
+	case givenFlags(fs)["folds"] && (*folds < 2 || *folds > model.MaxFolds):
+		return usagef("--folds %d: want 2 to %d", *folds, model.MaxFolds)
+	}
+	if len(tune) > 0 {
+		if _, err := model.Candidates(tune); err != nil {
+			return usageError{err}
+		}
+	}
 	switch {
 	case fromKafka && len(inputs) > 0:
 		return usagef("give either --input files or --brokers and --topic, not both")
@@ -121,6 +137,7 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	job := pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
+		Tune: tune, Folds: *folds,
 		Stream: *stream, SampleRows: *sampleRows, SpecFile: *specPath, Output: *out, ModelDir: *store, Like: base, LikeFile: *like, Options: opts}
 	given := givenFlags(fs)
 	if !given["landmarks"] && base == nil {
@@ -173,8 +190,12 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	if *modelTopic != "" {
 		dests = append(dests, "model topic "+*modelTopic+" (current)")
 	}
-	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view, fitted in %.2fs → %s\n",
-		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), m.Meta.FitSeconds, strings.Join(dests, ", "))
+	tuned := ""
+	if tun := m.Meta.Tuning; tun != nil {
+		tuned = fmt.Sprintf(", tuned %s over %d folds", tun.Table[tun.Chosen].Candidate, tun.Folds)
+	}
+	fmt.Fprintf(a.stdout, "model %s: %s, %d views, %d rows, %d landmarks per view%s, fitted in %.2fs → %s\n",
+		m.Version, spec.Task, len(spec.Views), m.Meta.Rows, len(m.Features.LandmarkRows), tuned, m.Meta.FitSeconds, strings.Join(dests, ", "))
 	return nil
 }
 
