@@ -11,9 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/mat"
 )
 
 // TuneKeys are the hyper-parameters a tuning grid may vary, in the order
@@ -361,7 +359,7 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 	if warm == nil {
 		start, startErr = newStart(in, cfgs[0], nil)
 		if startErr == nil {
-			fixed = newFixedFits(in, start, train.Outputs())
+			fixed = newFixedFits(in, start, train.Outputs(), score)
 		}
 	}
 	for i, cfg := range cfgs {
@@ -373,7 +371,7 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 			continue
 		}
 		if fixed != nil && isFixed(cfg) {
-			losses[i], errs[i] = fixed.loss(cfg, score)
+			losses[i], errs[i] = fixed.loss(cfg)
 			continue
 		}
 		var sols []*Solution
@@ -395,93 +393,6 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 // and identity without learn_w): its fit is one g̃-step.
 func isFixed(cfg Config) bool {
 	return (cfg.Mode == ModeCov || cfg.Mode == ModeIdentity) && !cfg.LearnW
-}
-
-// fixedFits fits, from one fold's cold start, the configurations of a
-// fixed metric and weights (isFixed), all target columns in one head as
-// headGroups puts them, and scores them: the g̃-step of fitGroups and
-// fixedSolution, the same operations on the same numbers, without what the
-// loss does not read. What does not depend on λ is computed once for all
-// of them: b(w), Lᵀb(w), and P = LᵀBL (the start's); each λ costs the
-// factorisation of P + λI (none for the start's λ, which the start has
-// factorised), two triangular solves and, unless the metric is the
-// identity (L = I, whose products change no bit), one product with L. The
-// working matrices are allocated once per fold.
-type fixedFits struct {
-	in    *fitInput
-	start *solver
-	// ident says that L = I (mode identity, never jittered).
-	ident bool
-	// lb is Lᵀb(w) for all target columns (D×k).
-	lb *mat.Dense
-	// m is P + λI, factorised in place, for a λ other than the start's.
-	m blas64.Symmetric
-	g *mat.Dense // the solution in the making (D×k)
-	// sol is the head fitted last, in g and icpt.
-	sol  Solution
-	icpt []float64
-}
-
-func newFixedFits(in *fitInput, start *solver, k int) *fixedFits {
-	d := start.d
-	f := &fixedFits{in: in, start: start, ident: start.cfg.Mode == ModeIdentity && start.trace.Jitter == 0,
-		lb: mat.NewDense(d, k, nil), g: mat.NewDense(d, k, nil), icpt: make([]float64, k)}
-	for i := 0; i < d; i++ {
-		wi := start.w[start.viewOf(i)]
-		for c := range k {
-			f.lb.Set(i, c, wi*start.st.C.At(i, c))
-		}
-	}
-	if !f.ident {
-		triCols(start.lower.RawTriangular(), blas.Trans, false, f.lb)
-	}
-	f.sol = Solution{A: start.a, G: f.g, W: start.w, Intercept: f.icpt}
-	return f
-}
-
-// loss fits cfg (isFixed, of the start's mode and intercept) and returns
-// its squared loss on the rows of score, as fitGroups, then
-// solutionsLoss, would.
-func (f *fixedFits) loss(cfg Config, score *Stats) (float64, error) {
-	s, d := f.start, f.start.d
-	fac := s.m
-	if cfg.Lambda != s.cfg.Lambda || !s.factored {
-		if f.m.Data == nil {
-			f.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
-		}
-		raw := s.p.RawMatrix()
-		for i := 0; i < d; i++ {
-			copy(f.m.Data[i*d+i:(i+1)*d], raw.Data[i*raw.Stride+i:i*raw.Stride+d])
-			f.m.Data[i*d+i] += cfg.Lambda
-		}
-		if !potrfUpper(f.m) {
-			return 0, fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
-		}
-		fac = f.m
-	}
-	f.g.Copy(f.lb)
-	cholSolveCols(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: fac.Data}, f.g)
-	if !f.ident {
-		triCols(s.lower.RawTriangular(), blas.NoTrans, false, f.g)
-	}
-	st := f.in.labels
-	clear(f.icpt)
-	if !cfg.NoIntercept {
-		for c := range f.icpt {
-			b := st.YSum[c] / st.N
-			for l := range st.Ranks {
-				for i := s.off[l]; i < s.off[l+1]; i++ {
-					b -= s.w[l] * st.USum[i] / st.N * f.g.At(i, c)
-				}
-			}
-			f.icpt[c] = b
-		}
-	}
-	f.in.units.encode(&f.sol, cfg.NoIntercept)
-	if err := finiteSolution(&f.sol); err != nil {
-		return 0, err
-	}
-	return solutionsLoss(score, []*Solution{&f.sol}, f.in.units)
 }
 
 // headGroups returns the target columns of every head, as FitHeads

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/mvml/mvml/schemas"
@@ -53,6 +54,44 @@ func TestIdentityStartSkipsProducts(t *testing.T) {
 		for j := range d {
 			if got, want := s.p.At(i, j), p.At(i, j); math.Float64bits(got) != math.Float64bits(want) && !(got == 0 && want == 0) {
 				t.Fatalf("P[%d,%d] = %v, LᵀBL gives %v", i, j, got, want)
+			}
+		}
+	}
+}
+
+// TestCholSolveRows checks the blocked solve of right-hand sides stored
+// as rows against cholSolveCols's column by column, at orders below, at
+// and past its block, and that it solves UᵀUx = b.
+func TestCholSolveRows(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(27, 3))
+	for _, tc := range []struct{ n, k int }{{1, 1}, {5, 3}, {64, 8}, {65, 2}, {200, 8}, {321, 9}} {
+		a := randomSPD(rnd, tc.n)
+		u := mat.NewTriDense(tc.n, mat.Upper, nil)
+		if _, ok := factorUpper(u, a); !ok {
+			t.Fatalf("n=%d: not positive definite", tc.n)
+		}
+		ur := u.RawTriangular()
+		b := mat.NewDense(tc.n, tc.k, nil)
+		for i := range tc.n {
+			for c := range tc.k {
+				b.Set(i, c, rnd.NormFloat64())
+			}
+		}
+		want := mat.DenseCopyOf(b)
+		cholSolveCols(ur, want)
+		var xT mat.Dense
+		xT.CloneFrom(b.T())
+		cholSolveRows(ur, xT.RawMatrix())
+		var check mat.Dense
+		check.Mul(a, xT.T())
+		for i := range tc.n {
+			for c := range tc.k {
+				if d := math.Abs(xT.At(c, i) - want.At(i, c)); d > 1e-9*(1+math.Abs(want.At(i, c))) {
+					t.Fatalf("n=%d k=%d: x[%d,%d] = %v, column by column %v", tc.n, tc.k, i, c, xT.At(c, i), want.At(i, c))
+				}
+				if d := math.Abs(check.At(i, c) - b.At(i, c)); d > 1e-8*(1+math.Abs(b.At(i, c))) {
+					t.Fatalf("n=%d k=%d: (Ax)[%d,%d] = %v, b = %v", tc.n, tc.k, i, c, check.At(i, c), b.At(i, c))
+				}
 			}
 		}
 	}
