@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -41,6 +42,18 @@ type fixedFits struct {
 	// full is the held-out S with both triangles.
 	full blas64.General
 	sol  Solution
+	// finiteA says that the start's metric and weights are finite.
+	finiteA bool
+}
+
+// allFinite says whether no value is NaN or infinite.
+func allFinite(vals []float64) bool {
+	for _, v := range vals {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func newFixedFits(in *fitInput, start *solver, k int, score *Stats) *fixedFits {
@@ -74,6 +87,7 @@ func newFixedFits(in *fitInput, start *solver, k int, score *Stats) *fixedFits {
 		}
 	}
 	f.sol = Solution{A: start.a, G: f.gT, W: start.w, Intercept: make([]float64, k)}
+	f.finiteA = allFinite(start.a.RawSymmetric().Data) && allFinite(start.w)
 	return f
 }
 
@@ -117,8 +131,9 @@ func (f *fixedFits) loss(cfg Config) (float64, error) {
 		}
 	}
 	f.in.units.encode(&f.sol, cfg.NoIntercept)
-	if err := finiteSolution(&f.sol); err != nil {
-		return 0, err
+	if !f.finiteA || !allFinite(f.gT.RawMatrix().Data) || !allFinite(icpt) {
+		// finiteSolution's error, its metric checked once per fold.
+		return 0, finiteSolution(&f.sol)
 	}
 	// The loss of every column (squaredLoss) with Sγ for all at once.
 	gr, gam := f.gT.RawMatrix(), f.gamma.RawMatrix()
@@ -181,4 +196,4 @@ func cholSolveRows(u blas64.Triangular, x blas64.General) {
 }
 
 // cholSolveBlock is the order of cholSolveRows's diagonal blocks.
-const cholSolveBlock = 64
+const cholSolveBlock = 32
