@@ -355,12 +355,9 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 	}
 	var start, done *solver // done: the last fit's, whose working matrices the next reuses
 	var startErr error
-	var fixed *fixedFits
+	var fixed *fixedFits // made for the first configuration isFixed
 	if warm == nil {
 		start, startErr = newStart(in, cfgs[0], nil)
-		if startErr == nil {
-			fixed = newFixedFits(in, start, train.Outputs(), score)
-		}
 	}
 	for i, cfg := range cfgs {
 		if err := ctx.Err(); err != nil {
@@ -370,7 +367,10 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 			errs[i] = startErr
 			continue
 		}
-		if fixed != nil && isFixed(cfg) {
+		if start != nil && isFixed(cfg) {
+			if fixed == nil {
+				fixed = newFixedFits(in, start, train.Outputs(), score)
+			}
 			losses[i], errs[i] = fixed.loss(cfg)
 			continue
 		}

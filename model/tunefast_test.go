@@ -96,3 +96,59 @@ func TestCholSolveRows(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedFitsEqualGeneralPath checks fixedFits, Tune's path for cold
+// fits of a fixed metric and weights, against the general one (fitGroups,
+// then solutionsLoss) on one fold of every case: regression (label
+// units), classes, with and without intercept.
+func TestFixedFitsEqualGeneralPath(t *testing.T) {
+	for _, tc := range coldCases() {
+		for _, mode := range []Mode{ModeIdentity, ModeCov} {
+			for _, noIntercept := range []bool{false, true} {
+				cfg := coldConfig(mode)
+				cfg.Fit.NoIntercept = noIntercept
+				base, err := Train(context.Background(), tc.spec, tc.views, tc.labels, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				acc, err := base.NewFoldAccumulator(5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := acc.AddFolds(seqIDs(0, len(tc.labels)), tc.views, tc.labels); err != nil {
+					t.Fatal(err)
+				}
+				train := mergeFolds(acc.folds, 2)
+				units := base.labelUnits()
+				in, err := newFitInput(train, cfg.Fit, units)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start, err := newStart(in, cfg.Fit, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fixed := newFixedFits(in, start, train.Outputs(), acc.folds[2])
+				for _, lambda := range []float64{cfg.Fit.Lambda, 1e-4, 1} {
+					fit := cfg.Fit
+					fit.Lambda = lambda
+					got, err := fixed.loss(fit)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sols, _, err := fitGroups(context.Background(), in, start, nil, fit, headGroups(train.Outputs(), fit, base.Config.Multiclass), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := solutionsLoss(acc.folds[2], sols, units)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d := math.Abs(got-want) / want; !(d <= 1e-12) {
+						t.Errorf("%s/%s/no intercept %v/λ=%g: loss %.17g, the general path %.17g (%.2g relative)", tc.name, mode, noIntercept, lambda, got, want, d)
+					}
+				}
+			}
+		}
+	}
+}
