@@ -463,6 +463,18 @@ func (s *solver) learnedStart() {
 // factorMetric factorises the initial metric Ã = UᵀU, or reports that it
 // is not positive definite.
 func (s *solver) factorMetric() bool {
+	if s.cfg.Mode == ModeIdentity {
+		// I = IᵀI: the factor Potrf gives, without its O(D³) of zeros.
+		ur := s.u.RawTriangular()
+		for i := 0; i < s.d; i++ {
+			row := ur.Data[i*ur.Stride+i : i*ur.Stride+s.d]
+			clear(row)
+			row[0] = 1
+		}
+		cond := condition(s.u, 1) // ‖I‖₁ = 1
+		s.cond, s.cond0, s.trace.Cond = cond, cond, cond
+		return true
+	}
 	cond, ok := factorUpper(s.u, s.a)
 	if ok {
 		s.cond, s.cond0, s.trace.Cond = cond, cond, cond
@@ -581,6 +593,11 @@ func (s *solver) refactor() {
 		clear(lr.Data[i*lr.Stride+i+1 : i*lr.Stride+s.d]) // congruence reads L as a square
 	}
 	s.tIdentity = true
+	if s.cfg.Mode == ModeIdentity {
+		// L = I (factorMetric): P = B, the bits the products would give.
+		s.p.Copy(s.bw)
+		return
+	}
 	if s.scratch == nil {
 		s.scratch = mat.NewDense(s.d, s.d, nil)
 	}

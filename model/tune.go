@@ -355,6 +355,7 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 	}
 	var start, done *solver // done: the last fit's, whose working matrices the next reuses
 	var startErr error
+	var fixed *fixedFits // made for the first configuration isFixed
 	if warm == nil {
 		start, startErr = newStart(ctx, in, cfgs[0], nil)
 	}
@@ -364,6 +365,13 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 		}
 		if startErr != nil {
 			errs[i] = startErr
+			continue
+		}
+		if start != nil && isFixed(cfg) {
+			if fixed == nil {
+				fixed = newFixedFits(in, start, train.Outputs(), score)
+			}
+			losses[i], errs[i] = fixed.loss(cfg)
 			continue
 		}
 		var sols []*Solution
@@ -379,6 +387,12 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 		errs[i] = err
 	}
 	return losses, errs, nil
+}
+
+// isFixed says whether cfg fixes the metric and the weights (modes cov
+// and identity without learn_w): its fit is one g̃-step.
+func isFixed(cfg Config) bool {
+	return (cfg.Mode == ModeCov || cfg.Mode == ModeIdentity) && !cfg.LearnW
 }
 
 // headGroups returns the target columns of every head, as FitHeads
