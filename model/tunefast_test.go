@@ -29,7 +29,7 @@ func TestIdentityStartSkipsProducts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newStart(in, cfg.Fit, nil)
+	s, err := newStart(context.Background(), in, cfg.Fit, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestFixedFitsEqualGeneralPath(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				start, err := newStart(in, cfg.Fit, nil)
+				start, err := newStart(context.Background(), in, cfg.Fit, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
