@@ -349,12 +349,12 @@ func (s *KafkaSource) kafkaLogger(topic string, partition int) kafka.Logger {
 // Next waits for at least one record message, then takes every message
 // that has arrived and waits for more while more are known to be coming,
 // until it has Options.BatchSize of them or KafkaConfig.MaxWait has
-// passed, and decodes them into one batch: Batch.Source is the topic, Batch.Rows and
-// Batch.Partitions hold each record row's offset and partition (and
-// Batch.Times its timestamp), and every
-// message that cannot be decoded is a reject with Source "topic/partition",
-// Row its offset and Payload its value (empty, not nil, for an empty or
-// null message). Batch.Ack commits the batch's offsets. The messages of a
+// passed, and decodes them into one batch: Batch.Source is the topic,
+// Batch.Rows and Batch.Partitions hold each record row's offset and
+// partition (and Batch.Times its timestamp), and every message that
+// cannot be decoded is a reject with Source "topic/partition", Row its
+// offset and Payload its value (empty, not nil, for an empty or null
+// message). Batch.Ack commits the batch's offsets. The messages of a
 // batch come from one generation of the group.
 //
 // When ctx is done before a message arrives, Next returns ctx's error
