@@ -40,7 +40,9 @@ import (
 // less the bare consumer's (the goal is at most 10 ms), the p50 and p90
 // of the time to the record's batch being taken from the source (formed:
 // the rest is scoring, writing and the wait for the broker's ack), the
-// rate the producer reached, and the rows of an average batch. Run with
+// rate the producer reached, the rows of an average batch, and the CPU
+// time of the process per second of each window (cpus, bare-cpus: the
+// producer's and the broker's included). Run with
 // -benchtime=1x.
 func BenchmarkServeKafkaLightLoad(b *testing.B) {
 	const dim, distinct = 315, 1000
@@ -54,17 +56,20 @@ func BenchmarkServeKafkaLightLoad(b *testing.B) {
 	for _, rate := range []int{250, 1000, 5000} {
 		b.Run(fmt.Sprintf("shape=3x%d/rate=%d", dim, rate), func(b *testing.B) {
 			var bare, serve, taken latencies
-			var produced, batches, rows float64
+			var produced, batches, rows, cpus, bareCPUs float64
 			for range b.N {
 				cluster := kafkatest.Start(b, 4, "bare", "in", "out", "dead")
 				conn := kafkaconn.Config{Brokers: cluster.Brokers}
-				bare.add(bareLatencies(b, cluster, conn, values, rate, warmUp, window))
+				lat, c := bareLatencies(b, cluster, conn, values, rate, warmUp, window)
+				bare.add(lat)
+				bareCPUs += c
 				lat, took, n, served := serveLatencies(b, cluster, conn, m, values, rate, warmUp, window)
 				serve.add(lat)
 				taken.add(took)
 				produced += n
 				batches += served.batches
 				rows += served.rows
+				cpus += served.cpus
 			}
 			b.ReportMetric(serve.percentile(50), "p50-ms")
 			b.ReportMetric(serve.percentile(90), "p90-ms")
@@ -75,6 +80,8 @@ func BenchmarkServeKafkaLightLoad(b *testing.B) {
 			b.ReportMetric(taken.percentile(90), "batched-p90-ms")
 			b.ReportMetric(produced/float64(b.N), "produced-rows/s")
 			b.ReportMetric(rows/max(batches, 1), "rows/batch")
+			b.ReportMetric(cpus/float64(b.N), "cpus")
+			b.ReportMetric(bareCPUs/float64(b.N), "bare-cpus")
 			// ns/op is the service's median latency.
 			b.ReportMetric(serve.percentile(50)*1e6, "ns/op")
 		})
@@ -189,12 +196,14 @@ func (p *paced) inWindow(at time.Time) bool {
 
 // bareLatencies reads topic "bare" with kafka-go's Readers, one per
 // partition, configured as the service's own, while values are produced
-// to it at rate, and returns the latencies of the window's records.
-func bareLatencies(b *testing.B, cluster *kafkatest.Cluster, conn kafkaconn.Config, values [][]byte, rate int, warmUp, window time.Duration) *latencies {
+// to it at rate, and returns the latencies of the window's records and
+// the CPU time of the process (readers, producer and broker) per second
+// of the window.
+func bareLatencies(b *testing.B, cluster *kafkatest.Cluster, conn kafkaconn.Config, values [][]byte, rate int, warmUp, window time.Duration) (lat *latencies, cpus float64) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lat := &latencies{}
+	lat = &latencies{}
 	start := time.Now().Add(warmUp)
 	p := producePaced(ctx, cluster, "bare", values, rate, start, start.Add(window))
 	var wg sync.WaitGroup
@@ -218,18 +227,24 @@ func bareLatencies(b *testing.B, cluster *kafkatest.Cluster, conn kafkaconn.Conf
 			}
 		})
 	}
-	time.Sleep(warmUp + window + 500*time.Millisecond)
+	time.Sleep(warmUp)
+	cpu0 := cpuSeconds(b)
+	time.Sleep(window)
+	cpus = (cpuSeconds(b) - cpu0) / window.Seconds()
+	time.Sleep(500 * time.Millisecond)
 	cancel()
 	wg.Wait()
 	p.wait(b)
 	if len(lat.ms) == 0 {
 		b.Fatal("bare consumer: no record of the window read")
 	}
-	return lat
+	return lat, cpus
 }
 
-// servedBatches counts the batches and rows a service acknowledged.
-type servedBatches struct{ batches, rows float64 }
+// servedBatches counts the batches and rows a service acknowledged, and
+// the CPU time of the process (service, producer and broker) per second
+// of the window.
+type servedBatches struct{ batches, rows, cpus float64 }
 
 // serveLatencies serves topic "in" with the service's default batching
 // while values are produced to it at rate, and returns the latencies of
@@ -294,7 +309,10 @@ func serveLatencies(b *testing.B, cluster *kafkatest.Cluster, conn kafkaconn.Con
 	mu.Lock()
 	p = producePaced(produce, cluster, "in", values, rate, start, start.Add(window))
 	mu.Unlock()
-	time.Sleep(warmUp + window)
+	time.Sleep(warmUp)
+	cpu0 := cpuSeconds(b)
+	time.Sleep(window)
+	served.cpus = (cpuSeconds(b) - cpu0) / window.Seconds()
 	stop()
 	rateReached = p.wait(b)
 	// Every record produced scored.
