@@ -73,10 +73,13 @@
 // number, a number too large for float64, or a view in both forms. A reject
 // keeps the message value (RowError.Payload) for a dead-letter topic; its
 // Source is "topic/partition" and its Row the offset. Batches hold at most
-// Options.BatchSize messages: Next waits for the first one, then at most
-// KafkaConfig.MaxWait for more. Offsets are committed only when a batch's
-// Ack is called, so a message whose batch was not acked is read again by
-// the group after a restart or a rebalance: delivery is at least once.
+// Options.BatchSize messages: Next waits for the first one, takes those
+// that have arrived, and waits for more only while more are known to be
+// coming (on the broker, or fetched), for at most KafkaConfig.MaxWait:
+// at light load a record is not held for a batch that will not fill.
+// Offsets are committed only when a batch's Ack is called, so a message
+// whose batch was not acked is read again by the group after a restart
+// or a rebalance: delivery is at least once.
 //
 // A record message may also be an Arrow IPC stream (KafkaConfig.Format:
 // by default a message whose content-type header says

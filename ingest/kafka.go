@@ -69,9 +69,13 @@ type KafkaConfig struct {
 	// committed to Kafka by Batch.Ack (and KafkaSource.CommitLabels), and
 	// partitions are shared among the group's members.
 	GroupID string
-	// MaxWait is how long Next waits to fill a batch once it has at least
-	// one message; it is also the longest a fetch waits at the broker for
-	// data. Default (0) DefaultKafkaMaxWait, 250ms.
+	// MaxWait is the longest Next waits to fill a batch once it has at
+	// least one message. It waits only while more messages are known to
+	// be coming (fetched, or on the broker below the high-water mark a
+	// fetch reported): when none are, a batch holds what has arrived and
+	// is returned at once, so that at light load records are not held
+	// for a batch that will not fill. Default (0) DefaultKafkaMaxWait,
+	// 250ms.
 	MaxWait time.Duration
 	// MinBytes is the least data a fetch asks the broker for before it
 	// answers (within MaxWait). Default (0) 1 byte.
@@ -342,14 +346,15 @@ func (s *KafkaSource) kafkaLogger(topic string, partition int) kafka.Logger {
 	})
 }
 
-// Next waits for at least one record message, then takes more until it has
-// Options.BatchSize of them or KafkaConfig.MaxWait has passed, and decodes
-// them into one batch: Batch.Source is the topic, Batch.Rows and
-// Batch.Partitions hold each record row's offset and partition (and
-// Batch.Times its timestamp), and every
-// message that cannot be decoded is a reject with Source "topic/partition",
-// Row its offset and Payload its value (empty, not nil, for an empty or
-// null message). Batch.Ack commits the batch's offsets. The messages of a
+// Next waits for at least one record message, then takes every message
+// that has arrived and waits for more while more are known to be coming,
+// until it has Options.BatchSize of them or KafkaConfig.MaxWait has
+// passed, and decodes them into one batch: Batch.Source is the topic,
+// Batch.Rows and Batch.Partitions hold each record row's offset and
+// partition (and Batch.Times its timestamp), and every message that
+// cannot be decoded is a reject with Source "topic/partition", Row its
+// offset and Payload its value (empty, not nil, for an empty or null
+// message). Batch.Ack commits the batch's offsets. The messages of a
 // batch come from one generation of the group.
 //
 // When ctx is done before a message arrives, Next returns ctx's error

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -73,6 +74,12 @@ type groupGen struct {
 	fetchers sync.WaitGroup
 	// ackSignal wakes the end of the generation when a batch is acked.
 	ackSignal chan struct{}
+	// recordsAhead and labelsAhead count the messages known to be on their
+	// way to records and labels and not there yet: those the partition
+	// readers fetched and hold, and those already on the broker, up to
+	// the high-water mark their last fetch reported. Batches wait for more
+	// only while these are positive (see fill).
+	recordsAhead, labelsAhead atomic.Int64
 
 	mu      sync.Mutex
 	readers []*kafka.Reader
@@ -263,14 +270,14 @@ func (s *KafkaSource) serve(genCtx context.Context, gen *kafka.Generation) {
 		a = g.a
 	}
 	s.update(func() { s.cur = g })
-	s.fetch(ctx, g, s.cfg.Topic, a.Records, g.records)
+	s.fetch(ctx, g, s.cfg.Topic, a.Records, g.records, &g.recordsAhead)
 	if s.cfg.OnAssign != nil {
 		if err := s.cfg.OnAssign(ctx, a); err != nil && ctx.Err() == nil {
 			s.fail(fmt.Errorf("assignment of generation %d (partitions %v): %w", a.Generation, a.Partitions(), err))
 		}
 	}
 	if _, _, err := s.watch(); err == nil && ctx.Err() == nil && a.Labels != nil {
-		s.fetch(ctx, g, s.cfg.LabelsTopic, a.Labels, g.labels)
+		s.fetch(ctx, g, s.cfg.LabelsTopic, a.Labels, g.labels, &g.labelsAhead)
 	}
 	<-ctx.Done()
 	s.end(g)
@@ -312,8 +319,8 @@ func (s *KafkaSource) end(g *groupGen) {
 
 // fetch starts a reader of every partition of topic in offsets, at its
 // committed offset (or KafkaConfig.StartOffset when none is), each feeding
-// out until ctx ends.
-func (s *KafkaSource) fetch(ctx context.Context, g *groupGen, topic string, offsets map[int]int64, out chan<- kafka.Message) {
+// out until ctx ends and counting in ahead the messages on their way.
+func (s *KafkaSource) fetch(ctx context.Context, g *groupGen, topic string, offsets map[int]int64, out chan<- kafka.Message, ahead *atomic.Int64) {
 	for _, p := range slices.Sorted(maps.Keys(offsets)) {
 		start := offsets[p]
 		if start < 0 {
@@ -328,14 +335,17 @@ func (s *KafkaSource) fetch(ctx context.Context, g *groupGen, topic string, offs
 		g.mu.Lock()
 		g.readers = append(g.readers, r)
 		g.mu.Unlock()
-		g.fetchers.Go(func() { s.feed(ctx, r, topic, p, out) })
+		g.fetchers.Go(func() { s.feed(ctx, r, topic, p, out, ahead) })
 	}
 }
 
 // feed passes the messages r fetches to out until ctx ends, waiting
-// through transient errors.
-func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, partition int, out chan<- kafka.Message) {
+// through transient errors. It keeps its partition's share of ahead: the
+// message in hand and those after it up to the high-water mark its fetch
+// reported, which are on the broker already (or fetched and queued in r).
+func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, partition int, out chan<- kafka.Message, ahead *atomic.Int64) {
 	lag := s.totals.lagOf(topic, partition)
+	var known int64 // this partition's share of ahead
 	for {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
@@ -355,8 +365,13 @@ func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, p
 			continue
 		}
 		lag.Store(max(m.HighWaterMark-m.Offset-1, 0))
+		coming := max(m.HighWaterMark-m.Offset, 1)
+		ahead.Add(coming - known)
 		select {
 		case out <- m:
+			// Counted out once it is on out, where a batch takes it.
+			known = coming - 1
+			ahead.Add(-1)
 		case <-ctx.Done():
 			return
 		}
@@ -391,10 +406,10 @@ func (s *KafkaSource) readerConfig(topic string, partition int) kafka.ReaderConf
 }
 
 // take waits for a message of the generation in service, of records or of
-// labels, then takes more for KafkaConfig.MaxWait, up to
-// Options.BatchSize, and returns them with their generation. Messages of a
-// generation that ended meanwhile are dropped: the next generation reads
-// them again from the committed offsets.
+// labels, then takes more as fill says, up to Options.BatchSize, and
+// returns them with their generation. Messages of a generation that ended
+// meanwhile are dropped: the next generation reads them again from the
+// committed offsets.
 func (s *KafkaSource) take(ctx context.Context, labels bool) (*groupGen, []kafka.Message, error) {
 	for {
 		g, changed, err := s.watch()
@@ -402,21 +417,22 @@ func (s *KafkaSource) take(ctx context.Context, labels bool) (*groupGen, []kafka
 			return nil, nil, err
 		}
 		var in chan kafka.Message
+		var ahead *atomic.Int64
 		if g != nil {
 			select {
 			case <-g.ending:
 				// No generation delivers until the next one starts.
 				g = nil
 			default:
-				in = g.records
+				in, ahead = g.records, &g.recordsAhead
 				if labels {
-					in = g.labels
+					in, ahead = g.labels, &g.labelsAhead
 				}
 			}
 		}
 		select {
 		case m := <-in:
-			msgs := s.fill(ctx, g, in, m)
+			msgs := s.fill(ctx, g, in, ahead, m)
 			if g.deliver(!labels) {
 				return g, msgs, nil
 			}
@@ -427,18 +443,39 @@ func (s *KafkaSource) take(ctx context.Context, labels bool) (*groupGen, []kafka
 	}
 }
 
-// fill returns first and the messages that follow it on in within
-// KafkaConfig.MaxWait, up to Options.BatchSize; it stops early when ctx
-// ends or g stops delivering.
-func (s *KafkaSource) fill(ctx context.Context, g *groupGen, in <-chan kafka.Message, first kafka.Message) []kafka.Message {
+// fill returns first and the messages that follow it on in, up to
+// Options.BatchSize: every message there already, and more only while
+// ahead says that some are on their way (fetched by a partition reader,
+// or on the broker below the high-water mark of its last fetch), for at
+// most KafkaConfig.MaxWait after first. When nothing more is known to be
+// coming it returns at once, so that at light load a record is not held
+// for a batch that will not fill, while at full load, with the readers
+// behind the broker, batches fill as before. It stops early when ctx ends
+// or g stops delivering.
+func (s *KafkaSource) fill(ctx context.Context, g *groupGen, in <-chan kafka.Message, ahead *atomic.Int64, first kafka.Message) []kafka.Message {
 	msgs := make([]kafka.Message, 1, min(s.opts.BatchSize, 256))
 	msgs[0] = first
-	if len(msgs) >= s.opts.BatchSize {
-		return msgs
-	}
-	timer := time.NewTimer(s.cfg.MaxWait)
-	defer timer.Stop()
+	start := time.Now()
+	var timer *time.Timer // started when fill first waits
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for len(msgs) < s.opts.BatchSize {
+		if ahead.Load() <= 0 {
+			// Nothing more is known to be coming: take what is there.
+			select {
+			case m := <-in:
+				msgs = append(msgs, m)
+				continue
+			default:
+				return msgs
+			}
+		}
+		if timer == nil {
+			timer = time.NewTimer(s.cfg.MaxWait - time.Since(start))
+		}
 		select {
 		case m := <-in:
 			msgs = append(msgs, m)

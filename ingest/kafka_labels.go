@@ -88,13 +88,14 @@ func decodeLabels(d *kafkaDecoder, topic string, msgs []kafka.Message) LabelBatc
 var errNoLabelsTopic = errors.New("ingest: kafka: no labels topic (KafkaConfig.LabelsTopic)")
 
 // NextLabels waits for at least one message of the labels topic, then
-// takes more until it has Options.BatchSize of them or KafkaConfig.MaxWait
-// has passed, and decodes them into one batch; the messages of a batch
-// come from one generation of the group. Labels of a partition are
-// delivered only after KafkaConfig.OnAssign returned for its generation,
-// from the group's committed offset: those delivered in an earlier
-// generation and not committed are delivered again. Nothing is committed
-// until CommitLabels is called.
+// takes more as Next does (what has arrived, and more while more are
+// known to be coming, up to Options.BatchSize and KafkaConfig.MaxWait),
+// and decodes them into one batch; the messages of a batch come from one
+// generation of the group. Labels of a partition are delivered only
+// after KafkaConfig.OnAssign returned for its generation, from the
+// group's committed offset: those delivered in an earlier generation and
+// not committed are delivered again. Nothing is committed until
+// CommitLabels is called.
 //
 // When ctx is done before a message arrives, NextLabels returns ctx's
 // error (wrapped); when it is done while a batch is being filled, the

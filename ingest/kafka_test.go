@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -414,29 +415,42 @@ func TestKafkaSourceBatches(t *testing.T) {
 		}
 	})
 	t.Run("MaxWait", func(t *testing.T) {
-		const maxWait = 600 * time.Millisecond
-		src := newTestKafka(t, c, "by-time", "g", checkedAllocator(t), 100, maxWait)
-		c.ProduceValues(t, "by-time", kafkaMessage(0), kafkaMessage(1), kafkaMessage(2))
-		// A message produced while the batch waits joins it.
-		sent := make(chan error, 1)
-		go func() {
-			time.Sleep(maxWait / 10)
-			sent <- c.Send("by-time", kafkatest.Message{Value: kafkaMessage(3)})
-		}()
-		start := time.Now()
-		res, sizes := kafkaReadN(t, src, 4, false)
-		took := time.Since(start)
-		if err := <-sent; err != nil {
+		// Four records on the broker, fetched one at a time (MaxBytes 1:
+		// a record batch a fetch); every fetch after the first is held
+		// longer than MaxWait. The first record's fetch says three more
+		// are there: the batch waits for them, MaxWait at most.
+		const maxWait, held = 300 * time.Millisecond, 1800 * time.Millisecond
+		for id := range 4 {
+			c.ProduceValues(t, "by-time", kafkaMessage(id))
+		}
+		fake := c.Fake()
+		var fetches atomic.Int64
+		var first atomic.Pointer[time.Time]
+		fake.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+			fake.KeepControl()
+			if fetches.Add(1) == 1 {
+				now := time.Now()
+				first.Store(&now)
+			} else {
+				fake.SleepControl(func() { time.Sleep(held) })
+			}
+			return nil, nil, false
+		})
+		src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "by-time", GroupID: "g",
+			MaxWait: maxWait, MaxBytes: 1}, Options{BatchSize: 100, Allocator: checkedAllocator(t)})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(sizes, []int{4}) {
-			t.Errorf("batch sizes %v, want [4]", sizes)
+		t.Cleanup(func() { src.Close() })
+		res, sizes := kafkaReadN(t, src, 1, false)
+		// From the first fetch (joining the group comes before it).
+		took := time.Since(*first.Load())
+		if !slices.Equal(sizes, []int{1}) {
+			t.Errorf("batch sizes %v, want [1]", sizes)
 		}
-		checkKafkaRows(t, res, []int64{0, 1, 2, 3})
-		// Joining the group comes before the first message; the wait for
-		// more after it is MaxWait.
-		if took < maxWait || took > maxWait+3*time.Second {
-			t.Errorf("batch took %v, want MaxWait %v plus a little", took, maxWait)
+		checkKafkaRows(t, res, []int64{0})
+		if took < maxWait || took >= held {
+			t.Errorf("batch took %v after the first fetch, want MaxWait %v plus a little", took, maxWait)
 		}
 	})
 }

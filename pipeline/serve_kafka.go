@@ -38,8 +38,10 @@ type KafkaServeConfig struct {
 	// StartOffset is where a group without committed offsets starts:
 	// ingest.KafkaOldest or ingest.KafkaNewest. Default (0) KafkaOldest.
 	StartOffset int64
-	// MaxWait is the longest wait to fill a batch once it has a record.
-	// Default (0) ingest.DefaultKafkaMaxWait, 250ms.
+	// MaxWait is the longest wait to fill a batch once it has a record;
+	// a batch waits only while more records are known to be coming (see
+	// ingest.KafkaConfig.MaxWait). Default (0) ingest.DefaultKafkaMaxWait,
+	// 250ms.
 	MaxWait time.Duration
 	// SessionTimeout is how long the group waits for a silent replica
 	// (one that crashed) before its partitions go to the others. Default
