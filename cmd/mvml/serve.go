@@ -35,7 +35,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	decay := fs.Float64("decay", 1, "multiply the accumulated statistics by this at every refit (exponential forgetting), in (0, 1]")
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
-	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch once it has a record")
+	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch while more records are known to be coming; otherwise a batch of what has arrived is scored at once")
 	sessionTimeout := fs.Duration("session-timeout", pipeline.DefaultServeSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; a replica heartbeats every second, so at least 3s; brokers accept 6s to 5m by default")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
