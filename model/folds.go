@@ -101,22 +101,14 @@ func (a *Accumulator) Clone() *Accumulator {
 // AddFolds is Add for rows with their record ids: row i goes to fold
 // FoldOf(ids[i], Folds()). As with Add, nothing is added on an error.
 func (a *Accumulator) AddFolds(ids []int64, views []*mat.Dense, labels []float64) error {
-	if len(views) != len(a.m.Features.Views) {
-		return fmt.Errorf("accumulate: %d views, the model has %d", len(views), len(a.m.Features.Views))
+	if len(views) == len(a.m.Features.Views) && len(views) > 0 {
+		if n, _ := views[0].Dims(); n != len(labels) || n != len(ids) {
+			return fmt.Errorf("accumulate: %d rows but %d labels and %d ids", n, len(labels), len(ids))
+		}
 	}
-	if n, _ := views[0].Dims(); n != len(labels) || n != len(ids) {
-		return fmt.Errorf("accumulate: %d rows but %d labels and %d ids", n, len(labels), len(ids))
-	}
-	if len(labels) == 0 {
-		return nil
-	}
-	y, err := a.m.encode(labels)
-	if err != nil {
-		return fmt.Errorf("accumulate: %w", err)
-	}
-	a.m.Features.Transform(a.u, views)
-	if err := a.m.nonFiniteFeatures(views, a.u); err != nil {
-		return fmt.Errorf("accumulate: %w", err)
+	y, err := a.project(views, labels)
+	if y == nil || err != nil {
+		return err
 	}
 	if len(a.folds) == 1 {
 		return a.stats.Add(a.u, y)

@@ -71,6 +71,30 @@ func (m *Model) NewAccumulator() *Accumulator {
 	}
 }
 
+// project checks views against the model and labels, encodes the labels
+// and maps the views' rows into a.u; it returns the encoded targets, or
+// nil when there are no rows.
+func (a *Accumulator) project(views []*mat.Dense, labels []float64) (*mat.Dense, error) {
+	if len(views) != len(a.m.Features.Views) {
+		return nil, fmt.Errorf("accumulate: %d views, the model has %d", len(views), len(a.m.Features.Views))
+	}
+	if n, _ := views[0].Dims(); n != len(labels) {
+		return nil, fmt.Errorf("accumulate: %d rows but %d labels", n, len(labels))
+	}
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	y, err := a.m.encode(labels)
+	if err != nil {
+		return nil, fmt.Errorf("accumulate: %w", err)
+	}
+	a.m.Features.Transform(a.u, views)
+	if err := a.m.nonFiniteFeatures(views, a.u); err != nil {
+		return nil, fmt.Errorf("accumulate: %w", err)
+	}
+	return y, nil
+}
+
 // Add projects the rows of views (views[l] is n×d_l) and adds them with
 // their labels. A label of a class the model does not know, or a row whose
 // features overflow (a *schemas.RowError whose Row is the matrix row), is
@@ -80,22 +104,9 @@ func (a *Accumulator) Add(views []*mat.Dense, labels []float64) error {
 	if err := a.needsIDs(); err != nil {
 		return err
 	}
-	if len(views) != len(a.m.Features.Views) {
-		return fmt.Errorf("accumulate: %d views, the model has %d", len(views), len(a.m.Features.Views))
-	}
-	if n, _ := views[0].Dims(); n != len(labels) {
-		return fmt.Errorf("accumulate: %d rows but %d labels", n, len(labels))
-	}
-	if len(labels) == 0 {
-		return nil
-	}
-	y, err := a.m.encode(labels)
-	if err != nil {
-		return fmt.Errorf("accumulate: %w", err)
-	}
-	a.m.Features.Transform(a.u, views)
-	if err := a.m.nonFiniteFeatures(views, a.u); err != nil {
-		return fmt.Errorf("accumulate: %w", err)
+	y, err := a.project(views, labels)
+	if y == nil || err != nil {
+		return err
 	}
 	return a.stats.Add(a.u, y)
 }
