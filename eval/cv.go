@@ -160,26 +160,7 @@ func combos(grid map[string][]float64) ([]map[string]float64, error) {
 			}
 		}
 	}
-	out := []map[string]float64{{}}
-	for _, k := range gridKeys {
-		vals, ok := grid[k]
-		if !ok {
-			continue
-		}
-		var next []map[string]float64
-		for _, c := range out {
-			for _, v := range vals {
-				n := make(map[string]float64, len(c)+1)
-				for kk, vv := range c {
-					n[kk] = vv
-				}
-				n[k] = v
-				next = append(next, n)
-			}
-		}
-		out = next
-	}
-	return out, nil
+	return model.GridProduct(gridKeys, grid), nil
 }
 
 func apply(spec *schemas.ViewSpec, base model.TrainConfig, c map[string]float64) model.TrainConfig {

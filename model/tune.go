@@ -47,16 +47,27 @@ func Candidates(grid map[string][]float64) ([]Candidate, error) {
 			}
 		}
 	}
-	out := []Candidate{{}}
-	for _, k := range TuneKeys {
+	var out []Candidate
+	for _, c := range GridProduct(TuneKeys, grid) {
+		out = append(out, Candidate(c))
+	}
+	return out, nil
+}
+
+// GridProduct is every combination of grid's values, one map a
+// combination, varying the keys in the order of keys (the last fastest);
+// keys absent from grid are left out, and an empty grid gives one empty map.
+func GridProduct(keys []string, grid map[string][]float64) []map[string]float64 {
+	out := []map[string]float64{{}}
+	for _, k := range keys {
 		vals, ok := grid[k]
 		if !ok {
 			continue
 		}
-		next := make([]Candidate, 0, len(out)*len(vals))
+		next := make([]map[string]float64, 0, len(out)*len(vals))
 		for _, c := range out {
 			for _, v := range vals {
-				n := make(Candidate, len(c)+1)
+				n := make(map[string]float64, len(c)+1)
 				for kk, vv := range c {
 					n[kk] = vv
 				}
@@ -66,7 +77,7 @@ func Candidates(grid map[string][]float64) ([]Candidate, error) {
 		}
 		out = next
 	}
-	return out, nil
+	return out
 }
 
 // Apply returns base with the candidate's values, checked (Config.Validate).
