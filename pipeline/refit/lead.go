@@ -1,4 +1,4 @@
-package pipeline
+package refit
 
 import (
 	"cmp"
@@ -40,7 +40,7 @@ var errNotActive = errors.New("no longer the active refitter")
 // leader is the refitter while it is the active member of its group, in
 // one generation of the group.
 type leader struct {
-	r   *Refitter
+	r   *Role
 	gen *kafka.Generation
 	// lin is the statistics of the lineage refitted.
 	lin *lineageState
@@ -94,7 +94,7 @@ func newLineageState(m *model.Model, next int64, folds int) *lineageState {
 func (s *lineageState) empty() *model.Accumulator {
 	acc, err := s.model.NewFoldAccumulator(s.folds)
 	if err != nil {
-		panic(err) // NewRefitter checked the folds
+		panic(err) // New checked the folds
 	}
 	return acc
 }
@@ -121,7 +121,7 @@ func (s *lineageState) total(decay float64) (*model.Accumulator, error) {
 // generation ended: it returns nil at once, publishing nothing more) or
 // what it needs cannot be had; with Once it returns after its refit, and
 // fails when ctx ends before.
-func (r *Refitter) lead(ctx context.Context, gen *kafka.Generation) error {
+func (r *Role) lead(ctx context.Context, gen *kafka.Generation) error {
 	r.metrics.set(refitMetricActive, 1)
 	r.setRole(roleActive, "active: reading the current model of the model store")
 	r.logger.Info("refit: active", "group", r.cfg.Group, "generation", gen.ID)

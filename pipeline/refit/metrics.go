@@ -1,4 +1,4 @@
-package pipeline
+package refit
 
 import (
 	"fmt"
@@ -10,11 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/metrics"
 )
 
-// RefitterStats are a Refitter's numbers since it started; every number
+// Stats are a Role's numbers since it started; every number
 // is defined, with its name and help in /metrics, in refitMetricDefs.
-type RefitterStats struct {
+type Stats struct {
 	// Active is 1 while the refitter is the active member of its group.
 	Active int64 `json:"active"`
 	// The deltas read from the stats topic, by what became of them.
@@ -49,10 +50,10 @@ type RefitterStats struct {
 	Running      bool   `json:"running"`
 }
 
-// refitMetric names one number of a Refitter.
+// refitMetric names one number of a Role.
 type refitMetric int
 
-// The numbers of a Refitter, in the order /metrics lists them.
+// The numbers of a Role, in the order /metrics lists them.
 const (
 	refitMetricActive refitMetric = iota
 	refitMetricDeltasMerged
@@ -75,58 +76,68 @@ const (
 	numRefitMetrics
 )
 
-// refitMetricDefs defines every number of a Refitter once, as
-// serveMetricDefs does a Service's: its Prometheus name, kind and help,
-// and its field in RefitterStats (an *int64 or a *float64 counted by
-// refitMetrics) or, for what RefitterStats holds otherwise, its samples
-// ([]sample). Stats and /metrics are both read from it.
+// refitMetricDefs defines every number of a Role once, as
+// package serve's serveMetricDefs does a Service's: its Prometheus name, kind and help,
+// and its field in Stats (an *int64 or a *float64 counted by
+// refitMetrics) or, for what Stats holds otherwise, its samples
+// ([]metrics.Sample). Stats and /metrics are both read from it.
 var refitMetricDefs = [numRefitMetrics]struct {
 	name  string
-	kind  metricKind
+	kind  metrics.Kind
 	help  string
-	field func(*RefitterStats) any
+	field func(*Stats) any
 }{
-	refitMetricActive:        {"mvml_refit_active", gauge, "1 while this refitter is the active member of its group, 0 while it stands by.", func(s *RefitterStats) any { return &s.Active }},
-	refitMetricDeltasMerged:  {"mvml_refit_deltas_merged_total", counter, "Statistics deltas merged.", func(s *RefitterStats) any { return &s.DeltasMerged }},
-	refitMetricDeltasDropped: {"mvml_refit_deltas_dropped_total", counter, "Deltas dropped as repeats of deltas merged (a producer's retry).", func(s *RefitterStats) any { return &s.DeltasDropped }},
-	refitMetricDeltasRefused: {"mvml_refit_deltas_refused_total", counter, "Deltas refused because labels of theirs were merged before, in other deltas.", func(s *RefitterStats) any { return &s.DeltasRefused }},
-	refitMetricDeltasCorrupt: {"mvml_refit_deltas_corrupt_total", counter, "Messages of the stats topic that are not whole deltas (damaged, truncated, a blob never completed), skipped.", func(s *RefitterStats) any { return &s.DeltasCorrupt }},
-	refitMetricDeltasSkipped: {"mvml_refit_deltas_skipped_total", counter, "Deltas of another lineage than the current model's, skipped.", func(s *RefitterStats) any { return &s.DeltasSkipped }},
-	refitMetricRowsMerged:    {"mvml_refit_rows_merged_total", counter, "Labelled rows of the deltas merged.", func(s *RefitterStats) any { return &s.RowsMerged }},
-	refitMetricRowsPending:   {"mvml_refit_rows_pending", gauge, "Labelled rows merged since the last refit.", func(s *RefitterStats) any { return &s.RowsPending }},
-	refitMetricPublished:     {"mvml_refit_published_total", counter, "Refits published to the model store and made current.", func(s *RefitterStats) any { return &s.Published }},
-	refitMetricFailed:        {"mvml_refit_failed_total", counter, "Refits that failed (the fit, or the publication); tried again later.", func(s *RefitterStats) any { return &s.Failed }},
-	refitMetricAbandoned:     {"mvml_refit_abandoned_total", counter, "Refits abandoned unpublished: the refitter stopped being active, or the current model changed lineage.", func(s *RefitterStats) any { return &s.Abandoned }},
-	refitMetricRejected:      {"mvml_refit_rejected_total", counter, "Tuned refits the gate rejected: published as candidates, not made current.", func(s *RefitterStats) any { return &s.Rejected }},
-	refitMetricOutcomes: {"mvml_refit_outcomes_total", countersBy("outcome"), "Refits by outcome: published (made current), rejected (by the gate: a candidate), failed, abandoned.",
-		func(s *RefitterStats) any {
-			return []sample{{[]string{"published"}, float64(s.Published)}, {[]string{"rejected"}, float64(s.Rejected)},
-				{[]string{"failed"}, float64(s.Failed)}, {[]string{"abandoned"}, float64(s.Abandoned)}}
+	refitMetricActive:        {"mvml_refit_active", metrics.Gauge, "1 while this refitter is the active member of its group, 0 while it stands by.", func(s *Stats) any { return &s.Active }},
+	refitMetricDeltasMerged:  {"mvml_refit_deltas_merged_total", metrics.Counter, "Statistics deltas merged.", func(s *Stats) any { return &s.DeltasMerged }},
+	refitMetricDeltasDropped: {"mvml_refit_deltas_dropped_total", metrics.Counter, "Deltas dropped as repeats of deltas merged (a producer's retry).", func(s *Stats) any { return &s.DeltasDropped }},
+	refitMetricDeltasRefused: {"mvml_refit_deltas_refused_total", metrics.Counter, "Deltas refused because labels of theirs were merged before, in other deltas.", func(s *Stats) any { return &s.DeltasRefused }},
+	refitMetricDeltasCorrupt: {"mvml_refit_deltas_corrupt_total", metrics.Counter, "Messages of the stats topic that are not whole deltas (damaged, truncated, a blob never completed), skipped.", func(s *Stats) any { return &s.DeltasCorrupt }},
+	refitMetricDeltasSkipped: {"mvml_refit_deltas_skipped_total", metrics.Counter, "Deltas of another lineage than the current model's, skipped.", func(s *Stats) any { return &s.DeltasSkipped }},
+	refitMetricRowsMerged:    {"mvml_refit_rows_merged_total", metrics.Counter, "Labelled rows of the deltas merged.", func(s *Stats) any { return &s.RowsMerged }},
+	refitMetricRowsPending:   {"mvml_refit_rows_pending", metrics.Gauge, "Labelled rows merged since the last refit.", func(s *Stats) any { return &s.RowsPending }},
+	refitMetricPublished:     {"mvml_refit_published_total", metrics.Counter, "Refits published to the model store and made current.", func(s *Stats) any { return &s.Published }},
+	refitMetricFailed:        {"mvml_refit_failed_total", metrics.Counter, "Refits that failed (the fit, or the publication); tried again later.", func(s *Stats) any { return &s.Failed }},
+	refitMetricAbandoned:     {"mvml_refit_abandoned_total", metrics.Counter, "Refits abandoned unpublished: the refitter stopped being active, or the current model changed lineage.", func(s *Stats) any { return &s.Abandoned }},
+	refitMetricRejected:      {"mvml_refit_rejected_total", metrics.Counter, "Tuned refits the gate rejected: published as candidates, not made current.", func(s *Stats) any { return &s.Rejected }},
+	refitMetricOutcomes: {"mvml_refit_outcomes_total", metrics.CountersBy("outcome"), "Refits by outcome: published (made current), rejected (by the gate: a candidate), failed, abandoned.",
+		func(s *Stats) any {
+			return []metrics.Sample{{Labels: []string{"published"}, Value: float64(s.Published)}, {Labels: []string{"rejected"}, Value: float64(s.Rejected)},
+				{Labels: []string{"failed"}, Value: float64(s.Failed)}, {Labels: []string{"abandoned"}, Value: float64(s.Abandoned)}}
 		}},
-	refitMetricTuned: {"mvml_refit_tuned", gaugesBy("param"), "The value of every hyper-parameter the last tuned refit chose (--tune).",
-		func(s *RefitterStats) any {
-			var out []sample
+	refitMetricTuned: {"mvml_refit_tuned", metrics.GaugesBy("param"), "The value of every hyper-parameter the last tuned refit chose (--tune).",
+		func(s *Stats) any {
+			var out []metrics.Sample
 			for _, k := range model.TuneKeys {
 				if v, ok := s.Tuned[k]; ok {
-					out = append(out, sample{labels: []string{k}, value: v})
+					out = append(out, metrics.Sample{Labels: []string{k}, Value: v})
 				}
 			}
 			return out
 		}},
-	refitMetricLastPublished: {"mvml_refit_last_published_timestamp_seconds", gauge, "Unix time of the last refit published, 0 before the first.", func(s *RefitterStats) any { return &s.LastPublished }},
-	refitMetricLastRefitSeconds: {"mvml_refit_last_refit_seconds", gauge, "Duration of the last refit published, from its start to its checkpoint.",
-		func(s *RefitterStats) any { return &s.LastRefitSeconds }},
-	refitMetricStatsOffset: {"mvml_refit_stats_offset", gauge, "Next offset of the stats topic to be read.", func(s *RefitterStats) any { return &s.StatsOffset }},
-	refitMetricModelInfo: {"mvml_model_info", gaugesBy("version", "lineage"), "The current model of the model store, and the lineage refitted (while active).",
-		func(s *RefitterStats) any {
+	refitMetricLastPublished: {"mvml_refit_last_published_timestamp_seconds", metrics.Gauge, "Unix time of the last refit published, 0 before the first.", func(s *Stats) any { return &s.LastPublished }},
+	refitMetricLastRefitSeconds: {"mvml_refit_last_refit_seconds", metrics.Gauge, "Duration of the last refit published, from its start to its checkpoint.",
+		func(s *Stats) any { return &s.LastRefitSeconds }},
+	refitMetricStatsOffset: {"mvml_refit_stats_offset", metrics.Gauge, "Next offset of the stats topic to be read.", func(s *Stats) any { return &s.StatsOffset }},
+	refitMetricModelInfo: {"mvml_model_info", metrics.GaugesBy("version", "lineage"), "The current model of the model store, and the lineage refitted (while active).",
+		func(s *Stats) any {
 			if s.ModelVersion == "" {
-				return []sample(nil)
+				return []metrics.Sample(nil)
 			}
-			return []sample{{labels: []string{s.ModelVersion, s.Lineage}, value: 1}}
+			return []metrics.Sample{{Labels: []string{s.ModelVersion, s.Lineage}, Value: 1}}
 		}},
 }
 
-// refitMetrics holds the values of the numbers of a Refitter, for
+// MetricDefs describes the metrics of a Role's /metrics in the order it
+// lists them: docs/configuration.md's table of the metrics of mvml refit.
+func MetricDefs() []metrics.Def {
+	defs := make([]metrics.Def, len(refitMetricDefs))
+	for i, d := range refitMetricDefs {
+		defs[i] = metrics.Def{Name: d.name, Kind: d.kind, Help: d.help}
+	}
+	return defs
+}
+
+// refitMetrics holds the values of the numbers of a Role, for
 // concurrent use; a float64 number keeps its bits.
 type refitMetrics [numRefitMetrics]atomic.Int64
 
@@ -135,9 +146,9 @@ func (v *refitMetrics) set(m refitMetric, n int64)        { v[m].Store(n) }
 func (v *refitMetrics) setFloat(m refitMetric, x float64) { v[m].Store(int64(math.Float64bits(x))) }
 
 // Stats returns the numbers. Safe for concurrent use.
-func (r *Refitter) Stats() RefitterStats {
+func (r *Role) Stats() Stats {
 	r.mu.Lock()
-	st := RefitterStats{Lineage: r.lineage, ModelVersion: r.version, Running: r.running.Load()}
+	st := Stats{Lineage: r.lineage, ModelVersion: r.version, Running: r.running.Load()}
 	if r.tuned != nil {
 		st.Tuned = maps.Clone(map[string]float64(r.tuned))
 	}
@@ -153,17 +164,17 @@ func (r *Refitter) Stats() RefitterStats {
 	return st
 }
 
-// refitterCollector exports the numbers of a Refitter as refitMetricDefs
+// refitterCollector exports the numbers of a Role as refitMetricDefs
 // defines them.
 type refitterCollector struct {
-	r     *Refitter
+	r     *Role
 	descs [numRefitMetrics]*prometheus.Desc
 }
 
-func newRefitterCollector(r *Refitter) *refitterCollector {
+func newRefitterCollector(r *Role) *refitterCollector {
 	c := &refitterCollector{r: r}
 	for m, def := range refitMetricDefs {
-		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.labels, nil)
+		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.Labels, nil)
 	}
 	return c
 }
@@ -178,7 +189,7 @@ func (c *refitterCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *refitterCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.r.Stats()
 	for m, def := range refitMetricDefs {
-		sendField(ch, c.descs[m], def.kind.valueType(), def.name, def.field(&st))
+		metrics.Send(ch, c.descs[m], def.kind.ValueType(), def.name, def.field(&st))
 	}
 }
 
@@ -187,7 +198,7 @@ func (c *refitterCollector) Collect(ch chan<- prometheus.Metric) {
 // "standby", joining the group, waiting for a model) and /metrics (the
 // numbers of refitMetricDefs, the Go runtime's and the process's, in
 // Prometheus' formats).
-func (r *Refitter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *Role) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch req.URL.Path {
 	case "/healthz":
 		if !r.running.Load() {

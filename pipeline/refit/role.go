@@ -1,4 +1,4 @@
-package pipeline
+package refit
 
 import (
 	"context"
@@ -15,16 +15,17 @@ import (
 
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/metrics"
 	"github.com/mvml/mvml/registry"
 )
 
-// Defaults of a RefitterConfig.
+// Defaults of a Config.
 const (
-	// DefaultRefitterSessionTimeout is how long the coordinator waits for
+	// DefaultSessionTimeout is how long the coordinator waits for
 	// an active refitter's heartbeat before a standby takes over.
-	DefaultRefitterSessionTimeout = 30 * time.Second
+	DefaultSessionTimeout = 30 * time.Second
 	// DefaultGateMargin is the relative margin of the gate of a tuned
-	// refit (RefitterConfig.GateMargin): a candidate whose loss is worse
+	// refit (Config.GateMargin): a candidate whose loss is worse
 	// than the serving model's by more than 10% is not made current. The
 	// cross-validated loss `mvml train` records is optimistic by about 5%
 	// (its landmarks are among the rows it validates on), so a tighter
@@ -35,14 +36,14 @@ const (
 	refitterRequestTimeout = 30 * time.Second
 )
 
-// RefitterConfig describes `mvml refit`: the one refitter of a deployment
+// Config describes `mvml refit`: the one refitter of a deployment
 // of serve replicas. It merges the statistics deltas the replicas publish
 // on the stats topic into the statistics of the model current in the
 // model store, refits and publishes the model (made current), then its
 // checkpoint. Two or more refitters of one Group share the work as active
 // and standby: the group's member assigned the stats topic's partition is
 // active.
-type RefitterConfig struct {
+type Config struct {
 	// Conn says how to reach the brokers, and how a write, a read or an
 	// offset commit retries a transient failure. Required: its Brokers.
 	Conn kafkaconn.Config
@@ -58,7 +59,7 @@ type RefitterConfig struct {
 	Models registry.Store
 	// ModelDir, when set, also receives every refitted model as
 	// VERSION.mvml and current.mvml (registry.Dir); it is created, or
-	// refused, by NewRefitter.
+	// refused, by New.
 	ModelDir string
 	// Rows starts a refit once this many labelled rows were merged since
 	// the last one. 0 means never by count.
@@ -82,7 +83,7 @@ type RefitterConfig struct {
 	Cold bool
 	// Folds, when more than 1, keeps the lineage's statistics as that many
 	// fold sums (model.NewFoldAccumulator), for Tune and the gate: every
-	// delta must keep as many (LateLabels.Folds, StatsJob.Folds); one of
+	// delta must keep as many (serve.LateLabels.Folds, pipeline.StatsJob.Folds); one of
 	// another number is refused and logged, and a checkpoint of another
 	// number stops the refitter with an error. Default (0) one.
 	Folds int
@@ -108,7 +109,7 @@ type RefitterConfig struct {
 	Once bool
 	// SessionTimeout is how long the coordinator waits for an active
 	// refitter's heartbeats before a standby takes over. Default (0)
-	// DefaultRefitterSessionTimeout.
+	// DefaultSessionTimeout.
 	SessionTimeout time.Duration
 	// HTTPAddr is where /healthz, /readyz and /metrics are served while
 	// the refitter runs. Default ("") none.
@@ -121,9 +122,9 @@ type RefitterConfig struct {
 	Logger *slog.Logger
 }
 
-// Refitter is a running (or ready to run) `mvml refit`.
-type Refitter struct {
-	cfg    RefitterConfig
+// Role is a running (or ready to run) `mvml refit`.
+type Role struct {
+	cfg    Config
 	logger *slog.Logger
 	dir    *registry.Dir
 	client *kafka.Client
@@ -155,8 +156,8 @@ const (
 	roleActive  refitRole = "active"
 )
 
-// NewRefitter checks cfg and prepares the model directory.
-func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
+// New checks cfg and prepares the model directory.
+func New(cfg Config) (*Role, error) {
 	switch err := cfg.Conn.Validate(); {
 	case err != nil:
 		return nil, fmt.Errorf("refit: %w", err)
@@ -188,14 +189,14 @@ func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
 		cfg.Decay = 1
 	}
 	if cfg.SessionTimeout == 0 {
-		cfg.SessionTimeout = DefaultRefitterSessionTimeout
+		cfg.SessionTimeout = DefaultSessionTimeout
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Refitter{cfg: cfg, logger: logger, role: roleJoining, cands: cands}
-	r.metricsHandler = newMetricsHandler(logger, newRefitterCollector(r))
+	r := &Role{cfg: cfg, logger: logger, role: roleJoining, cands: cands}
+	r.metricsHandler = metrics.Handler(logger, newRefitterCollector(r))
 	if cfg.ModelDir != "" {
 		var err error
 		if r.dir, err = registry.OpenDir(cfg.ModelDir, registry.DirOptions{}); err != nil {
@@ -210,17 +211,17 @@ func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
 // Run joins the group and refits while it is the active member, until ctx
 // ends (it then returns nil), the stats topic cannot be used, or, with
 // Once, its one refit is published or fails. Meanwhile it serves HTTP.
-func (r *Refitter) Run(ctx context.Context) error {
+func (r *Role) Run(ctx context.Context) error {
 	defer r.transport.CloseIdleConnections()
 	if err := checkStatsTopic(ctx, r.client, r.cfg.StatsTopic, r.retry); err != nil {
 		return fmt.Errorf("refit: %w", err)
 	}
-	return serveHTTP(ctx, r.cfg.HTTPAddr, r, r.logger, r.run)
+	return metrics.Serve(ctx, r.cfg.HTTPAddr, r, r.logger, r.run)
 }
 
 // run follows the generations of the group: in each, the member assigned
 // the stats topic's partition leads, the others stand by.
-func (r *Refitter) run(ctx context.Context) error {
+func (r *Role) run(ctx context.Context) error {
 	r.running.Store(true)
 	defer r.running.Store(false)
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
@@ -277,13 +278,13 @@ func (r *Refitter) run(ctx context.Context) error {
 }
 
 // retry runs op as Conn.Retry says, logging each retry.
-func (r *Refitter) retry(ctx context.Context, what string, op func() error) error {
+func (r *Role) retry(ctx context.Context, what string, op func() error) error {
 	return r.cfg.Conn.Retry.Do(ctx, op, func(err error, pause time.Duration) {
 		r.logger.Warn("refit: "+what+" failed, retrying", "in", pause, "err", err)
 	})
 }
 
-func (r *Refitter) setRole(role refitRole, detail string) {
+func (r *Role) setRole(role refitRole, detail string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.role, r.detail = role, detail
@@ -294,14 +295,14 @@ func (r *Refitter) setRole(role refitRole, detail string) {
 
 // setServing records the lineage refitted and the current model, while
 // active.
-func (r *Refitter) setServing(lineage, version string) {
+func (r *Role) setServing(lineage, version string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.role, r.detail, r.lineage, r.version = roleActive, "active", lineage, version
 }
 
 // setTuned records the values a tuned refit chose, for /metrics.
-func (r *Refitter) setTuned(c model.Candidate) {
+func (r *Role) setTuned(c model.Candidate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tuned = c

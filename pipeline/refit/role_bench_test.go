@@ -1,4 +1,4 @@
-package pipeline
+package refit
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			fit := base.Config.Fit
 			fit.Mode = tc.mode
-			r := &Refitter{cfg: RefitterConfig{StatsTopic: "stats"}, logger: slog.New(slog.DiscardHandler)}
+			r := &Role{cfg: Config{StatsTopic: "stats"}, logger: slog.New(slog.DiscardHandler)}
 			var merge, refit time.Duration
 			for b.Loop() {
 				l := &leader{r: r, lin: newLineageState(base, 0, 1)}

@@ -1,4 +1,4 @@
-package pipeline
+package refit
 
 import (
 	"bytes"
@@ -71,8 +71,8 @@ func (f *refitFixture) publish(t *testing.T, m *model.Model) {
 	}
 }
 
-func (f *refitFixture) config(set func(*RefitterConfig)) RefitterConfig {
-	cfg := RefitterConfig{Conn: kafkaconn.Config{Brokers: f.c.Brokers}, StatsTopic: "stats", Group: "refit", Models: f.models,
+func (f *refitFixture) config(set func(*Config)) Config {
+	cfg := Config{Conn: kafkaconn.Config{Brokers: f.c.Brokers}, StatsTopic: "stats", Group: "refit", Models: f.models,
 		Rows: 1 << 20, SessionTimeout: kfakeSessionTimeout}
 	if set != nil {
 		set(&cfg)
@@ -187,9 +187,9 @@ func (r *replicaSim) publish(t testing.TB, c *kafkatest.Cluster, views []*mat.De
 
 // startRefitter runs a refitter until the returned stop is called (or
 // the test ends); stop returns Run's error.
-func startRefitter(t *testing.T, cfg RefitterConfig) (*Refitter, func() error) {
+func startRefitter(t *testing.T, cfg Config) (*Role, func() error) {
 	t.Helper()
-	r, err := NewRefitter(cfg)
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,10 +207,10 @@ func startRefitter(t *testing.T, cfg RefitterConfig) (*Refitter, func() error) {
 }
 
 // runOnce runs a refit --once to its end.
-func runOnce(t *testing.T, cfg RefitterConfig) (*Refitter, error) {
+func runOnce(t *testing.T, cfg Config) (*Role, error) {
 	t.Helper()
 	cfg.Once = true
-	r, err := NewRefitter(cfg)
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestRefitterMergesDeltasExactly(t *testing.T) {
 				r.publish(t, f.c, views, d.labels, lo, lo+20, k, 0)
 				r.publish(t, f.c, views, d.labels, lo+20, lo+50, k, 20)
 			}
-			refitter, err := runOnce(t, f.config(func(c *RefitterConfig) { c.Cold = true }))
+			refitter, err := runOnce(t, f.config(func(c *Config) { c.Cold = true }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,7 +307,7 @@ func TestRefitterDecaysAtRefits(t *testing.T) {
 	r := newReplicaSim(t, "serve-0", f.base)
 	first := r.publish(t, f.c, views, d.labels, 0, 40, 0, 0)
 	store := t.TempDir()
-	cfg := f.config(func(c *RefitterConfig) { c.Cold, c.Decay, c.ModelDir = true, 0.5, store })
+	cfg := f.config(func(c *Config) { c.Cold, c.Decay, c.ModelDir = true, 0.5, store })
 	if _, err := runOnce(t, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestRefitterDropsRepeatsAndRefusesOverlaps(t *testing.T) {
 	d := makeData(f.spec, 100, 9)
 	views := d.matrices()
 	var log syncbuf.Buffer
-	refitter, stop := startRefitter(t, f.config(func(c *RefitterConfig) {
+	refitter, stop := startRefitter(t, f.config(func(c *Config) {
 		c.Rows, c.Logger, c.HTTPAddr = 90, slog.New(slog.NewTextHandler(&log, nil)), "127.0.0.1:0"
 	}))
 	a, b := newReplicaSim(t, "serve-a", f.base), newReplicaSim(t, "serve-b", f.base)
@@ -436,11 +436,11 @@ func TestRefitterStandbyTakesOver(t *testing.T) {
 			t.Log(log.String())
 		}
 	}()
-	cfg := f.config(func(c *RefitterConfig) { c.Rows, c.Logger = 40, slog.New(slog.NewTextHandler(&log, nil)) })
+	cfg := f.config(func(c *Config) { c.Rows, c.Logger = 40, slog.New(slog.NewTextHandler(&log, nil)) })
 	first, stopFirst := startRefitter(t, cfg)
 	waitFor(t, "the first refitter to be active", func() bool { return first.Stats().Active == 1 })
 	second, stopSecond := startRefitter(t, cfg)
-	ready := func(r *Refitter) (int, string) {
+	ready := func(r *Role) (int, string) {
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 		return rec.Code, rec.Body.String()
@@ -488,7 +488,7 @@ func TestRefitterFollowsNewLineage(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
 	d := makeData(f.spec, 150, 11)
 	views := d.matrices()
-	refitter, _ := startRefitter(t, f.config(func(c *RefitterConfig) { c.Rows = 30 }))
+	refitter, _ := startRefitter(t, f.config(func(c *Config) { c.Rows = 30 }))
 	old := newReplicaSim(t, "serve-0", f.base)
 	old.publish(t, f.c, views, d.labels, 0, 30, 0, 0)
 	waitFor(t, "the refit of the first lineage", func() bool { return refitter.Stats().Published == 1 })
@@ -540,7 +540,7 @@ func TestRefitterFollowsNewLineage(t *testing.T) {
 func TestRefitterFenceRefusesAnEndedGeneration(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
 	cfg := f.config(nil)
-	r, err := NewRefitter(cfg)
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,26 +580,26 @@ func TestRefitterRefuses(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
 	for _, tc := range []struct {
 		name string
-		set  func(*RefitterConfig)
+		set  func(*Config)
 		want string
 	}{
-		{"decay above 1", func(c *RefitterConfig) { c.Decay = 1.5 }, "decay 1.5 outside (0, 1]"},
-		{"never due", func(c *RefitterConfig) { c.Rows, c.Interval = 0, 0 }, "neither a row count nor an interval"},
-		{"no stats topic", func(c *RefitterConfig) { c.StatsTopic = "" }, "no stats topic"},
-		{"no store", func(c *RefitterConfig) { c.Models = nil }, "no model store"},
+		{"decay above 1", func(c *Config) { c.Decay = 1.5 }, "decay 1.5 outside (0, 1]"},
+		{"never due", func(c *Config) { c.Rows, c.Interval = 0, 0 }, "neither a row count nor an interval"},
+		{"no stats topic", func(c *Config) { c.StatsTopic = "" }, "no stats topic"},
+		{"no store", func(c *Config) { c.Models = nil }, "no model store"},
 	} {
-		if _, err := NewRefitter(f.config(tc.set)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := New(f.config(tc.set)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 	two := kafkatest.Start(t, 2, "stats2")
 	for _, tc := range []struct {
 		name string
-		cfg  RefitterConfig
+		cfg  Config
 		want string
 	}{
-		{"missing topic", f.config(func(c *RefitterConfig) { c.StatsTopic = "nope" }), "stats topic nope does not exist"},
-		{"two partitions", f.config(func(c *RefitterConfig) { c.Conn.Brokers, c.StatsTopic = two.Brokers, "stats2" }), "stats topic stats2 has 2 partitions, want 1"},
+		{"missing topic", f.config(func(c *Config) { c.StatsTopic = "nope" }), "stats topic nope does not exist"},
+		{"two partitions", f.config(func(c *Config) { c.Conn.Brokers, c.StatsTopic = two.Brokers, "stats2" }), "stats topic stats2 has 2 partitions, want 1"},
 		{"nothing to merge", f.config(nil), "nothing to merge: the stats topic stats holds no labelled row of lineage " + f.base.Lineage()},
 	} {
 		if _, err := runOnce(t, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {

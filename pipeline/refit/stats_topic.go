@@ -1,4 +1,4 @@
-package pipeline
+package refit
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/mvml/mvml/statsbus"
 )
 
-// statsRequestTimeout bounds one request to the stats topic's brokers (a
+// StatsRequestTimeout bounds one request to the stats topic's brokers (a
 // write, a look-up of metadata or offsets): one that does not answer
 // costs a retry. Its fetches are the refitter's (statsFetchBytes,
 // statsFetchWait).
-const statsRequestTimeout = 30 * time.Second
+const StatsRequestTimeout = 30 * time.Second
 
 // StatsTopicConfig says where statistics deltas are published: a stats
 // topic of one partition, read by the refitter.
@@ -45,7 +45,7 @@ type StatsTopicConfig struct {
 }
 
 // StatsTopic publishes statistics deltas to a stats topic (a serve
-// replica's StatsPublisher, and the shards of mvml stats), and tells a
+// replica's serve.StatsPublisher, and the shards of mvml stats), and tells a
 // replica taking over partitions which label offsets the deltas there
 // hold (Published). Safe for concurrent use.
 type StatsTopic struct {
@@ -53,8 +53,6 @@ type StatsTopic struct {
 	logger  *slog.Logger
 	clients kafkaconn.TopicClients
 }
-
-var _ StatsPublisher = (*StatsTopic)(nil)
 
 // OpenStatsTopic checks that the stats topic exists with one partition
 // and returns its publisher.
@@ -71,7 +69,7 @@ func OpenStatsTopic(ctx context.Context, cfg StatsTopicConfig) (*StatsTopic, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &StatsTopic{cfg: cfg, logger: logger.With("topic", cfg.Topic), clients: cfg.Conn.TopicClients(cfg.Topic, statsRequestTimeout)}
+	s := &StatsTopic{cfg: cfg, logger: logger.With("topic", cfg.Topic), clients: cfg.Conn.TopicClients(cfg.Topic, StatsRequestTimeout)}
 	if err := checkStatsTopic(ctx, s.clients.Client, cfg.Topic, s.retry); err != nil {
 		return nil, errors.Join(err, s.Close(ctx))
 	}

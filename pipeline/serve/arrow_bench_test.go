@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"cmp"
@@ -257,7 +257,7 @@ func (t timedSink) Write(ctx context.Context, rec arrow.Record) error {
 }
 
 // timedAsyncSink is timedSink for a sink.AsyncWriter, whose writes the
-// service starts and leaves in flight (ServeConfig.WritesInFlight): the
+// service starts and leaves in flight (Config.WritesInFlight): the
 // time to start one is counted, not the flight, which overlaps the
 // service's other work.
 type timedAsyncSink struct {
@@ -347,7 +347,7 @@ func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, c serv
 	if async, ok := out.(sink.AsyncWriter); ok {
 		output = timedAsyncSink{timedSink{out, &clock}, async}
 	}
-	svc, err := NewService(ServeConfig{Model: m, Source: timedAcks{src, &clock}, Output: output,
+	svc, err := NewService(Config{Model: m, Source: timedAcks{src, &clock}, Output: output,
 		DeadLetters: timedDeadLetters{dead, &clock}, WritesInFlight: c.writes, Refit: c.refit})
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -66,9 +67,9 @@ func TestKafkaRunnerArrow(t *testing.T) {
 	d.views[1][47*d.dims[1]+1] = 1.7e308
 	c := kafkatest.Start(t, 1, "in", "out", "dead")
 	c.ProduceValues(t, "in", arrowRecords(t, spec, d, 10)...)
-	r, err := NewKafkaRunner(KafkaServeConfig{
+	r, err := NewKafkaRunner(KafkaConfig{
 		Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "in", Format: ingest.FormatArrow, Group: "g", MaxWait: 20 * time.Millisecond,
-		OutputTopic: "out", ArrowOutput: true, DeadLetterTopic: "dead", Model: m, Options: Options{BatchSize: 3},
+		OutputTopic: "out", ArrowOutput: true, DeadLetterTopic: "dead", Model: m, Options: pipeline.Options{BatchSize: 3},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func messageHeader(m kafka.Message, key string) string {
 // Parquet files.
 func TestKafkaRunnerArrowOutputNeedsATopic(t *testing.T) {
 	spec := testSpec(t)
-	_, err := NewKafkaRunner(KafkaServeConfig{Conn: kafkaconn.Config{Brokers: []string{"localhost:1"}}, Topic: "in", Group: "g",
+	_, err := NewKafkaRunner(KafkaConfig{Conn: kafkaconn.Config{Brokers: []string{"localhost:1"}}, Topic: "in", Group: "g",
 		OutputDir: t.TempDir(), ArrowOutput: true, DeadLetterTopic: "dead", Model: trainTestModel(t, spec, makeData(spec, 150, 1))})
 	if err == nil || !strings.Contains(err.Error(), "Arrow output is for an output topic") {
 		t.Errorf("NewKafkaRunner: %v", err)

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/rows"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -80,7 +81,7 @@ type pendingBatch struct {
 	// batch's labels: the batch is acknowledged once it is published.
 	statsSeq uint64
 	// flight, when not nil, is the write of its scores, still under way
-	// or not (ServeConfig.WritesInFlight): the batch is acknowledged once
+	// or not (Config.WritesInFlight): the batch is acknowledged once
 	// it has ended, and durable then.
 	flight *sink.Flight
 }
@@ -113,14 +114,14 @@ type scoring struct {
 	// scorer scored it (nil when it was not scored: a failed fetch, or the
 	// service stopping); its u and pred hold the rows' projected features
 	// and predictions until the batch is handled.
-	scorer *batchScorer
+	scorer *rows.Scorer
 	// scores holds the rows scored, nil when none is left; bad the rows
 	// that cannot be scored, in input order, and skip marks them.
 	scores arrow.Record
 	bad    []schemas.RowError
 	skip   []bool
 	// labelled says whether a row has a label; project whether the rows'
-	// projected features were kept (scorer.u), for the join of late
+	// projected features were kept (scorer.Projected), for the join of late
 	// labels or the statistics.
 	labelled, project bool
 }
@@ -141,23 +142,23 @@ func (sc *scoring) releaseScores() {
 
 // score scores the rows of batch b with scorer; it may run on any
 // goroutine, concurrently with others on other scorers.
-func (s *Service) score(scorer *batchScorer, f fetchResult) scoring {
+func (s *Service) score(scorer *rows.Scorer, f fetchResult) scoring {
 	b := f.batch
 	sc := scoring{fetch: f, scorer: scorer}
-	bad, skip := badRows(scorer.model.Spec, b, false)
+	bad, skip := rows.Bad(scorer.Model().Spec, b, false)
 	// The projected features serve the join and the statistics: computed
 	// once, and scored from.
 	sc.labelled = b.Record.NumRows() > 0 && int64(schemas.Labels(b.Record).NullN()) < b.Record.NumRows()
 	sc.project = s.join != nil || sc.labelled && (s.cfg.Refit.enabled() || s.publishes())
 	start := time.Now()
-	scores, unscorable, skip := scorer.scoreRows(b, skip, sc.project)
+	scores, unscorable, skip := scorer.Score(b, skip, sc.project)
 	s.metrics.observe(metricScoreSeconds, time.Since(start).Seconds())
-	sc.scores, sc.bad, sc.skip = scores, mergeRowErrors(bad, unscorable), skip
+	sc.scores, sc.bad, sc.skip = scores, rows.Merge(bad, unscorable), skip
 	return sc
 }
 
 // handle writes the outputs and dead letters of a scored batch, keeps its
-// scored records for their late labels (ServeConfig.Labels), and adds its
+// scored records for their late labels (Config.Labels), and adds its
 // labelled rows to acc, or to the statistics to publish; the caller
 // acknowledges it. With async (the output, or nil) the scores' write is
 // started, and handled.flight says when it ends; the dead letters are
@@ -167,7 +168,7 @@ func (s *Service) handle(ctx context.Context, acc *model.Accumulator, async sink
 	defer sc.release()
 	ctx, cancel := s.withGrace(ctx)
 	defer cancel()
-	b, m := sc.fetch.batch, sc.scorer.model
+	b, m := sc.fetch.batch, sc.scorer.Model()
 	counts := batchCounts{in: int64(len(b.Rows) + len(b.Rejects))}
 	s.metrics.add(metricIn, counts.in)
 	s.metrics.add(metricNotCommitted, counts.in)
@@ -196,10 +197,10 @@ func (s *Service) handle(ctx context.Context, acc *model.Accumulator, async sink
 	}
 	var u *mat.Dense
 	if sc.project && counts.scored > 0 {
-		u = &sc.scorer.u
+		u = sc.scorer.Projected()
 	}
 	if s.join != nil && u != nil {
-		s.join.scored(m, b, u, sc.scorer.pred, sc.skip)
+		s.join.scored(m, b, u, sc.scorer.Predictions(), sc.skip)
 	}
 	h := handled{counts: counts, flight: flight}
 	if sc.labelled {

@@ -1,4 +1,4 @@
-package pipeline_test
+package serve_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
-	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/serve"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -57,7 +57,7 @@ func ExampleKafkaRunner() {
 	if err := conn.Produce(context.Background(), "records", records); err != nil {
 		log.Fatal(err)
 	}
-	runner, err := pipeline.NewKafkaRunner(pipeline.KafkaServeConfig{
+	runner, err := serve.NewKafkaRunner(serve.KafkaConfig{
 		Conn: conn, Topic: "records", Group: "scorer", MaxWait: 20 * time.Millisecond,
 		OutputTopic: "scores", DeadLetterTopic: "dead-letters", Model: m,
 	})

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func TestServeKafkaDeadLettersNonFiniteScores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dead.Close(context.Background())
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead, Refit: RefitPolicy{Rows: 20}})
+	svc, err := NewService(Config{Model: m, Source: src, Output: out, DeadLetters: dead, Refit: RefitPolicy{Rows: 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func startFlights(t *testing.T, cluster *kafkatest.Cluster, m *model.Model, batc
 		t.Fatal(err)
 	}
 	acks := &ackOrder{Source: src}
-	svc, err := NewService(ServeConfig{Model: m, Source: acks, Output: out, DeadLetters: dead, WritesInFlight: writes})
+	svc, err := NewService(Config{Model: m, Source: acks, Output: out, DeadLetters: dead, WritesInFlight: writes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ func TestServeGroupTimings(t *testing.T) {
 		{"a heartbeat given", 6 * time.Second, 250 * time.Millisecond, 6 * time.Second, 250 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			session, heartbeat := KafkaServeConfig{SessionTimeout: tc.session, HeartbeatInterval: tc.heartbeat}.groupTimings()
+			session, heartbeat := KafkaConfig{SessionTimeout: tc.session, HeartbeatInterval: tc.heartbeat}.groupTimings()
 			if session != tc.wantSession || heartbeat != tc.wantHeartbeat {
 				t.Errorf("session %v, heartbeat %v; want %v and %v", session, heartbeat, tc.wantSession, tc.wantHeartbeat)
 			}
@@ -35,7 +35,7 @@ func TestServeGroupTimings(t *testing.T) {
 func TestKafkaRunnerRefusesNegativeGroupTimings(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 150, 1))
-	for _, cfg := range []KafkaServeConfig{{SessionTimeout: -time.Second}, {HeartbeatInterval: -time.Second}} {
+	for _, cfg := range []KafkaConfig{{SessionTimeout: -time.Second}, {HeartbeatInterval: -time.Second}} {
 		cfg.Conn, cfg.Topic, cfg.Group = kafkaconn.Config{Brokers: []string{"localhost:1"}}, "in", "g"
 		cfg.OutputTopic, cfg.DeadLetterTopic, cfg.Model = "out", "dead", m
 		if _, err := NewKafkaRunner(cfg); err == nil || !strings.Contains(err.Error(), "negative session timeout") {

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"cmp"
@@ -10,18 +10,21 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/internal/metrics"
+	"github.com/mvml/mvml/pipeline/refit"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
 
-// KafkaServeConfig describes the Kafka deployment of a Service, `mvml
+// KafkaConfig describes the Kafka deployment of a Service, `mvml
 // serve`: a consumer group on an input topic of records (JSON objects or
 // Arrow IPC streams), scores to a
 // topic or to a directory of Parquet files, dead letters to a topic, a
 // model store followed (a model topic) or a model file watched, refits
 // published, and the health and metrics over HTTP.
-type KafkaServeConfig struct {
+type KafkaConfig struct {
 	// Conn says how every client reaches the brokers, and how writes and
 	// offset commits retry a transient failure (Conn.Retry). Required: its
 	// Brokers.
@@ -45,13 +48,13 @@ type KafkaServeConfig struct {
 	MaxWait time.Duration
 	// SessionTimeout is how long the group waits for a silent replica
 	// (one that crashed) before its partitions go to the others. Default
-	// (0) DefaultServeSessionTimeout, 10s.
+	// (0) DefaultSessionTimeout, 10s.
 	SessionTimeout time.Duration
 	// HeartbeatInterval is how often a replica tells the group it is
 	// alive, and so how soon it learns that the group rebalances (a
 	// replica stopped or started) and gives up its partitions to rejoin:
 	// the whole group waits for the last replica to learn it. Default (0)
-	// DefaultServeHeartbeatInterval, 1s, or a third of SessionTimeout if
+	// DefaultHeartbeatInterval, 1s, or a third of SessionTimeout if
 	// that is shorter.
 	HeartbeatInterval time.Duration
 	// OutputTopic receives one JSON score per record, keyed by id, or
@@ -87,7 +90,7 @@ type KafkaServeConfig struct {
 	// are saved nowhere but in Models.
 	ModelDir string
 	// Refit, Contributions, ShutdownGrace, Workers, InFlight and
-	// WritesInFlight are the Service's (see ServeConfig); WritesInFlight
+	// WritesInFlight are the Service's (see Config); WritesInFlight
 	// serves an output topic, not OutputDir.
 	Refit          RefitPolicy
 	Contributions  bool
@@ -105,7 +108,7 @@ type KafkaServeConfig struct {
 	LabelsTopic string
 	// StatsTopic, when set, receives the statistics of the labels joined
 	// and of in-record labels, as deltas for the refitter (see
-	// StatsTopicConfig); their label offsets are committed only after. It
+	// refit.StatsTopicConfig); their label offsets are committed only after. It
 	// needs Models (the refitter's checkpoints are there) and excludes
 	// refits here (Refit, ModelDir). Default ("") none: labels feed the
 	// service's own refits.
@@ -121,10 +124,10 @@ type KafkaServeConfig struct {
 	// Options set the batch size, the allocator and the logger, which
 	// receives the lines of the source, the sinks and the service (see
 	// Options for their defaults).
-	Options Options
+	Options pipeline.Options
 }
 
-// The consumer group's timings of a replica (see KafkaServeConfig and
+// The consumer group's timings of a replica (see KafkaConfig and
 // ingest.KafkaConfig), chosen for rolling deploys. A replica that stops
 // leaves the group at once and one that starts joins it; either way the
 // group rebalances, and every replica stops scoring from the heartbeat at
@@ -136,17 +139,17 @@ type KafkaServeConfig struct {
 // minute; brokers refuse less than 6s by default. A join that failed is
 // tried again after a second rather than kafka-go's 5s.
 const (
-	DefaultServeSessionTimeout    = 10 * time.Second
-	DefaultServeHeartbeatInterval = time.Second
-	serveJoinGroupBackoff         = time.Second
+	DefaultSessionTimeout    = 10 * time.Second
+	DefaultHeartbeatInterval = time.Second
+	serveJoinGroupBackoff    = time.Second
 )
 
-// KafkaRunner is a Service wired as KafkaServeConfig says, with its source,
+// KafkaRunner is a Service wired as KafkaConfig says, with its source,
 // sinks, model watcher and HTTP server: the one way the command line and
 // the demo serve Kafka. NewKafkaRunner opens the source and sinks, and Run
 // closes them when it returns: a runner is made to be run, once.
 type KafkaRunner struct {
-	cfg  KafkaServeConfig
+	cfg  KafkaConfig
 	svc  *Service
 	src  *ingest.KafkaSource
 	out  sink.Sink
@@ -154,7 +157,7 @@ type KafkaRunner struct {
 	// dir is ModelDir's store, nil without one.
 	dir *registry.Dir
 	// stats is StatsTopic's publisher, nil without one.
-	stats *StatsTopic
+	stats *refit.StatsTopic
 	// assigned is closed once svc is set: the source's generation hooks,
 	// which may run as soon as it opens, wait for it.
 	assigned chan struct{}
@@ -163,7 +166,7 @@ type KafkaRunner struct {
 // NewKafkaRunner checks cfg, prepares the model store, and opens the
 // consumer group's source, the output and the dead-letter destination; it
 // does not wait for the brokers.
-func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
+func NewKafkaRunner(cfg KafkaConfig) (*KafkaRunner, error) {
 	switch {
 	case cfg.Model == nil:
 		return nil, errors.New("serve: no model")
@@ -193,15 +196,15 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 			return nil, err
 		}
 	}
-	opts := cfg.Options.withDefaults()
+	opts := cfg.Options.WithDefaults()
 	m := cfg.Model
 	r := &KafkaRunner{cfg: cfg, dir: dir, assigned: make(chan struct{})}
 	late := cfg.LabelsTopic != "" || cfg.StatsTopic != ""
 	if cfg.StatsTopic != "" {
 		// The stats topic is checked before the group is joined.
-		ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout+statsRequestTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), metrics.ShutdownTimeout+refit.StatsRequestTimeout)
 		var err error
-		r.stats, err = OpenStatsTopic(ctx, StatsTopicConfig{Conn: cfg.Conn, Topic: cfg.StatsTopic, Models: cfg.Models, Logger: opts.Logger})
+		r.stats, err = refit.OpenStatsTopic(ctx, refit.StatsTopicConfig{Conn: cfg.Conn, Topic: cfg.StatsTopic, Models: cfg.Models, Logger: opts.Logger})
 		cancel()
 		if err != nil {
 			return nil, err
@@ -215,7 +218,7 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 	if late {
 		kcfg.OnAssign, kcfg.OnRevoke = r.onAssign, r.onRevoke
 	}
-	src, err := ingest.NewKafka(m.Spec, kcfg, opts.ingestOptions(false))
+	src, err := ingest.NewKafka(m.Spec, kcfg, opts.IngestOptions(false))
 	if err != nil {
 		return nil, errors.Join(err, r.close(context.Background(), err))
 	}
@@ -232,7 +235,7 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 		r.dead, err = sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.DeadLetterTopic, Logger: opts.Logger})
 	}
 	if err == nil {
-		sc := ServeConfig{
+		sc := Config{
 			Model: m, Source: src, Output: r.out, DeadLetters: r.dead, Contributions: cfg.Contributions,
 			Refit: cfg.Refit, OnRefit: r.publish, ShutdownGrace: cfg.ShutdownGrace, Workers: cfg.Workers, InFlight: cfg.InFlight,
 			WritesInFlight: cfg.WritesInFlight,
@@ -263,9 +266,9 @@ func NewKafkaRunner(cfg KafkaServeConfig) (*KafkaRunner, error) {
 
 // groupTimings are the session timeout and heartbeat interval of the
 // replica's consumer group, their defaults filled in.
-func (cfg KafkaServeConfig) groupTimings() (session, heartbeat time.Duration) {
-	session = cmp.Or(cfg.SessionTimeout, DefaultServeSessionTimeout)
-	heartbeat = cmp.Or(cfg.HeartbeatInterval, min(DefaultServeHeartbeatInterval, session/3))
+func (cfg KafkaConfig) groupTimings() (session, heartbeat time.Duration) {
+	session = cmp.Or(cfg.SessionTimeout, DefaultSessionTimeout)
+	heartbeat = cmp.Or(cfg.HeartbeatInterval, min(DefaultHeartbeatInterval, session/3))
 	return session, heartbeat
 }
 
@@ -299,10 +302,10 @@ func (r *KafkaRunner) onRevoke(ctx context.Context, a ingest.Assignment) {
 // restore opens the records of partition p of the input topic from time
 // from up to offset end (LateLabels.Restore).
 func (r *KafkaRunner) restore(ctx context.Context, p int, from time.Time, end int64) (ingest.Source, error) {
-	opts := r.cfg.Options.withDefaults()
+	opts := r.cfg.Options.WithDefaults()
 	return ingest.NewKafkaRange(ctx, r.cfg.Model.Spec, ingest.KafkaRangeConfig{
 		Conn: r.cfg.Conn, Topic: r.cfg.Topic, From: from, Ends: map[int]int64{p: end}, MaxWait: r.cfg.MaxWait,
-	}, opts.ingestOptions(false))
+	}, opts.IngestOptions(false))
 }
 
 // Service is the service the runner runs, for its counters and Swap.
@@ -370,7 +373,7 @@ func (r *KafkaRunner) run(ctx context.Context) (err error) {
 			}
 		}()
 	}
-	return serveHTTP(ctx, r.cfg.HTTPAddr, r.svc, r.svc.cfg.Logger, r.svc.Run)
+	return metrics.Serve(ctx, r.cfg.HTTPAddr, r.svc, r.svc.cfg.Logger, r.svc.Run)
 }
 
 // close closes what the runner opened, within ctx; after a failure

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -27,7 +28,7 @@ const (
 
 // runKafka runs r until finished says so, or it stops by itself, and
 // returns its counters and error.
-func runKafka(t *testing.T, r *KafkaRunner, finished func() bool) (ServeStats, error) {
+func runKafka(t *testing.T, r *KafkaRunner, finished func() bool) (Stats, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -103,9 +104,9 @@ func TestKafkaRunnerRidesOutHiccups(t *testing.T) {
 			c.ProduceValues(t, "in", records[:40]...)
 			var until atomic.Int64 // the end of the fault, in Unix nanoseconds
 			tt.fault(c, func() bool { return time.Now().UnixNano() < until.Load() })
-			cfg := KafkaServeConfig{
+			cfg := KafkaConfig{
 				Conn: kafkaconn.Config{Brokers: c.Brokers, Retry: tt.retry}, Topic: "in", Group: "g", MaxWait: 20 * time.Millisecond,
-				OutputTopic: "out", DeadLetterTopic: "dead", Model: m, Options: Options{BatchSize: 20},
+				OutputTopic: "out", DeadLetterTopic: "dead", Model: m, Options: pipeline.Options{BatchSize: 20},
 			}
 			r, err := NewKafkaRunner(cfg)
 			if err != nil {
@@ -169,9 +170,9 @@ func TestKafkaRunnerAbortsOutputAfterFailure(t *testing.T) {
 	c.FailProduce("dead", topicAuthorization, func([]int32) bool { return true })
 	c.ProduceValues(t, "in", records[:50]...)
 	dir := t.TempDir()
-	r, err := NewKafkaRunner(KafkaServeConfig{
+	r, err := NewKafkaRunner(KafkaConfig{
 		Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "in", Group: "g", MaxWait: 20 * time.Millisecond,
-		OutputDir: dir, Roll: sink.RollingPolicy{Rows: 40, Every: time.Hour}, DeadLetterTopic: "dead", Model: m, Options: Options{BatchSize: 10},
+		OutputDir: dir, Roll: sink.RollingPolicy{Rows: 40, Every: time.Hour}, DeadLetterTopic: "dead", Model: m, Options: pipeline.Options{BatchSize: 10},
 	})
 	if err != nil {
 		t.Fatal(err)

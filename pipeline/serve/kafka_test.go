@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"bytes"
@@ -57,7 +57,7 @@ func TestServeKafkaOutputFailureLosesNothing(t *testing.T) {
 	refusing.Store(true)
 
 	// run serves until want records are scored, or the service stops.
-	run := func(want int64) (ServeStats, error) {
+	run := func(want int64) (Stats, error) {
 		src, err := ingest.NewKafka(spec, ingest.KafkaConfig{Conn: kafkaconn.Config{Brokers: cluster.Brokers}, Topic: "in", GroupID: "g", MaxWait: 20 * time.Millisecond},
 			ingest.Options{BatchSize: 20})
 		if err != nil {
@@ -74,7 +74,7 @@ func TestServeKafkaOutputFailureLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer dead.Close(context.Background())
-		svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead})
+		svc, err := NewService(Config{Model: m, Source: src, Output: out, DeadLetters: dead})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestServeKafkaDeadLettersEveryMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dead.Close(context.Background())
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead})
+	svc, err := NewService(Config{Model: m, Source: src, Output: out, DeadLetters: dead})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/rows"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/statsbus"
 )
@@ -126,7 +127,7 @@ type LateLabels struct {
 	RereadLimit int64
 	// Folds, when more than 1, keeps the statistics of every delta as
 	// that many fold sums, each row's fold chosen by its record id
-	// (model.FoldOf), for a refitter that tunes (RefitterConfig.Tune and
+	// (model.FoldOf), for a refitter that tunes (refit.Config.Tune and
 	// Folds, which must be the same). Needs Stats. Default (0) one.
 	Folds int
 }
@@ -464,7 +465,7 @@ func (r *restoreScorer) score(m *model.Model, b ingest.Batch) (*mat.Dense, []flo
 		r.model, r.scorer = m, m.NewScorer()
 	}
 	r.pred = slices.Grow(r.pred[:0], n)[:n]
-	_, skip := badRows(m.Spec, b, false)
+	_, skip := rows.Bad(m.Spec, b, false)
 	unscorable := r.scorer.ProjectPredict(&r.u, r.pred, &r.dec, nil, model.ViewsOf(b.Record, len(m.Spec.Views)))
 	for _, u := range unscorable {
 		if skip == nil {

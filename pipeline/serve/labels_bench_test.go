@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -67,8 +68,8 @@ func BenchmarkServeLateLabels(b *testing.B) {
 				}
 				conn := kafkaconn.Config{Brokers: cluster.Brokers}
 				produceKeyed(b, conn, "in", records)
-				cfg := KafkaServeConfig{Conn: conn, Topic: "in", Group: "bench", OutputTopic: "out", DeadLetterTopic: "dead", Model: m,
-					Options: Options{BatchSize: batch}, Labels: c.cadence}
+				cfg := KafkaConfig{Conn: conn, Topic: "in", Group: "bench", OutputTopic: "out", DeadLetterTopic: "dead", Model: m,
+					Options: pipeline.Options{BatchSize: batch}, Labels: c.cadence}
 				if c.labels {
 					produceKeyed(b, conn, "labels", labels)
 					cfg.LabelsTopic = "labels"

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func labelMessages(d *dataset, lo, hi int) []kafkatest.Message {
 // startLate starts a runner with cfg's join of late labels on cluster c
 // (input "in", labels "labels", output "out", dead letters "dead", group
 // "g"); stop cancels it and returns its counters and error.
-func startLate(t *testing.T, c *kafkatest.Cluster, cfg KafkaServeConfig) (r *KafkaRunner, stop func() (ServeStats, error)) {
+func startLate(t *testing.T, c *kafkatest.Cluster, cfg KafkaConfig) (r *KafkaRunner, stop func() (Stats, error)) {
 	t.Helper()
 	cfg.Conn = kafkaconn.Config{Brokers: c.Brokers}
 	cfg.Topic, cfg.Group, cfg.OutputTopic, cfg.DeadLetterTopic = "in", "g", "out", "dead"
@@ -76,7 +76,7 @@ func startLate(t *testing.T, c *kafkatest.Cluster, cfg KafkaServeConfig) (r *Kaf
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	stopped := false
-	stop = func() (ServeStats, error) {
+	stop = func() (Stats, error) {
 		if stopped {
 			return r.Service().Stats(), nil
 		}
@@ -87,7 +87,7 @@ func startLate(t *testing.T, c *kafkatest.Cluster, cfg KafkaServeConfig) (r *Kaf
 			return r.Service().Stats(), err
 		case <-time.After(30 * time.Second):
 			t.Fatal("the runner did not stop")
-			return ServeStats{}, nil
+			return Stats{}, nil
 		}
 	}
 	t.Cleanup(func() { stop() })
@@ -95,7 +95,7 @@ func startLate(t *testing.T, c *kafkatest.Cluster, cfg KafkaServeConfig) (r *Kaf
 }
 
 // waitStats waits until the runner's counters satisfy cond.
-func waitStats(t *testing.T, r *KafkaRunner, what string, cond func(ServeStats) bool) ServeStats {
+func waitStats(t *testing.T, r *KafkaRunner, what string, cond func(Stats) bool) Stats {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -137,14 +137,14 @@ func TestServeJoinsLateLabels(t *testing.T) {
 	// The labels of rows 150..199 come before their records.
 	c.Produce(t, "labels", labelMessages(d, 150, 200)...)
 	c.Produce(t, "in", recordMessages(t, spec, d, 0, 150)...)
-	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Refit: RefitPolicy{Rows: 1000},
+	r, stop := startLate(t, c, KafkaConfig{Model: m, Refit: RefitPolicy{Rows: 1000},
 		Labels: LateLabels{Window: 3 * time.Second, StatsInterval: 100 * time.Millisecond, StatsRows: 64}})
-	waitStats(t, r, "the first records scored", func(st ServeStats) bool { return st.In >= 150 })
+	waitStats(t, r, "the first records scored", func(st Stats) bool { return st.In >= 150 })
 	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
 	c.Produce(t, "labels", labelMessage(d.ids[0], "1"), labelMessage(d.ids[100], "null"), labelMessage(99_999, "0"),
 		kafkatest.Message{Partition: 1, Value: []byte(`{"id": 5, "label": "one"}`)})
 	c.Produce(t, "in", recordMessages(t, spec, d, 150, 200)...)
-	st := waitStats(t, r, "every label used", func(st ServeStats) bool {
+	st := waitStats(t, r, "every label used", func(st Stats) bool {
 		return st.LabelsJoined == 150 && st.LabelsUnmatchedNeverSeen == 1 && st.LabelsUnmatchedDuplicate == 1 &&
 			st.LabelsNull == 1 && st.LabelsDeadLettered == 1 && st.Accumulated == 150
 	})
@@ -171,7 +171,7 @@ func TestServeJoinsLateLabels(t *testing.T) {
 		t.Errorf("quality %+v, want the accuracy %v of version %s over 150 labels", st.Quality, float64(hits)/150, m.Version)
 	}
 	want := partitionEnds(t, c, "labels")
-	waitStats(t, r, "the labels committed", func(ServeStats) bool { return equalOffsets(c.CommittedOffsets(t, "g", "labels"), want) })
+	waitStats(t, r, "the labels committed", func(Stats) bool { return equalOffsets(c.CommittedOffsets(t, "g", "labels"), want) })
 	if _, err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -199,12 +199,12 @@ func TestServePublishesStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Produce(t, "in", recordMessages(t, spec, d, 0, 200)...)
-	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+	r, stop := startLate(t, c, KafkaConfig{Model: m, Models: models, StatsTopic: "stats",
 		Labels: LateLabels{StatsInterval: 200 * time.Millisecond, StatsRows: 64, Replica: "serve-a"}})
-	waitStats(t, r, "the records scored", func(st ServeStats) bool { return st.In >= 200 })
+	waitStats(t, r, "the records scored", func(st Stats) bool { return st.In >= 200 })
 	c.Produce(t, "labels", labelMessages(d, 0, 200)...)
 	want := partitionEnds(t, c, "labels")
-	st := waitStats(t, r, "every label published", func(st ServeStats) bool {
+	st := waitStats(t, r, "every label published", func(st Stats) bool {
 		return st.StatsRows == 200 && equalOffsets(c.CommittedOffsets(t, "g", "labels"), want)
 	})
 	if st.LabelsJoined != 200 || st.StatsDeltas < 2 {
@@ -241,12 +241,12 @@ func TestServeRetriesStatsPublication(t *testing.T) {
 	var refused atomic.Int32
 	c.FailProduce("stats", notLeader, func([]int32) bool { return refused.Add(1) <= 2 })
 	c.Produce(t, "in", recordMessages(t, spec, d, 0, 100)...)
-	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+	r, stop := startLate(t, c, KafkaConfig{Model: m, Models: models, StatsTopic: "stats",
 		Labels: LateLabels{StatsInterval: 100 * time.Millisecond, StatsRows: 1000, Replica: "serve-a"}})
-	waitStats(t, r, "the records scored", func(st ServeStats) bool { return st.In >= 100 })
+	waitStats(t, r, "the records scored", func(st Stats) bool { return st.In >= 100 })
 	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
 	want := partitionEnds(t, c, "labels")
-	waitStats(t, r, "every label published", func(st ServeStats) bool {
+	waitStats(t, r, "every label published", func(st Stats) bool {
 		return st.StatsRows == 100 && equalOffsets(c.CommittedOffsets(t, "g", "labels"), want)
 	})
 	if _, err := stop(); err != nil {
@@ -283,9 +283,9 @@ func TestServeStopFinishesPublicationUnderWay(t *testing.T) {
 		return nil, nil, false
 	})
 	c.Produce(t, "in", recordMessages(t, spec, d, 0, 100)...)
-	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+	r, stop := startLate(t, c, KafkaConfig{Model: m, Models: models, StatsTopic: "stats",
 		Labels: LateLabels{StatsInterval: time.Hour, StatsRows: 40, Replica: "serve-a"}})
-	waitStats(t, r, "the records scored", func(st ServeStats) bool { return st.In >= 100 })
+	waitStats(t, r, "the records scored", func(st Stats) bool { return st.In >= 100 })
 	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
 	<-held
 	stopped := make(chan error, 1)
@@ -393,9 +393,9 @@ func TestServeTakesOverPartitions(t *testing.T) {
 			c, models := statsCluster(t, m)
 			c.Produce(t, "in", recordMessages(t, spec, d, 0, 100)...)
 			// The records are scored and committed by a first owner.
-			r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats"})
+			r, stop := startLate(t, c, KafkaConfig{Model: m, Models: models, StatsTopic: "stats"})
 			ends := partitionEnds(t, c, "in")
-			waitStats(t, r, "the records committed", func(ServeStats) bool { return equalOffsets(c.CommittedOffsets(t, "g", "in"), ends) })
+			waitStats(t, r, "the records committed", func(Stats) bool { return equalOffsets(c.CommittedOffsets(t, "g", "in"), ends) })
 			if _, err := stop(); err != nil {
 				t.Fatal(err)
 			}
@@ -449,10 +449,10 @@ func TestServeTakesOverPartitions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r, stop = startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+			r, stop = startLate(t, c, KafkaConfig{Model: m, Models: models, StatsTopic: "stats",
 				Labels: LateLabels{StatsInterval: 100 * time.Millisecond, Replica: "new-one"}})
 			labelEnds := partitionEnds(t, c, "labels")
-			st := waitStats(t, r, "the labels published", func(st ServeStats) bool {
+			st := waitStats(t, r, "the labels published", func(st Stats) bool {
 				return st.StatsRows == 80 && equalOffsets(c.CommittedOffsets(t, "g", "labels"), labelEnds)
 			})
 			if st.RecordsRestored != 100 || st.LabelsSkipped != 20 || st.LabelsJoined != 80 || st.In != 0 {
@@ -510,9 +510,9 @@ func TestServeCommitsInRecordLabelsAfterPublication(t *testing.T) {
 		msgs = append(msgs, kafkatest.Message{Partition: int(d.ids[i] % lateParts), Value: v})
 	}
 	c.Produce(t, "in", msgs...)
-	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats", LabelsTopic: "labels",
+	r, stop := startLate(t, c, KafkaConfig{Model: m, Models: models, StatsTopic: "stats", LabelsTopic: "labels",
 		Labels: LateLabels{StatsInterval: time.Hour, StatsRows: 1_000_000}})
-	waitStats(t, r, "the records taken", func(st ServeStats) bool { return st.In == 60 && st.StatsUnpublished == 60 })
+	waitStats(t, r, "the records taken", func(st Stats) bool { return st.In == 60 && st.StatsUnpublished == 60 })
 	time.Sleep(200 * time.Millisecond)
 	if got := c.CommittedOffsets(t, "g", "in"); !equalOffsets(got, []int64{-1, -1, -1, -1}) {
 		t.Errorf("records committed at %v before their statistics were published", got)
@@ -552,22 +552,22 @@ func TestServeRebalanceKeepsPartitions(t *testing.T) {
 	m := trainTestModel(t, spec, makeData(spec, 150, 1))
 	d := makeData(spec, 200, 8)
 	c, models := statsCluster(t, m)
-	cfg := func(replica string) KafkaServeConfig {
-		return KafkaServeConfig{Model: m, Models: models, StatsTopic: "stats",
+	cfg := func(replica string) KafkaConfig {
+		return KafkaConfig{Model: m, Models: models, StatsTopic: "stats",
 			Labels: LateLabels{StatsInterval: 100 * time.Millisecond, Replica: replica}}
 	}
 	// Rows 150..199 have their labels first; rows 0..99 their records.
 	c.Produce(t, "labels", labelMessages(d, 150, 200)...)
 	c.Produce(t, "in", recordMessages(t, spec, d, 0, 100)...)
 	a, stopA := startLate(t, c, cfg("a"))
-	waitStats(t, a, "the first records and labels taken", func(st ServeStats) bool { return st.In == 100 && st.LabelsWaiting == 50 })
+	waitStats(t, a, "the first records and labels taken", func(st Stats) bool { return st.In == 100 && st.LabelsWaiting == 50 })
 	b, stopB := startLate(t, c, cfg("b"))
-	waitStats(t, b, "the second replica's partitions", func(st ServeStats) bool { return st.RecordsRestored > 0 && st.Restoring == 0 })
-	waitStats(t, a, "the first replica's half", func(st ServeStats) bool { return st.LabelsWaiting < 50 })
+	waitStats(t, b, "the second replica's partitions", func(st Stats) bool { return st.RecordsRestored > 0 && st.Restoring == 0 })
+	waitStats(t, a, "the first replica's half", func(st Stats) bool { return st.LabelsWaiting < 50 })
 	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
 	c.Produce(t, "in", recordMessages(t, spec, d, 100, 200)...)
 	ends := partitionEnds(t, c, "labels")
-	waitStats(t, a, "every label published", func(ServeStats) bool {
+	waitStats(t, a, "every label published", func(Stats) bool {
 		sa, sb := a.Service().Stats(), b.Service().Stats()
 		return sa.StatsRows+sb.StatsRows == 150 && equalOffsets(c.CommittedOffsets(t, "g", "labels"), ends)
 	})
@@ -623,7 +623,7 @@ func (noLabels) CommitLabelsHandled(context.Context, int32, map[int]int64, map[i
 func TestJoinKeepsRecordsScoredBeforeAssignment(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
-	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
 		Labels: &LateLabels{Source: noLabels{}, Topic: "labels"}})
 	if err != nil {
 		t.Fatal(err)
@@ -677,7 +677,7 @@ func TestServeNotReadyWhileRestoring(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
 	gate := gateSource{open: make(chan struct{})}
-	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
 		Labels: &LateLabels{Source: noLabels{}, Topic: "labels", Restore: func(context.Context, int, time.Time, int64) (ingest.Source, error) {
 			return gate, nil
 		}}})
@@ -728,7 +728,7 @@ func TestServeNotReadyWhileRestoring(t *testing.T) {
 func TestJoinCountsExpiredLabelsAtFlush(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
-	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
 		Labels: &LateLabels{Source: noLabels{}, Topic: "labels", Window: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
@@ -772,7 +772,7 @@ func TestServeRestoresPartitionsAcrossGenerations(t *testing.T) {
 		}
 		return blockingSource{}, nil // until the generation ends
 	}
-	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: sink.NewRejects(io.Discard),
 		Labels: &LateLabels{Source: noLabels{}, Topic: "labels", Restore: restore}})
 	if err != nil {
 		t.Fatal(err)
@@ -892,7 +892,7 @@ func TestJoinDeadLettersLabelsOnce(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
 	newJoin := func(src LabelSource, dead sink.DeadLetters) *labelJoin {
-		svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: dead,
+		svc, err := NewService(Config{Model: m, Source: blockingSource{}, Output: discardSink{}, DeadLetters: dead,
 			Labels: &LateLabels{Source: src, Topic: "labels", RereadLimit: 50}})
 		if err != nil {
 			t.Fatal(err)

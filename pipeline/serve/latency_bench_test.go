@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -291,7 +291,7 @@ func serveLatencies(b *testing.B, cluster *kafkatest.Cluster, conn kafkaconn.Con
 			}
 		}
 	}}
-	svc, err := NewService(ServeConfig{Model: m, Source: timed, Output: out, DeadLetters: dead})
+	svc, err := NewService(Config{Model: m, Source: timed, Output: out, DeadLetters: dead})
 	if err != nil {
 		b.Fatal(err)
 	}

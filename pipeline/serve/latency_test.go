@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func TestKafkaRunnerScoresAtOnceAtLightLoad(t *testing.T) {
 	m := trainTestModel(t, spec, makeData(spec, 150, 1))
 	records := jsonRecords(t, spec, makeData(spec, 4, 4))
 	c := kafkatest.Start(t, 2, "in", "out", "dead")
-	r, err := NewKafkaRunner(KafkaServeConfig{
+	r, err := NewKafkaRunner(KafkaConfig{
 		Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "in", Group: "g", MaxWait: maxWait,
 		OutputTopic: "out", DeadLetterTopic: "dead", Model: m,
 	})

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func BenchmarkServeScoreAndLearn(b *testing.B) {
 			}
 			defer rec.Release()
 			for range b.N {
-				svc, err := NewService(ServeConfig{Model: m, Source: &repeatSource{rec: rec, rows: offsets, n: batches}, Output: discardSink{},
+				svc, err := NewService(Config{Model: m, Source: &repeatSource{rec: rec, rows: offsets, n: batches}, Output: discardSink{},
 					DeadLetters: sink.NewRejects(io.Discard), Refit: RefitPolicy{Rows: 1 << 30}})
 				if err != nil {
 					b.Fatal(err)

@@ -1,8 +1,7 @@
-package pipeline
+package serve
 
 import (
 	"fmt"
-	"log/slog"
 	"maps"
 	"math"
 	"net/http"
@@ -12,20 +11,19 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/pipeline/internal/metrics"
 	"github.com/mvml/mvml/sink"
 )
 
-// ServeStats are a Service's counters since it started; every number is
+// Stats are a Service's counters since it started; every number is
 // defined, with its name and help in /metrics, in serveMetricDefs. A row is counted
 // as scored or dead-lettered once its batch is acknowledged (its scores
 // and dead letters durable, its offsets committed); until then it is not
 // committed, so In == Scored + DeadLettered + NotCommitted, also after a
 // failure.
-type ServeStats struct {
+type Stats struct {
 	In           int64 `json:"in"`
 	Scored       int64 `json:"scored"`
 	DeadLettered int64 `json:"dead_lettered"`
@@ -51,7 +49,7 @@ type ServeStats struct {
 	ReloadFailures int64 `json:"reload_failures"`
 	// Pending counts the batches written, or being written, and not yet
 	// acknowledged: waiting for their writes to end
-	// (ServeConfig.WritesInFlight), their output to commit, or their
+	// (Config.WritesInFlight), their output to commit, or their
 	// statistics to be published.
 	Pending int64 `json:"pending"`
 	// Accumulated is the (decayed) number of labelled rows in the refit
@@ -70,7 +68,7 @@ type ServeStats struct {
 	Partitions []ingest.PartitionStats `json:"partitions,omitempty"`
 	Writers    []sink.KafkaWriterStats `json:"writers,omitempty"`
 
-	// The labels that arrive apart from their records (ServeConfig.Labels).
+	// The labels that arrive apart from their records (Config.Labels).
 	// LabelsIn counts the messages of the labels topic taken, those that
 	// did not decode (LabelsDeadLettered) included.
 	LabelsIn           int64 `json:"labels_in"`
@@ -127,15 +125,8 @@ const (
 	refitSuperseded = "superseded"
 )
 
-// Histogram is a distribution of observations: Counts[i] of them were at
-// most Bounds[i] (cumulative, as Prometheus counts), Count in all, adding
-// up to Sum.
-type Histogram struct {
-	Bounds []float64 `json:"bounds"`
-	Counts []uint64  `json:"counts"`
-	Count  uint64    `json:"count"`
-	Sum    float64   `json:"sum"`
-}
+// Histogram is a distribution of observations (metrics.Histogram).
+type Histogram = metrics.Histogram
 
 // Buckets of the histograms, in seconds: a batch is scored in milliseconds
 // to a second or so; a record's latency runs from milliseconds up to the
@@ -144,42 +135,6 @@ var (
 	scoreSecondsBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 	latencyBuckets      = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
 )
-
-// metricKind is the Prometheus type of a metric and the names of its
-// labels or, for a histogram, its bucket bounds.
-type metricKind struct {
-	typ     string
-	labels  []string
-	buckets []float64
-}
-
-// The kinds of the rows of serveMetricDefs.
-var (
-	counter = metricKind{typ: "counter"}
-	gauge   = metricKind{typ: "gauge"}
-)
-
-// countersBy and gaugesBy are the kinds of metrics with labels: one
-// series per combination of label values.
-func countersBy(labels ...string) metricKind { return metricKind{typ: "counter", labels: labels} }
-func gaugesBy(labels ...string) metricKind   { return metricKind{typ: "gauge", labels: labels} }
-
-// histogramOf is the kind of a histogram with the given bucket bounds.
-func histogramOf(buckets []float64) metricKind { return metricKind{typ: "histogram", buckets: buckets} }
-
-func (k metricKind) valueType() prometheus.ValueType {
-	if k.typ == "counter" {
-		return prometheus.CounterValue
-	}
-	return prometheus.GaugeValue
-}
-
-// sample is one series of a metric with labels: the label values, in the
-// order of its kind's labels, and the value.
-type sample struct {
-	labels []string
-	value  float64
-}
 
 // metric names one number of a Service.
 type metric int
@@ -245,119 +200,113 @@ type MetricSample struct {
 }
 
 // serveMetricDefs defines every number of a Service once: its Prometheus
-// name, kind (type and labels) and help, and where ServeStats holds it.
+// name, kind (type and labels) and help, and where Stats holds it.
 // field returns a pointer to the field (an *int64 or *float64 counted by
 // serveMetrics, a *map[string]int64 counted by its one label, a
-// *Histogram) or, for a number ServeStats holds otherwise, its samples
-// ([]sample). Stats and /metrics are both read from it: a row added here
+// *Histogram) or, for a number Stats holds otherwise, its samples
+// ([]metrics.Sample). Stats and /metrics are both read from it: a row added here
 // is in both.
 var serveMetricDefs = [numMetrics]struct {
 	name  string
-	kind  metricKind
+	kind  metrics.Kind
 	help  string
-	field func(*ServeStats) any
+	field func(*Stats) any
 }{
-	metricIn:               {"mvml_records_in_total", counter, "Records taken from the source.", func(s *ServeStats) any { return &s.In }},
-	metricScored:           {"mvml_records_scored_total", counter, "Records scored, written to the output and committed.", func(s *ServeStats) any { return &s.Scored }},
-	metricDeadLettered:     {"mvml_records_dead_lettered_total", counter, "Records sent to the dead-letter destination and committed.", func(s *ServeStats) any { return &s.DeadLettered }},
-	metricLabelled:         {"mvml_records_labelled_total", counter, "Labelled records added to the refit statistics.", func(s *ServeStats) any { return &s.Labelled }},
-	metricLabelsRejected:   {"mvml_labels_rejected_total", counter, "Labels a refit cannot learn from (not a class of the model, not finite); their records were scored.", func(s *ServeStats) any { return &s.LabelsRejected }},
-	metricBatches:          {"mvml_batches_total", counter, "Batches written and acknowledged.", func(s *ServeStats) any { return &s.Batches }},
-	metricRefits:           {"mvml_refits_total", counter, "Refitted models put in service.", func(s *ServeStats) any { return &s.Refits }},
-	metricRefitFailures:    {"mvml_refit_failures_total", counter, "Refits that failed; the old model stayed in service.", func(s *ServeStats) any { return &s.RefitFailures }},
-	metricRefitOutcomes:    {"mvml_refit_outcomes_total", countersBy("outcome"), "Refits that ended, by outcome: served, failed (the old model stayed), cancelled (the service stopped, or a model put in service replaced the one refitted), superseded (ended after such a replacement; dropped).", func(s *ServeStats) any { return &s.RefitOutcomes }},
-	metricReloads:          {"mvml_model_reloads_total", counter, "Models made current in the model store or file followed and put in service.", func(s *ServeStats) any { return &s.Reloads }},
-	metricReloadFailures:   {"mvml_model_reload_failures_total", counter, "Models made current that could not be served (partial, damaged, other views); the old model stayed in service.", func(s *ServeStats) any { return &s.ReloadFailures }},
-	metricNotCommitted:     {"mvml_records_not_committed", gauge, "Records taken and not yet acknowledged.", func(s *ServeStats) any { return &s.NotCommitted }},
-	metricPending:          {"mvml_batches_pending", gauge, "Batches written, or being written, and not yet acknowledged: waiting for their writes to end (--writes-in-flight), their output to commit, or their statistics to be published.", func(s *ServeStats) any { return &s.Pending }},
-	metricAccumulated:      {"mvml_refit_rows", gauge, "Labelled rows (decayed) in the statistics of the next refit.", func(s *ServeStats) any { return &s.Accumulated }},
-	metricLastRefitSeconds: {"mvml_last_refit_seconds", gauge, "Duration of the last refit put in service.", func(s *ServeStats) any { return &s.LastRefitSeconds }},
-	metricScoreSeconds:     {"mvml_batch_score_seconds", histogramOf(scoreSecondsBuckets), "Time to score one batch (its records decoded; writing not included).", func(s *ServeStats) any { return &s.ScoreSeconds }},
-	metricLatency:          {"mvml_end_to_end_latency_seconds", histogramOf(latencyBuckets), "Time from a record's Kafka timestamp to its score being durable: acknowledged by the broker, or its Parquet file committed.", func(s *ServeStats) any { return &s.Latency }},
-	metricConsumerLag: {"mvml_kafka_consumer_lag", gaugesBy("topic", "partition"), "Messages of a partition the service owns after the last one it took.",
-		func(s *ServeStats) any {
+	metricIn:               {"mvml_records_in_total", metrics.Counter, "Records taken from the source.", func(s *Stats) any { return &s.In }},
+	metricScored:           {"mvml_records_scored_total", metrics.Counter, "Records scored, written to the output and committed.", func(s *Stats) any { return &s.Scored }},
+	metricDeadLettered:     {"mvml_records_dead_lettered_total", metrics.Counter, "Records sent to the dead-letter destination and committed.", func(s *Stats) any { return &s.DeadLettered }},
+	metricLabelled:         {"mvml_records_labelled_total", metrics.Counter, "Labelled records added to the refit statistics.", func(s *Stats) any { return &s.Labelled }},
+	metricLabelsRejected:   {"mvml_labels_rejected_total", metrics.Counter, "Labels a refit cannot learn from (not a class of the model, not finite); their records were scored.", func(s *Stats) any { return &s.LabelsRejected }},
+	metricBatches:          {"mvml_batches_total", metrics.Counter, "Batches written and acknowledged.", func(s *Stats) any { return &s.Batches }},
+	metricRefits:           {"mvml_refits_total", metrics.Counter, "Refitted models put in service.", func(s *Stats) any { return &s.Refits }},
+	metricRefitFailures:    {"mvml_refit_failures_total", metrics.Counter, "Refits that failed; the old model stayed in service.", func(s *Stats) any { return &s.RefitFailures }},
+	metricRefitOutcomes:    {"mvml_refit_outcomes_total", metrics.CountersBy("outcome"), "Refits that ended, by outcome: served, failed (the old model stayed), cancelled (the service stopped, or a model put in service replaced the one refitted), superseded (ended after such a replacement; dropped).", func(s *Stats) any { return &s.RefitOutcomes }},
+	metricReloads:          {"mvml_model_reloads_total", metrics.Counter, "Models made current in the model store or file followed and put in service.", func(s *Stats) any { return &s.Reloads }},
+	metricReloadFailures:   {"mvml_model_reload_failures_total", metrics.Counter, "Models made current that could not be served (partial, damaged, other views); the old model stayed in service.", func(s *Stats) any { return &s.ReloadFailures }},
+	metricNotCommitted:     {"mvml_records_not_committed", metrics.Gauge, "Records taken and not yet acknowledged.", func(s *Stats) any { return &s.NotCommitted }},
+	metricPending:          {"mvml_batches_pending", metrics.Gauge, "Batches written, or being written, and not yet acknowledged: waiting for their writes to end (--writes-in-flight), their output to commit, or their statistics to be published.", func(s *Stats) any { return &s.Pending }},
+	metricAccumulated:      {"mvml_refit_rows", metrics.Gauge, "Labelled rows (decayed) in the statistics of the next refit.", func(s *Stats) any { return &s.Accumulated }},
+	metricLastRefitSeconds: {"mvml_last_refit_seconds", metrics.Gauge, "Duration of the last refit put in service.", func(s *Stats) any { return &s.LastRefitSeconds }},
+	metricScoreSeconds:     {"mvml_batch_score_seconds", metrics.HistogramOf(scoreSecondsBuckets), "Time to score one batch (its records decoded; writing not included).", func(s *Stats) any { return &s.ScoreSeconds }},
+	metricLatency:          {"mvml_end_to_end_latency_seconds", metrics.HistogramOf(latencyBuckets), "Time from a record's Kafka timestamp to its score being durable: acknowledged by the broker, or its Parquet file committed.", func(s *Stats) any { return &s.Latency }},
+	metricConsumerLag: {"mvml_kafka_consumer_lag", metrics.GaugesBy("topic", "partition"), "Messages of a partition the service owns after the last one it took.",
+		func(s *Stats) any {
 			return partitionSamples(s.Partitions, true, func(p ingest.PartitionStats) int64 { return p.Lag })
 		}},
-	metricFetchedMessages: {"mvml_kafka_fetched_messages_total", countersBy("topic", "partition"), "Messages fetched from a partition.",
-		func(s *ServeStats) any {
+	metricFetchedMessages: {"mvml_kafka_fetched_messages_total", metrics.CountersBy("topic", "partition"), "Messages fetched from a partition.",
+		func(s *Stats) any {
 			return partitionSamples(s.Partitions, false, func(p ingest.PartitionStats) int64 { return p.Messages })
 		}},
-	metricFetchedBytes: {"mvml_kafka_fetched_bytes_total", countersBy("topic", "partition"), "Bytes of the keys and values of the messages fetched from a partition.",
-		func(s *ServeStats) any {
+	metricFetchedBytes: {"mvml_kafka_fetched_bytes_total", metrics.CountersBy("topic", "partition"), "Bytes of the keys and values of the messages fetched from a partition.",
+		func(s *Stats) any {
 			return partitionSamples(s.Partitions, false, func(p ingest.PartitionStats) int64 { return p.Bytes })
 		}},
-	metricFetchErrors: {"mvml_kafka_fetch_errors_total", countersBy("topic", "partition"), "Errors of the fetches and lag reads of a partition.",
-		func(s *ServeStats) any {
+	metricFetchErrors: {"mvml_kafka_fetch_errors_total", metrics.CountersBy("topic", "partition"), "Errors of the fetches and lag reads of a partition.",
+		func(s *Stats) any {
 			return partitionSamples(s.Partitions, false, func(p ingest.PartitionStats) int64 { return p.Errors })
 		}},
-	metricWrittenMessages: {"mvml_kafka_written_messages_total", countersBy("topic"), "Messages sent to a topic of scores or dead letters (a message sent again counts again).",
-		func(s *ServeStats) any {
+	metricWrittenMessages: {"mvml_kafka_written_messages_total", metrics.CountersBy("topic"), "Messages sent to a topic of scores or dead letters (a message sent again counts again).",
+		func(s *Stats) any {
 			return writerSamples(s.Writers, func(w sink.KafkaWriterStats) int64 { return w.Messages })
 		}},
-	metricWrittenBytes: {"mvml_kafka_written_bytes_total", countersBy("topic"), "Bytes of the messages sent to a topic of scores or dead letters.",
-		func(s *ServeStats) any {
+	metricWrittenBytes: {"mvml_kafka_written_bytes_total", metrics.CountersBy("topic"), "Bytes of the messages sent to a topic of scores or dead letters.",
+		func(s *Stats) any {
 			return writerSamples(s.Writers, func(w sink.KafkaWriterStats) int64 { return w.Bytes })
 		}},
-	metricWriteErrors: {"mvml_kafka_write_errors_total", countersBy("topic"), "Produce requests to a topic of scores or dead letters that failed.",
-		func(s *ServeStats) any {
+	metricWriteErrors: {"mvml_kafka_write_errors_total", metrics.CountersBy("topic"), "Produce requests to a topic of scores or dead letters that failed.",
+		func(s *Stats) any {
 			return writerSamples(s.Writers, func(w sink.KafkaWriterStats) int64 { return w.Errors })
 		}},
-	metricWriteRetries: {"mvml_kafka_write_retries_total", countersBy("topic"), "Writes to a topic of scores or dead letters tried again after a transient failure.",
-		func(s *ServeStats) any {
+	metricWriteRetries: {"mvml_kafka_write_retries_total", metrics.CountersBy("topic"), "Writes to a topic of scores or dead letters tried again after a transient failure.",
+		func(s *Stats) any {
 			return writerSamples(s.Writers, func(w sink.KafkaWriterStats) int64 { return w.Retries })
 		}},
-	metricModelInfo: {"mvml_model_info", gaugesBy("version"), "The model in service.",
-		func(s *ServeStats) any { return []sample{{labels: []string{s.ModelVersion}, value: 1}} }},
+	metricModelInfo: {"mvml_model_info", metrics.GaugesBy("version"), "The model in service.",
+		func(s *Stats) any { return []metrics.Sample{{Labels: []string{s.ModelVersion}, Value: 1}} }},
 
-	metricLabelsIn:           {"mvml_labels_in_total", counter, "Messages taken from the labels topic.", func(s *ServeStats) any { return &s.LabelsIn }},
-	metricLabelsDeadLettered: {"mvml_labels_dead_lettered_total", counter, "Messages of the labels topic that were not a label, sent to the dead-letter destination.", func(s *ServeStats) any { return &s.LabelsDeadLettered }},
-	metricLabelsJoined:       {"mvml_labels_joined_total", counter, "Labels joined with the record they label.", func(s *ServeStats) any { return &s.LabelsJoined }},
-	metricUnmatchedExpired: {"mvml_labels_unmatched_total", countersBy("reason"),
+	metricLabelsIn:           {"mvml_labels_in_total", metrics.Counter, "Messages taken from the labels topic.", func(s *Stats) any { return &s.LabelsIn }},
+	metricLabelsDeadLettered: {"mvml_labels_dead_lettered_total", metrics.Counter, "Messages of the labels topic that were not a label, sent to the dead-letter destination.", func(s *Stats) any { return &s.LabelsDeadLettered }},
+	metricLabelsJoined:       {"mvml_labels_joined_total", metrics.Counter, "Labels joined with the record they label.", func(s *Stats) any { return &s.LabelsJoined }},
+	metricUnmatchedExpired: {"mvml_labels_unmatched_total", metrics.CountersBy("reason"),
 		"Labels used up without their record, by reason: expired (the record was scored longer ago than the label window), evicted (pushed out of the join store), never_seen (no record of the id within the window), duplicate (the record was joined with an earlier label).",
-		func(s *ServeStats) any { return labelledInt{"expired", &s.LabelsUnmatchedExpired} }},
-	metricUnmatchedEvicted:   {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"evicted", &s.LabelsUnmatchedEvicted} }},
-	metricUnmatchedNeverSeen: {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"never_seen", &s.LabelsUnmatchedNeverSeen} }},
-	metricUnmatchedDuplicate: {"mvml_labels_unmatched_total", countersBy("reason"), "", func(s *ServeStats) any { return labelledInt{"duplicate", &s.LabelsUnmatchedDuplicate} }},
-	metricLabelsNull:         {"mvml_labels_null_total", counter, "Label messages saying that no label is known (null).", func(s *ServeStats) any { return &s.LabelsNull }},
-	metricLabelsSkipped:      {"mvml_labels_skipped_total", counter, "Labels skipped because a replica that owned their partition before published them in its statistics.", func(s *ServeStats) any { return &s.LabelsSkipped }},
-	metricLabelsWaiting:      {"mvml_labels_waiting", gauge, "Labels waiting in the join store for their record.", func(s *ServeStats) any { return &s.LabelsWaiting }},
-	metricJoinRecords:        {"mvml_join_records", gauge, "Scored records waiting in the join store for their label.", func(s *ServeStats) any { return &s.JoinRecords }},
-	metricJoinBytes:          {"mvml_join_bytes", gauge, "Bytes held by the join store (bounded by --label-cache-bytes).", func(s *ServeStats) any { return &s.JoinBytes }},
-	metricJoinEvicted:        {"mvml_join_evicted_total", counter, "Scored records pushed out of the join store before their label came.", func(s *ServeStats) any { return &s.JoinEvicted }},
-	metricRestoring:          {"mvml_restoring", gauge, "1 while the records of newly owned partitions are scored again for the join, 0 otherwise.", func(s *ServeStats) any { return &s.Restoring }},
-	metricRecordsRestored:    {"mvml_records_restored_total", counter, "Records of newly owned partitions scored again for the join.", func(s *ServeStats) any { return &s.RecordsRestored }},
-	metricStatsDeltas:        {"mvml_stats_deltas_total", counter, "Statistics deltas published to the stats topic.", func(s *ServeStats) any { return &s.StatsDeltas }},
-	metricStatsRows:          {"mvml_stats_rows_total", counter, "Labelled rows in the statistics deltas published.", func(s *ServeStats) any { return &s.StatsRows }},
-	metricStatsUnpublished:   {"mvml_stats_unpublished_rows", gauge, "Labelled rows gathered for the next statistics delta.", func(s *ServeStats) any { return &s.StatsUnpublished }},
-	metricQualityAccuracy: {"mvml_prequential_accuracy", gaugesBy("version"),
+		func(s *Stats) any { return metrics.LabelledInt{Label: "expired", Value: &s.LabelsUnmatchedExpired} }},
+	metricUnmatchedEvicted: {"mvml_labels_unmatched_total", metrics.CountersBy("reason"), "", func(s *Stats) any { return metrics.LabelledInt{Label: "evicted", Value: &s.LabelsUnmatchedEvicted} }},
+	metricUnmatchedNeverSeen: {"mvml_labels_unmatched_total", metrics.CountersBy("reason"), "", func(s *Stats) any {
+		return metrics.LabelledInt{Label: "never_seen", Value: &s.LabelsUnmatchedNeverSeen}
+	}},
+	metricUnmatchedDuplicate: {"mvml_labels_unmatched_total", metrics.CountersBy("reason"), "", func(s *Stats) any { return metrics.LabelledInt{Label: "duplicate", Value: &s.LabelsUnmatchedDuplicate} }},
+	metricLabelsNull:         {"mvml_labels_null_total", metrics.Counter, "Label messages saying that no label is known (null).", func(s *Stats) any { return &s.LabelsNull }},
+	metricLabelsSkipped:      {"mvml_labels_skipped_total", metrics.Counter, "Labels skipped because a replica that owned their partition before published them in its statistics.", func(s *Stats) any { return &s.LabelsSkipped }},
+	metricLabelsWaiting:      {"mvml_labels_waiting", metrics.Gauge, "Labels waiting in the join store for their record.", func(s *Stats) any { return &s.LabelsWaiting }},
+	metricJoinRecords:        {"mvml_join_records", metrics.Gauge, "Scored records waiting in the join store for their label.", func(s *Stats) any { return &s.JoinRecords }},
+	metricJoinBytes:          {"mvml_join_bytes", metrics.Gauge, "Bytes held by the join store (bounded by --label-cache-bytes).", func(s *Stats) any { return &s.JoinBytes }},
+	metricJoinEvicted:        {"mvml_join_evicted_total", metrics.Counter, "Scored records pushed out of the join store before their label came.", func(s *Stats) any { return &s.JoinEvicted }},
+	metricRestoring:          {"mvml_restoring", metrics.Gauge, "1 while the records of newly owned partitions are scored again for the join, 0 otherwise.", func(s *Stats) any { return &s.Restoring }},
+	metricRecordsRestored:    {"mvml_records_restored_total", metrics.Counter, "Records of newly owned partitions scored again for the join.", func(s *Stats) any { return &s.RecordsRestored }},
+	metricStatsDeltas:        {"mvml_stats_deltas_total", metrics.Counter, "Statistics deltas published to the stats topic.", func(s *Stats) any { return &s.StatsDeltas }},
+	metricStatsRows:          {"mvml_stats_rows_total", metrics.Counter, "Labelled rows in the statistics deltas published.", func(s *Stats) any { return &s.StatsRows }},
+	metricStatsUnpublished:   {"mvml_stats_unpublished_rows", metrics.Gauge, "Labelled rows gathered for the next statistics delta.", func(s *Stats) any { return &s.StatsUnpublished }},
+	metricQualityAccuracy: {"mvml_prequential_accuracy", metrics.GaugesBy("version"),
 		"Share of the predictions a model version served that its joined labels confirmed, over its last labels (classification).",
-		func(s *ServeStats) any {
+		func(s *Stats) any {
 			return qualitySamples(s, func(q VersionQuality) *float64 { return q.Accuracy })
 		}},
-	metricQualityNMSE: {"mvml_prequential_nmse", gaugesBy("version"),
+	metricQualityNMSE: {"mvml_prequential_nmse", metrics.GaugesBy("version"),
 		"Normalised squared error of the predictions a model version served against their joined labels, over its last labels (regression).",
-		func(s *ServeStats) any { return qualitySamples(s, func(q VersionQuality) *float64 { return q.NMSE }) }},
-	metricQualityLabels: {"mvml_prequential_labels", gaugesBy("version"), "Labels the prequential quality of a model version is measured on (its window).",
-		func(s *ServeStats) any {
+		func(s *Stats) any { return qualitySamples(s, func(q VersionQuality) *float64 { return q.NMSE }) }},
+	metricQualityLabels: {"mvml_prequential_labels", metrics.GaugesBy("version"), "Labels the prequential quality of a model version is measured on (its window).",
+		func(s *Stats) any {
 			return qualitySamples(s, func(q VersionQuality) *float64 { w := float64(q.Window); return &w })
 		}},
 }
 
-// labelledInt is the field of a row that holds the series of one value
-// of its one label (rows of one name follow each other; the first has the
-// help): Label is the value, Value the count.
-type labelledInt struct {
-	Label string
-	Value *int64
-}
-
 // qualitySamples are the samples of one measure of the prequential
 // quality, labelled by version, for the versions that have it.
-func qualitySamples(s *ServeStats, measure func(VersionQuality) *float64) []sample {
-	var out []sample
+func qualitySamples(s *Stats, measure func(VersionQuality) *float64) []metrics.Sample {
+	var out []metrics.Sample
 	for _, q := range s.Quality {
 		if v := measure(q); v != nil {
-			out = append(out, sample{labels: []string{q.Version}, value: *v})
+			out = append(out, metrics.Sample{Labels: []string{q.Version}, Value: *v})
 		}
 	}
 	return out
@@ -365,11 +314,11 @@ func qualitySamples(s *ServeStats, measure func(VersionQuality) *float64) []samp
 
 // partitionSamples are the samples of a number of the source's
 // partitions, of those the service owns only when owned is set.
-func partitionSamples(parts []ingest.PartitionStats, owned bool, value func(ingest.PartitionStats) int64) []sample {
-	var out []sample
+func partitionSamples(parts []ingest.PartitionStats, owned bool, value func(ingest.PartitionStats) int64) []metrics.Sample {
+	var out []metrics.Sample
 	for _, p := range parts {
 		if !owned || p.Owned {
-			out = append(out, sample{labels: []string{p.Topic, strconv.Itoa(p.Partition)}, value: float64(value(p))})
+			out = append(out, metrics.Sample{Labels: []string{p.Topic, strconv.Itoa(p.Partition)}, Value: float64(value(p))})
 		}
 	}
 	return out
@@ -377,10 +326,10 @@ func partitionSamples(parts []ingest.PartitionStats, owned bool, value func(inge
 
 // writerSamples are the samples of a number of the Kafka writers, by
 // topic.
-func writerSamples(writers []sink.KafkaWriterStats, value func(sink.KafkaWriterStats) int64) []sample {
-	out := make([]sample, len(writers))
+func writerSamples(writers []sink.KafkaWriterStats, value func(sink.KafkaWriterStats) int64) []metrics.Sample {
+	out := make([]metrics.Sample, len(writers))
 	for i, w := range writers {
-		out[i] = sample{labels: []string{w.Topic}, value: float64(value(w))}
+		out[i] = metrics.Sample{Labels: []string{w.Topic}, Value: float64(value(w))}
 	}
 	return out
 }
@@ -397,8 +346,8 @@ type serveMetrics struct {
 func newServeMetrics() *serveMetrics {
 	v := &serveMetrics{}
 	for m, def := range serveMetricDefs {
-		if def.kind.typ == "histogram" {
-			v.hists[m] = newHistogramValues(def.kind.buckets)
+		if def.kind.Type == "histogram" {
+			v.hists[m] = newHistogramValues(def.kind.Buckets)
 		}
 	}
 	return v
@@ -475,8 +424,8 @@ type writerStatser interface {
 }
 
 // Stats returns the counters. Safe for concurrent use.
-func (s *Service) Stats() ServeStats {
-	st := ServeStats{ModelVersion: s.Model().Version, Running: s.running()}
+func (s *Service) Stats() Stats {
+	st := Stats{ModelVersion: s.Model().Version, Running: s.running()}
 	if src, ok := s.cfg.Source.(partitionStatser); ok {
 		st.Partitions = src.PartitionStats()
 	}
@@ -499,7 +448,7 @@ func (s *Service) Stats() ServeStats {
 			*field = s.metrics.countsOf(metric(m))
 		case *Histogram:
 			*field = s.metrics.hists[m].snapshot()
-		case labelledInt:
+		case metrics.LabelledInt:
 			*field.Value = s.metrics.values[m].Load()
 		}
 	}
@@ -517,11 +466,11 @@ func newServiceCollector(s *Service) *serviceCollector {
 	c := &serviceCollector{s: s}
 	for m, def := range serveMetricDefs {
 		if m > 0 && serveMetricDefs[m-1].name == def.name {
-			// A row of a labelledInt: one series of the metric above.
+			// A row of a metrics.LabelledInt: one series of the metric above.
 			c.descs[m] = c.descs[m-1]
 			continue
 		}
-		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.labels, nil)
+		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.Labels, nil)
 	}
 	return c
 }
@@ -538,55 +487,8 @@ func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.Stats()
 	for m, def := range serveMetricDefs {
-		sendField(ch, c.descs[m], def.kind.valueType(), def.name, def.field(&st))
+		metrics.Send(ch, c.descs[m], def.kind.ValueType(), def.name, def.field(&st))
 	}
-}
-
-// sendField sends the samples of field, a metric's field of a role's
-// Stats, as metrics of desc; a field of a type no row should have is an
-// error of the scrape rather than a number left out.
-func sendField(ch chan<- prometheus.Metric, desc *prometheus.Desc, vt prometheus.ValueType, name string, field any) {
-	send := func(x prometheus.Metric, err error) {
-		if err != nil {
-			x = prometheus.NewInvalidMetric(desc, err)
-		}
-		ch <- x
-	}
-	switch field := field.(type) {
-	case *int64:
-		send(prometheus.NewConstMetric(desc, vt, float64(*field)))
-	case *float64:
-		send(prometheus.NewConstMetric(desc, vt, *field))
-	case *map[string]int64:
-		for label, n := range *field {
-			send(prometheus.NewConstMetric(desc, vt, float64(n), label))
-		}
-	case []sample:
-		for _, x := range field {
-			send(prometheus.NewConstMetric(desc, vt, x.value, x.labels...))
-		}
-	case labelledInt:
-		send(prometheus.NewConstMetric(desc, vt, float64(*field.Value), field.Label))
-	case *Histogram:
-		buckets := make(map[float64]uint64, len(field.Bounds))
-		for i, b := range field.Bounds {
-			buckets[b] = field.Counts[i]
-		}
-		send(prometheus.NewConstHistogram(desc, field.Count, field.Sum, buckets))
-	default:
-		send(nil, fmt.Errorf("%s: field of type %T", name, field))
-	}
-}
-
-// newMetricsHandler serves the metrics of cs and of the Go runtime and
-// the process in Prometheus' formats, from a registry of its own (not the
-// global one, so that two services in one process do not collide).
-// Errors of a scrape are logged and fail it.
-func newMetricsHandler(logger *slog.Logger, cs ...prometheus.Collector) http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(cs...)
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 }
 
 // readiness is implemented by sources that know whether they are

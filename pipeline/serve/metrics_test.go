@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"flag"
@@ -20,6 +20,9 @@ import (
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/internal/metrics"
+	"github.com/mvml/mvml/pipeline/refit"
 )
 
 // parseMetrics reads a Prometheus text exposition with Prometheus' own
@@ -79,10 +82,10 @@ func TestKafkaRunnerMetrics(t *testing.T) {
 	}
 	c.Produce(t, "in", msgs...)
 	var log syncbuf.Buffer
-	r, err := NewKafkaRunner(KafkaServeConfig{
+	r, err := NewKafkaRunner(KafkaConfig{
 		Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "in", Group: "g", MaxWait: 20 * time.Millisecond,
 		OutputTopic: "out", DeadLetterTopic: "dead", Model: m, HTTPAddr: "127.0.0.1:0",
-		Options: Options{BatchSize: 16, Logger: slog.New(slog.NewTextHandler(&log, nil))},
+		Options: pipeline.Options{BatchSize: 16, Logger: slog.New(slog.NewTextHandler(&log, nil))},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -154,25 +157,25 @@ var updateREADME = flag.Bool("update-readme", false, "rewrite the tables of the 
 // docs/configuration.md's tables of the metrics are serveMetricDefs and refitMetricDefs;
 // `make docs` rewrites them.
 func TestMetricsTableInREADME(t *testing.T) {
-	const readme = "../docs/configuration.md"
+	const readme = "../../docs/configuration.md"
 	data, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var serve, refit []metricsTableRow
+	var serveRows, refitRows []metricsTableRow
 	for _, def := range serveMetricDefs {
-		serve = append(serve, metricsTableRow{def.name, def.kind, def.help})
+		serveRows = append(serveRows, metricsTableRow{def.name, def.kind, def.help})
 	}
-	for _, def := range refitMetricDefs {
-		refit = append(refit, metricsTableRow{def.name, def.kind, def.help})
+	for _, def := range refit.MetricDefs() {
+		refitRows = append(refitRows, metricsTableRow{def.Name, def.Kind, def.Help})
 	}
 	text := string(data)
 	for _, table := range []struct {
 		begin, end string
 		rows       []metricsTableRow
 	}{
-		{"<!-- metrics of mvml serve: written by `make docs` from serveMetricDefs; do not edit -->\n", "<!-- end of the metrics -->", serve},
-		{"<!-- metrics of mvml refit: written by `make docs` from refitMetricDefs; do not edit -->\n", "<!-- end of the metrics of mvml refit -->", refit},
+		{"<!-- metrics of mvml serve: written by `make docs` from serveMetricDefs; do not edit -->\n", "<!-- end of the metrics -->", serveRows},
+		{"<!-- metrics of mvml refit: written by `make docs` from refitMetricDefs; do not edit -->\n", "<!-- end of the metrics of mvml refit -->", refitRows},
 	} {
 		i, j := strings.Index(text, table.begin), strings.Index(text, table.end)
 		if i < 0 || j < i {
@@ -196,12 +199,12 @@ func TestMetricsTableInREADME(t *testing.T) {
 // metricsTableRow is a row of a table of metric definitions.
 type metricsTableRow struct {
 	name string
-	kind metricKind
+	kind metrics.Kind
 	help string
 }
 
 // metricsTable is docs/configuration.md's table of the metrics of rows: one line per
-// metric, the rows of the further series of a metric (labelledInt, which
+// metric, the rows of the further series of a metric (metrics.LabelledInt, which
 // carry no help) left out.
 func metricsTable(rows []metricsTableRow) string {
 	var b strings.Builder
@@ -210,7 +213,7 @@ func metricsTable(rows []metricsTableRow) string {
 		if i > 0 && rows[i-1].name == r.name {
 			continue
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.name, r.kind.typ, strings.Join(r.kind.labels, ", "), strings.ReplaceAll(r.help, "|", `\|`))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.name, r.kind.Type, strings.Join(r.kind.Labels, ", "), strings.ReplaceAll(r.help, "|", `\|`))
 	}
 	return b.String()
 }

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"bytes"
@@ -188,7 +188,7 @@ func TestServeCommitsInOrderWhenScoredOutOfOrder(t *testing.T) {
 		}
 		close(src)
 		var out bytes.Buffer
-		svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(&out), DeadLetters: sink.NewRejects(io.Discard),
+		svc, err := NewService(Config{Model: m, Source: src, Output: sink.NewJSONL(&out), DeadLetters: sink.NewRejects(io.Discard),
 			Workers: tt.workers, InFlight: tt.inFlight, Allocator: mem})
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +228,7 @@ func TestServeSwapWhileScoringAhead(t *testing.T) {
 	src := make(chanSource)
 	var out bytes.Buffer
 	written := make(chan struct{}, 100)
-	svc, err := NewService(ServeConfig{Model: m1, Source: src, Output: notifySink{sink.NewJSONL(&out), written}, DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m1, Source: src, Output: notifySink{sink.NewJSONL(&out), written}, DeadLetters: sink.NewRejects(io.Discard),
 		Workers: 2, InFlight: 8, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)

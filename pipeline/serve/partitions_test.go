@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func TestServeKafkaDeadLettersNamePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dead.Close(context.Background())
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead})
+	svc, err := NewService(Config{Model: m, Source: src, Output: out, DeadLetters: dead})
 	if err != nil {
 		t.Fatal(err)
 	}

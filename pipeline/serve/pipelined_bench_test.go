@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkServeWritesInFlight measures what writes in flight
-// (ServeConfig.WritesInFlight) buy where the broker is some way off: a
+// (Config.WritesInFlight) buy where the broker is some way off: a
 // topic of 4 partitions holds 40k JSON records (an id, 3 views × 64
 // float64 numbers in shortest round-trip text), served in batches of 256
 // or 4096 rows, scored (p = 128) into an output topic of 4 partitions with

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/metrics"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -30,7 +31,7 @@ func TestServeSwapCancelsRefit(t *testing.T) {
 	m2 := trainTestModel(t, spec, makeData(spec, 150, 2))
 	src := make(chanSource)
 	refitting, cancelled := make(chan struct{}), make(chan error, 1)
-	svc, err := NewService(ServeConfig{Model: m1, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m1, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
 		Refit: RefitPolicy{Rows: 50},
 		OnRefit: func(ctx context.Context, _ *model.Model) error {
 			close(refitting)
@@ -104,7 +105,7 @@ func TestServeGraceCountsFromCancellation(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			src := make(chanSource, 1)
-			svc, err := NewService(ServeConfig{Model: m, Source: src, Output: slowSink{sink.NewJSONL(io.Discard), tt.delay},
+			svc, err := NewService(Config{Model: m, Source: src, Output: slowSink{sink.NewJSONL(io.Discard), tt.delay},
 				DeadLetters: sink.NewRejects(io.Discard), ShutdownGrace: 200 * time.Millisecond, Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
@@ -129,11 +130,11 @@ func TestServeGraceCountsFromCancellation(t *testing.T) {
 	}
 }
 
-// Every number of ServeStats is defined once, and /metrics shows each
+// Every number of Stats is defined once, and /metrics shows each
 // with its help and type, and the value Stats gives, as Prometheus' own
 // parser reads it.
 func TestServeMetricsDefinedOnce(t *testing.T) {
-	var st ServeStats
+	var st Stats
 	numeric := map[uintptr]string{}
 	v := reflect.ValueOf(&st).Elem()
 	for i := range v.NumField() {
@@ -145,33 +146,33 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 	names := map[string]bool{}
 	for i, def := range serveMetricDefs {
 		var addr uintptr
-		kind := def.kind.typ
+		kind := def.kind.Type
 		// Rows of one label's values follow the first, which has the help.
 		labelRow := false
 		switch field := def.field(&st).(type) {
 		case *int64, *float64:
 			addr = reflect.ValueOf(field).Pointer()
-			if len(def.kind.labels) > 0 || kind == "histogram" {
+			if len(def.kind.Labels) > 0 || kind == "histogram" {
 				t.Errorf("%s: a single number of kind %+v", def.name, def.kind)
 			}
 		case *map[string]int64:
 			addr = reflect.ValueOf(field).Pointer()
-		case labelledInt:
+		case metrics.LabelledInt:
 			addr = reflect.ValueOf(field.Value).Pointer()
 			labelRow = i > 0 && serveMetricDefs[i-1].name == def.name
-			if len(def.kind.labels) != 1 {
+			if len(def.kind.Labels) != 1 {
 				t.Errorf("%s: a row of one label's value, kind %+v", def.name, def.kind)
 			}
-			if len(def.kind.labels) != 1 {
+			if len(def.kind.Labels) != 1 {
 				t.Errorf("%s: counts by one label, kind %+v", def.name, def.kind)
 			}
 		case *Histogram:
 			addr = reflect.ValueOf(field).Pointer()
-			if kind != "histogram" || !slices.IsSorted(def.kind.buckets) {
+			if kind != "histogram" || !slices.IsSorted(def.kind.Buckets) {
 				t.Errorf("%s: a histogram of kind %+v", def.name, def.kind)
 			}
-		case []sample:
-			if len(def.kind.labels) == 0 {
+		case []metrics.Sample:
+			if len(def.kind.Labels) == 0 {
 				t.Errorf("%s: samples without labels", def.name)
 			}
 		default:
@@ -180,7 +181,7 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 		}
 		if addr != 0 {
 			if _, ok := numeric[addr]; !ok {
-				t.Errorf("%s: not a numeric field of ServeStats, or one defined twice", def.name)
+				t.Errorf("%s: not a numeric field of Stats, or one defined twice", def.name)
 			}
 			delete(numeric, addr)
 		}
@@ -191,12 +192,12 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 		names[def.name] = true
 	}
 	for _, name := range numeric {
-		t.Errorf("ServeStats.%s has no metric", name)
+		t.Errorf("Stats.%s has no metric", name)
 	}
 
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
-	svc, err := NewService(ServeConfig{Model: m, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)})
+	svc, err := NewService(Config{Model: m, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,13 +221,13 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 		if f == nil {
 			// A metric with labels and no series yet (no Kafka partition
 			// here) is left out, as Prometheus does.
-			if len(def.kind.labels) == 0 {
+			if len(def.kind.Labels) == 0 {
 				t.Errorf("/metrics lacks %s", def.name)
 			}
 			continue
 		}
-		if f.GetHelp() != def.help || !strings.EqualFold(f.GetType().String(), def.kind.typ) {
-			t.Errorf("%s: help %q, type %v; want %q, %s", def.name, f.GetHelp(), f.GetType(), def.help, def.kind.typ)
+		if f.GetHelp() != def.help || !strings.EqualFold(f.GetType().String(), def.kind.Type) {
+			t.Errorf("%s: help %q, type %v; want %q, %s", def.name, f.GetHelp(), f.GetType(), def.help, def.kind.Type)
 		}
 	}
 	if f := families["mvml_labels_unmatched_total"]; f == nil || len(f.GetMetric()) != 4 {

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/metrics"
+	"github.com/mvml/mvml/pipeline/rows"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -25,19 +27,19 @@ import (
 // (sink.Committer) whether it is due, while the source is idle.
 const commitCheckInterval = 100 * time.Millisecond
 
-// DefaultWritesInFlight is ServeConfig.WritesInFlight when 0: measured in
+// DefaultWritesInFlight is Config.WritesInFlight when 0: measured in
 // BENCHMARKS.md ("Writes in flight").
 const DefaultWritesInFlight = 4
 
 // DefaultShutdownGrace is how long a cancelled Service may still take to
-// finish the batch in hand when ServeConfig.ShutdownGrace is 0.
+// finish the batch in hand when Config.ShutdownGrace is 0.
 const DefaultShutdownGrace = 10 * time.Second
 
-// ServeConfig describes a long-running scoring service: every record of
+// Config describes a long-running scoring service: every record of
 // Source is scored into Output or, when it cannot be, sent to DeadLetters
 // with the reason; labelled records also feed the sufficient statistics
 // from which the model is refitted and swapped in while the service runs.
-type ServeConfig struct {
+type Config struct {
 	// Model is the model served until the first refit. Required.
 	Model *model.Model
 	// Source yields the records, for instance an ingest.KafkaSource. A
@@ -140,7 +142,7 @@ func (p RefitPolicy) enabled() bool { return p.Rows > 0 || p.Interval > 0 }
 
 // Service is a running (or ready to run) scoring service.
 type Service struct {
-	cfg     ServeConfig
+	cfg     Config
 	schema  *arrow.Schema
 	current atomic.Pointer[model.Model]
 	// swaps hands models given to Swap to the serving loop; stopped is
@@ -160,12 +162,12 @@ type Service struct {
 	// reload failures.
 	followersMu sync.Mutex
 	followers   []registry.Follower
-	// join joins late labels (ServeConfig.Labels), nil without.
+	// join joins late labels (Config.Labels), nil without.
 	join *labelJoin
 }
 
 // NewService checks cfg and returns a Service ready to Run.
-func NewService(cfg ServeConfig) (*Service, error) {
+func NewService(cfg Config) (*Service, error) {
 	switch {
 	case cfg.Model == nil:
 		return nil, errors.New("serve: no model")
@@ -221,7 +223,7 @@ func NewService(cfg ServeConfig) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, schema: schemas.OutputSchema(cfg.Model.Outputs(), len(cfg.Model.Spec.Views), cfg.Contributions),
 		swaps: make(chan swapRequest), begun: make(chan struct{}), stopped: make(chan struct{}), metrics: newServeMetrics()}
-	s.metricsHandler = newMetricsHandler(cfg.Logger, newServiceCollector(s))
+	s.metricsHandler = metrics.Handler(cfg.Logger, newServiceCollector(s))
 	s.current.Store(cfg.Model)
 	if cfg.Labels != nil {
 		labels, err := cfg.Labels.resolve()
@@ -306,8 +308,8 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	close(s.begun)
 	defer close(s.stopped)
-	r := &serviceRun{Service: s, refits: newRefitScheduler(s), scorer: newBatchScorer(s.Model(), s.schema, s.cfg.Allocator),
-		scorers: make([]*batchScorer, s.cfg.InFlight)}
+	r := &serviceRun{Service: s, refits: newRefitScheduler(s), scorer: rows.NewScorer(s.Model(), s.schema, s.cfg.Allocator),
+		scorers: make([]*rows.Scorer, s.cfg.InFlight)}
 	if c, ok := s.cfg.Output.(sink.Committer); ok {
 		r.committer = c
 		t := time.NewTicker(commitCheckInterval)
@@ -340,20 +342,20 @@ func (s *Service) Run(ctx context.Context) error {
 type serviceRun struct {
 	*Service
 	refits *refitScheduler
-	// scoring scores the fetched batches ahead on ServeConfig.Workers
+	// scoring scores the fetched batches ahead on Config.Workers
 	// goroutines, scorers[slot] the scorer of each of its slots; scorer
 	// scores again, in turn, a batch scored by a model no longer in
 	// service.
 	scoring *orderedWork[scoring]
-	scorers []*batchScorer
-	scorer  *batchScorer
+	scorers []*rows.Scorer
+	scorer  *rows.Scorer
 	// committer is the output when it commits (a directory of files),
 	// which commitCheck asks about while the source is idle; nil for an
 	// output whose writes are durable at once.
 	committer   sink.Committer
 	commitCheck <-chan time.Time
 	// async is the output when its writes are started and waited for
-	// apart (ServeConfig.WritesInFlight), nil otherwise.
+	// apart (Config.WritesInFlight), nil otherwise.
 	async sink.AsyncWriter
 	// pending are the batches written, or being written, since the last
 	// acknowledgement.
@@ -408,8 +410,8 @@ func (r *serviceRun) scoreAhead(ctx context.Context, slot int, f fetchResult) sc
 		return scoring{fetch: f}
 	}
 	m := r.Model()
-	if r.scorers[slot] == nil || r.scorers[slot].model != m {
-		r.scorers[slot] = newBatchScorer(m, r.schema, r.cfg.Allocator)
+	if r.scorers[slot] == nil || r.scorers[slot].Model() != m {
+		r.scorers[slot] = rows.NewScorer(m, r.schema, r.cfg.Allocator)
 	}
 	return r.score(r.scorers[slot], f)
 }
@@ -554,10 +556,10 @@ func (r *serviceRun) swap(req swapRequest) {
 // the model in service when its turn comes, and its features are those
 // the statistics and the join hold.
 func (r *serviceRun) serve(ctx context.Context, sc scoring) error {
-	if m := r.Model(); sc.scorer.model != m {
+	if m := r.Model(); sc.scorer.Model() != m {
 		sc.releaseScores()
-		if r.scorer.model != m {
-			r.scorer = newBatchScorer(m, r.schema, r.cfg.Allocator)
+		if r.scorer.Model() != m {
+			r.scorer = rows.NewScorer(m, r.schema, r.cfg.Allocator)
 		}
 		sc = r.score(r.scorer, sc.fetch)
 	}
@@ -666,7 +668,7 @@ func (r *serviceRun) flying() (n int, oldest *sink.Flight) {
 }
 
 // makeRoom waits, with the batch in hand (which has the shutdown grace),
-// until fewer than ServeConfig.WritesInFlight writes are under way, and
+// until fewer than Config.WritesInFlight writes are under way, and
 // acknowledges what their ends make due.
 func (r *serviceRun) makeRoom(ctx context.Context) error {
 	if r.async == nil {

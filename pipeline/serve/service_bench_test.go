@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"context"
@@ -117,7 +117,7 @@ func BenchmarkServeKafka(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: dead,
+				svc, err := NewService(Config{Model: m, Source: src, Output: out, DeadLetters: dead,
 					Refit: RefitPolicy{Rows: refit, MinRows: 1000}})
 				if err != nil {
 					b.Fatal(err)

@@ -1,4 +1,4 @@
-package pipeline
+package serve
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func TestServeFileSourceRefits(t *testing.T) {
 	defer src.Close()
 	var out, dead bytes.Buffer
 	var saved []*model.Model
-	svc, err := NewService(ServeConfig{
+	svc, err := NewService(Config{
 		Model: m, Source: src, Output: sink.NewJSONL(&out), DeadLetters: sink.NewRejects(&dead),
 		Refit:     RefitPolicy{Rows: 100, MinRows: 50},
 		OnRefit:   func(_ context.Context, m *model.Model) error { saved = append(saved, m); return nil },
@@ -171,7 +171,7 @@ func TestServeAcksAfterWrite(t *testing.T) {
 	defer inner.Close()
 	src := &ackSource{Source: inner}
 	out := &failingSink{Sink: sink.NewJSONL(io.Discard), failFrom: 4}
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: out, DeadLetters: sink.NewRejects(io.Discard)})
+	svc, err := NewService(Config{Model: m, Source: src, Output: out, DeadLetters: sink.NewRejects(io.Discard)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestServeHealthAndMetrics(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
 	src := &readySource{}
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)})
+	svc, err := NewService(Config{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,17 +294,17 @@ func TestServeHealthAndMetrics(t *testing.T) {
 func TestNewServiceErrors(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
-	ok := ServeConfig{Model: m, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)}
-	for name, edit := range map[string]func(*ServeConfig){
-		"no model":                     func(c *ServeConfig) { c.Model = nil },
-		"no source":                    func(c *ServeConfig) { c.Source = nil },
-		"no output":                    func(c *ServeConfig) { c.Output = nil },
-		"no dead letter":               func(c *ServeConfig) { c.DeadLetters = nil },
-		"decay above 1":                func(c *ServeConfig) { c.Refit.Decay = 1.5 },
-		"negative rows":                func(c *ServeConfig) { c.Refit.Rows = -1 },
-		"negative workers":             func(c *ServeConfig) { c.Workers = -1 },
-		"negative in flight":           func(c *ServeConfig) { c.InFlight = -2 },
-		"fewer in flight than workers": func(c *ServeConfig) { c.Workers, c.InFlight = 4, 3 },
+	ok := Config{Model: m, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard)}
+	for name, edit := range map[string]func(*Config){
+		"no model":                     func(c *Config) { c.Model = nil },
+		"no source":                    func(c *Config) { c.Source = nil },
+		"no output":                    func(c *Config) { c.Output = nil },
+		"no dead letter":               func(c *Config) { c.DeadLetters = nil },
+		"decay above 1":                func(c *Config) { c.Refit.Decay = 1.5 },
+		"negative rows":                func(c *Config) { c.Refit.Rows = -1 },
+		"negative workers":             func(c *Config) { c.Workers = -1 },
+		"negative in flight":           func(c *Config) { c.InFlight = -2 },
+		"fewer in flight than workers": func(c *Config) { c.Workers, c.InFlight = 4, 3 },
 	} {
 		c := ok
 		edit(&c)
@@ -346,7 +346,7 @@ func TestServeSwap(t *testing.T) {
 	src := make(chanSource)
 	var out bytes.Buffer
 	var refitted []*model.Model
-	svc, err := NewService(ServeConfig{Model: m1, Source: src, Output: sink.NewJSONL(&out), DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m1, Source: src, Output: sink.NewJSONL(&out), DeadLetters: sink.NewRejects(io.Discard),
 		Refit:     RefitPolicy{Rows: 100},
 		OnRefit:   func(_ context.Context, m *model.Model) error { refitted = append(refitted, m); return nil },
 		Allocator: mem})
@@ -424,7 +424,7 @@ func TestServeAcksAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	committing := &commitSpy{RollingParquet: out, acked: &src.acked}
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: committing, DeadLetters: sink.NewRejects(io.Discard)})
+	svc, err := NewService(Config{Model: m, Source: src, Output: committing, DeadLetters: sink.NewRejects(io.Discard)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,7 @@ func TestServeRejectsLabelsOneByOne(t *testing.T) {
 	src := make(chanSource, 1)
 	var log syncbuf.Buffer
 	var refitted []*model.Model
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
 		Refit:     RefitPolicy{Rows: 50},
 		OnRefit:   func(_ context.Context, m *model.Model) error { refitted = append(refitted, m); return nil },
 		Allocator: mem, Logger: slog.New(slog.NewTextHandler(&log, nil))})
@@ -529,7 +529,7 @@ func TestServeRefitDueWhileRefitting(t *testing.T) {
 	release := make(chan struct{})
 	refits := make(chan int, 2)
 	var calls atomic.Int32
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
 		Refit: RefitPolicy{Rows: 50},
 		OnRefit: func(ctx context.Context, m *model.Model) error {
 			n := calls.Add(1)
@@ -586,7 +586,7 @@ func TestServeFollowModelFile(t *testing.T) {
 	}
 	path := filepath.Join(store.Path(), registry.CurrentModel)
 	var log syncbuf.Buffer
-	svc, err := NewService(ServeConfig{Model: m1, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m1, Source: blockingSource{}, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -640,7 +640,7 @@ func TestServeRefitIntervalWhileIdle(t *testing.T) {
 	m := trainTestModel(t, spec, makeData(spec, 150, 1))
 	src := make(chanSource)
 	refitted := make(chan *model.Model, 1)
-	svc, err := NewService(ServeConfig{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
+	svc, err := NewService(Config{Model: m, Source: src, Output: sink.NewJSONL(io.Discard), DeadLetters: sink.NewRejects(io.Discard),
 		Refit:     RefitPolicy{Interval: 500 * time.Millisecond},
 		OnRefit:   func(_ context.Context, m *model.Model) error { refitted <- m; return nil },
 		Allocator: mem})

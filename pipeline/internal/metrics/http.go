@@ -1,4 +1,4 @@
-package pipeline
+package metrics
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 	"time"
 )
 
-// httpShutdownTimeout bounds the wait for the HTTP requests under way when
-// a KafkaRunner or a Refitter stops.
-const httpShutdownTimeout = 5 * time.Second
+// ShutdownTimeout bounds the wait for the HTTP requests under way when
+// a serve.KafkaRunner or a refit.Role stops.
+const ShutdownTimeout = 5 * time.Second
 
-// serveHTTP runs run while serving h (its health, readiness and metrics)
+// Serve runs run while serving h (its health, readiness and metrics)
 // on addr, or runs it alone when addr is "". Once run returns, the server
-// shuts down, waiting up to httpShutdownTimeout for the requests under
+// shuts down, waiting up to ShutdownTimeout for the requests under
 // way. It returns run's error joined with the server's ("http: …").
-func serveHTTP(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, run func(context.Context) error) error {
+func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, run func(context.Context) error) error {
 	if addr == "" {
 		return run(ctx)
 	}
@@ -32,7 +32,7 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, logger *slog.Lo
 	base := "http://" + ln.Addr().String()
 	logger.Info("serving", "health", base+"/healthz", "ready", base+"/readyz", "metrics", base+"/metrics")
 	runErr := run(ctx)
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(shutdown)
 	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {

@@ -1,6 +1,6 @@
 //go:build openblas
 
-package pipeline
+package refit
 
 // exactStats says whether merged statistics are exact in this build:
 // under -tags openblas, OpenBLAS's Dsyrk sums them without residues

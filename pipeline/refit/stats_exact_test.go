@@ -1,6 +1,6 @@
 //go:build !openblas
 
-package pipeline
+package refit
 
 // exactStats says whether merged statistics are exact in this build: the
 // default build sums them as double-doubles (model/gram_exact.go).
