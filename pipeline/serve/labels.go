@@ -896,6 +896,8 @@ func (j *labelJoin) flushGeneration(ctx context.Context, gen int32, only map[int
 func (j *labelJoin) flushGraced(ctx context.Context) error {
 	graced, cancel := j.s.withGrace(ctx)
 	defer cancel()
+	stopped := context.AfterFunc(ctx, func() { j.s.events.flushesStopped.Add(1) })
+	defer stopped()
 	return j.flush(graced)
 }
 

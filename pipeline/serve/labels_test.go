@@ -293,7 +293,7 @@ func TestServeStopFinishesPublicationUnderWay(t *testing.T) {
 		_, err := stop()
 		stopped <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the stop under way, the delta held
+	waitFor(t, "the stop under way, the delta held", func() bool { return r.Service().events.flushesStopped.Load() > 0 })
 	close(release)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
@@ -513,7 +513,7 @@ func TestServeCommitsInRecordLabelsAfterPublication(t *testing.T) {
 	r, stop := startLate(t, c, KafkaConfig{Model: m, Models: models, StatsTopic: "stats", LabelsTopic: "labels",
 		Labels: LateLabels{StatsInterval: time.Hour, StatsRows: 1_000_000}})
 	waitStats(t, r, "the records taken", func(st Stats) bool { return st.In == 60 && st.StatsUnpublished == 60 })
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, "the records held back for their statistics", func() bool { return r.Service().events.heldForStats.Load() == 60 })
 	if got := c.CommittedOffsets(t, "g", "in"); !equalOffsets(got, []int64{-1, -1, -1, -1}) {
 		t.Errorf("records committed at %v before their statistics were published", got)
 	}

@@ -164,6 +164,21 @@ type Service struct {
 	followers   []registry.Follower
 	// join joins late labels (Config.Labels), nil without.
 	join *labelJoin
+	// events counts what no metric shows and tests wait on.
+	events events
+}
+
+// events are the moments of a Service that tests wait on, where waiting a
+// fixed time would assert nothing.
+type events struct {
+	// heldForStats is the number of records the last acknowledgement
+	// held back, behind a batch whose labels' statistics were not yet
+	// published (0 when it held none back for them).
+	heldForStats atomic.Int64
+	// flushesStopped counts the publications of the labels loop that were
+	// under way when the loop was stopped, and went on within the
+	// shutdown grace.
+	flushesStopped atomic.Int64
 }
 
 // NewService checks cfg and returns a Service ready to Run.
@@ -598,9 +613,14 @@ func (r *serviceRun) acknowledge(ctx context.Context) error {
 		}
 		committed = time.Now()
 	}
+	var held int64
+	defer func() { r.events.heldForStats.Store(held) }()
 	for len(r.pending) > 0 {
 		p := r.pending[0]
 		if r.awaitsStats(p) {
+			for _, q := range r.pending {
+				held += q.counts.in
+			}
 			break
 		}
 		if p.flight != nil {
