@@ -18,12 +18,34 @@ import (
 )
 
 // Stats are a Service's counters since it started; every number is
-// defined, with its name and help in /metrics, in serveMetricDefs. A row is counted
-// as scored or dead-lettered once its batch is acknowledged (its scores
-// and dead letters durable, its offsets committed); until then it is not
-// committed, so In == Scored + DeadLettered + NotCommitted, also after a
-// failure.
+// defined, with its name and help in /metrics, in serveMetricDefs. They
+// are grouped by concern in embedded structs, whose fields read (and
+// marshal to JSON) as Stats' own.
 type Stats struct {
+	BatchStats
+	RefitStats
+	// Partitions are the statistics of the source's partitions, when it
+	// has them (ingest.KafkaSource); Writers those of the output and
+	// dead-letter writers that have them (the Kafka sinks).
+	Partitions []ingest.PartitionStats `json:"partitions,omitempty"`
+	Writers    []sink.KafkaWriterStats `json:"writers,omitempty"`
+	LabelStats
+	JoinStats
+	PublishStats
+	// Quality is the prequential quality of the model versions served, by
+	// version, the one that last had a label joined first.
+	Quality []VersionQuality `json:"quality,omitempty"`
+
+	ModelVersion string `json:"model_version"`
+	Running      bool   `json:"running"`
+}
+
+// BatchStats count the records and batches on their way from the source
+// to the sink. A row is counted as scored or dead-lettered once its batch
+// is acknowledged (its scores and dead letters durable, its offsets
+// committed); until then it is not committed, so In == Scored +
+// DeadLettered + NotCommitted, also after a failure.
+type BatchStats struct {
 	In           int64 `json:"in"`
 	Scored       int64 `json:"scored"`
 	DeadLettered int64 `json:"dead_lettered"`
@@ -31,12 +53,27 @@ type Stats struct {
 	// in hand and those waiting for their output to commit, or, after a
 	// failure, those that will be delivered again.
 	NotCommitted int64 `json:"not_committed"`
-	Labelled     int64 `json:"labelled"`
+	Batches      int64 `json:"batches"`
+	// Pending counts the batches written, or being written, and not yet
+	// acknowledged: waiting for their writes to end
+	// (Config.WritesInFlight), their output to commit, or their
+	// statistics to be published.
+	Pending int64 `json:"pending"`
+	// ScoreSeconds is the time scoring each batch took, Latency the time
+	// from each scored record's timestamp (a Kafka record's) to its score
+	// being durable in the output.
+	ScoreSeconds Histogram `json:"score_seconds"`
+	Latency      Histogram `json:"latency"`
+}
+
+// RefitStats count the labelled rows the Service learns from, its own
+// refits and the models it follows.
+type RefitStats struct {
+	Labelled int64 `json:"labelled"`
 	// LabelsRejected counts the labels a refit cannot learn from (not a
 	// class of the model, not finite); their records are scored all the
 	// same.
 	LabelsRejected int64 `json:"labels_rejected"`
-	Batches        int64 `json:"batches"`
 	Refits         int64 `json:"refits"`
 	RefitFailures  int64 `json:"refit_failures"`
 	// RefitOutcomes counts the refits that ended by outcome (refitServed,
@@ -47,30 +84,17 @@ type Stats struct {
 	// the store refused as partial or damaged.
 	Reloads        int64 `json:"reloads"`
 	ReloadFailures int64 `json:"reload_failures"`
-	// Pending counts the batches written, or being written, and not yet
-	// acknowledged: waiting for their writes to end
-	// (Config.WritesInFlight), their output to commit, or their
-	// statistics to be published.
-	Pending int64 `json:"pending"`
 	// Accumulated is the (decayed) number of labelled rows in the refit
 	// statistics.
 	Accumulated float64 `json:"accumulated"`
 	// LastRefitSeconds is how long the last successful refit took.
 	LastRefitSeconds float64 `json:"last_refit_seconds"`
-	// ScoreSeconds is the time scoring each batch took, Latency the time
-	// from each scored record's timestamp (a Kafka record's) to its score
-	// being durable in the output.
-	ScoreSeconds Histogram `json:"score_seconds"`
-	Latency      Histogram `json:"latency"`
-	// Partitions are the statistics of the source's partitions, when it
-	// has them (ingest.KafkaSource); Writers those of the output and
-	// dead-letter writers that have them (the Kafka sinks).
-	Partitions []ingest.PartitionStats `json:"partitions,omitempty"`
-	Writers    []sink.KafkaWriterStats `json:"writers,omitempty"`
+}
 
-	// The labels that arrive apart from their records (Config.Labels).
-	// LabelsIn counts the messages of the labels topic taken, those that
-	// did not decode (LabelsDeadLettered) included.
+// LabelStats count the labels that arrive apart from their records
+// (Config.Labels). LabelsIn counts the messages of the labels topic
+// taken, those that did not decode (LabelsDeadLettered) included.
+type LabelStats struct {
 	LabelsIn           int64 `json:"labels_in"`
 	LabelsDeadLettered int64 `json:"labels_dead_lettered"`
 	// LabelsJoined counts the labels joined with the record they label;
@@ -85,6 +109,11 @@ type Stats struct {
 	LabelsUnmatchedDuplicate int64 `json:"labels_unmatched_duplicate"`
 	LabelsNull               int64 `json:"labels_null"`
 	LabelsSkipped            int64 `json:"labels_skipped"`
+}
+
+// JoinStats describe the join store of late labels and the restore of
+// the partitions a replica takes over.
+type JoinStats struct {
 	// LabelsWaiting are the labels waiting for their record, JoinRecords
 	// the scored records waiting for their label, JoinBytes what the join
 	// store holds (within LateLabels.CacheBytes), JoinEvicted the records
@@ -97,18 +126,16 @@ type Stats struct {
 	// otherwise; RecordsRestored counts the records scored again for it.
 	Restoring       int64 `json:"restoring"`
 	RecordsRestored int64 `json:"records_restored"`
-	// StatsDeltas and StatsRows count the statistics deltas published to
-	// the stats topic and their labelled rows; StatsUnpublished is the
-	// rows gathered for the next one.
+}
+
+// PublishStats count the statistics published for the refitter:
+// StatsDeltas and StatsRows the statistics deltas published to the stats
+// topic and their labelled rows; StatsUnpublished is the rows gathered
+// for the next one.
+type PublishStats struct {
 	StatsDeltas      int64 `json:"stats_deltas"`
 	StatsRows        int64 `json:"stats_rows"`
 	StatsUnpublished int64 `json:"stats_unpublished"`
-	// Quality is the prequential quality of the model versions served, by
-	// version, the one that last had a label joined first.
-	Quality []VersionQuality `json:"quality,omitempty"`
-
-	ModelVersion string `json:"model_version"`
-	Running      bool   `json:"running"`
 }
 
 // The outcomes of a refit, the label values of mvml_refit_outcomes_total.
