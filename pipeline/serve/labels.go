@@ -196,15 +196,31 @@ type labelPartition struct {
 // store, the prequential quality, the statistics gathered since the last
 // publication and the partitions owned. Records come in from Run's
 // goroutine, labels from the labels loop (run), assignments from the
-// source's; mu guards the state they share.
+// source's; mu guards the state they share (store, quality,
+// ownedPartitions, statsGathered, served).
 type labelJoin struct {
 	cfg   LateLabels
 	s     *Service
 	epoch string
 	now   func() time.Time
+	publication
+	// restoring counts the assignments restoring partitions.
+	restoring atomic.Int32
 
+	mu      sync.Mutex
+	store   *joinStore
+	quality *quality
+	ownedPartitions
+	statsGathered
+	served *servedModel
+}
+
+// publication is how the publications of a labelJoin are ordered and
+// signalled.
+type publication struct {
 	// published is signalled after every publication: batches of records
-	// whose labels it holds may be acknowledged. local hands the
+	// whose labels it holds may be acknowledged (publishedSeq, the
+	// sequence number of the last delta published). local hands the
 	// statistics to Run's refits when there is no StatsPublisher.
 	published    chan struct{}
 	publishedSeq atomic.Uint64
@@ -214,12 +230,11 @@ type labelJoin struct {
 	flushNow chan struct{}
 	// flushMu keeps publications, and their commits, in order.
 	flushMu sync.Mutex
-	// restoring counts the assignments restoring partitions.
-	restoring atomic.Int32
+}
 
-	mu      sync.Mutex
-	store   *joinStore
-	quality *quality
+// ownedPartitions are the partitions a labelJoin owns, or holds between
+// two generations of the group, and what it knows of each.
+type ownedPartitions struct {
 	// gen is the group generation whose labels are taken, valid while
 	// assigned; labels holds its partitions of the labels topic, records
 	// the offsets of its input partitions whose labels a previous owner
@@ -241,6 +256,11 @@ type labelJoin struct {
 	// and their bytes.
 	unassigned      []*joinEntry
 	unassignedBytes int64
+}
+
+// statsGathered are the statistics a labelJoin gathered since its last
+// publication.
+type statsGathered struct {
 	// acc gathers the statistics of the lineage in service (accModel's)
 	// since the last publication, of the label offsets in ranges; seq is
 	// the sequence number of the delta it will be. sealed are those of an
@@ -251,17 +271,16 @@ type labelJoin struct {
 	seq      uint64
 	sealed   []*statsbus.Delta
 	lastPub  time.Time
-	served   *servedModel
 }
 
 func newLabelJoin(s *Service, cfg LateLabels, m *model.Model) *labelJoin {
 	j := &labelJoin{
 		cfg: cfg, s: s, epoch: statsbus.NewEpoch(), now: time.Now,
-		published: make(chan struct{}, 1), local: make(chan *model.Accumulator, 1), flushNow: make(chan struct{}, 1),
-		store:   newJoinStore(cfg.Window, cfg.CacheBytes),
-		quality: newQuality(cfg.QualityWindow, m.Spec.Task == schemas.Classification),
-		labels:  map[int]*labelPartition{}, records: map[int]statsbus.Runs{},
-		accModel: m, seq: 1, lastPub: time.Now(),
+		publication:     publication{published: make(chan struct{}, 1), local: make(chan *model.Accumulator, 1), flushNow: make(chan struct{}, 1)},
+		store:           newJoinStore(cfg.Window, cfg.CacheBytes),
+		quality:         newQuality(cfg.QualityWindow, m.Spec.Task == schemas.Classification),
+		ownedPartitions: ownedPartitions{labels: map[int]*labelPartition{}, records: map[int]statsbus.Runs{}},
+		statsGathered:   statsGathered{accModel: m, seq: 1, lastPub: time.Now()},
 	}
 	j.acc = j.newAccumulator(m)
 	return j
