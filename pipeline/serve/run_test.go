@@ -137,10 +137,10 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 	var st Stats
 	numeric := map[uintptr]string{}
 	v := reflect.ValueOf(&st).Elem()
-	for i := range v.NumField() {
-		switch f := v.Field(i); f.Interface().(type) {
+	for _, sf := range reflect.VisibleFields(v.Type()) {
+		switch f := v.FieldByIndex(sf.Index); f.Interface().(type) {
 		case int64, float64, map[string]int64, Histogram:
-			numeric[f.Addr().Pointer()] = v.Type().Field(i).Name
+			numeric[f.Addr().Pointer()] = sf.Name
 		}
 	}
 	names := map[string]bool{}
