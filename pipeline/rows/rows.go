@@ -55,8 +55,8 @@ func (s *Scorer) Predictions() []float64 { return s.pred }
 // rows whose decision or contributions are not finite numbers (values too
 // large for the model), which are left out of it, as bad rows located in
 // b's input; and skip marking those rows too (allocated when needed).
-// With project, it keeps the rows' projected features (Projected) and scores
-// from them, so that each row's kernels are computed once for the score,
+// With project, it keeps the rows' projected features (Projected) and
+// scores from them, so that each row's kernels are computed once for the score,
 // the refit statistics and the join of late labels.
 func (s *Scorer) Score(b ingest.Batch, skip []bool, project bool) (arrow.Record, []schemas.RowError, []bool) {
 	rec := b.Record
@@ -111,12 +111,12 @@ func (s *Scorer) Score(b ingest.Batch, skip []bool, project bool) (arrow.Record,
 	return s.out.NewRecord(), unscorable, skip
 }
 
-// Unscorable is the bad row of b that Scorer.Predict reported as u,
+// Unscorable is the bad row of b that model.Scorer.Predict reported as u,
 // located in the input, with the row as its input format carries one.
 func Unscorable(b ingest.Batch, u model.Unscorable) schemas.RowError {
 	e := *u.RowError()
 	e.Source, e.Row = b.RowSource(u.Row), b.Rows[u.Row]
-	WithPayload(&e, b, u.Row)
+	withPayload(&e, b, u.Row)
 	return e
 }
 
@@ -131,18 +131,18 @@ func Merge(a, b []schemas.RowError) []schemas.RowError {
 	return out
 }
 
-// WithPayload gives e, the bad row of b's record row i, the row as its
+// withPayload gives e, the bad row of b's record row i, the row as its
 // input format carries one, when it can (ingest.Batch.RowPayload).
-func WithPayload(e *schemas.RowError, b ingest.Batch, i int) {
+func withPayload(e *schemas.RowError, b ingest.Batch, i int) {
 	if b.RowPayload != nil {
 		e.Payload, e.ContentType = b.RowPayload(i)
 	}
 }
 
 // Bad lists the bad rows of a batch in input order: the rows ingest
-// could not decode and the rows of its record that CheckRecord refuses,
-// located by input row. skip marks the refused record rows (nil when there
-// are none).
+// could not decode and the rows of its record that schemas.CheckRecord
+// refuses, located by input row. skip marks the refused record rows (nil
+// when there are none).
 func Bad(spec *schemas.ViewSpec, b ingest.Batch, needLabel bool) (bad []schemas.RowError, skip []bool) {
 	checked := schemas.CheckRecord(b.Record, spec, needLabel, b.Source, 0)
 	if len(b.Rejects) == 0 && len(checked) == 0 {
@@ -157,7 +157,7 @@ func Bad(spec *schemas.ViewSpec, b ingest.Batch, needLabel bool) (bad []schemas.
 			// out of the record, so map back to the input row.
 			i := int(e.Row)
 			e.Source, e.Row = b.RowSource(i), b.Rows[i]
-			WithPayload(&e, b, i)
+			withPayload(&e, b, i)
 			bad = append(bad, e)
 		}
 		slices.SortStableFunc(bad, func(x, y schemas.RowError) int { return cmp.Compare(x.Row, y.Row) })
