@@ -111,7 +111,7 @@ func TestPlanMemoryCountsFolds(t *testing.T) {
 		cfg := model.DefaultTrainConfig()
 		cfg.Landmarks = landmarks
 		plain := TrainJob{Spec: spec, Config: cfg, Stream: stream}
-		plain.Options = plain.Options.withDefaults()
+		plain.Options = plain.Options.WithDefaults()
 		est := EstimateTrain(rows, 3, 192, landmarks, 1, DefaultSampleRows)
 		need := est.Held
 		if stream {
