@@ -137,7 +137,7 @@ func (f *fixedFits) loss(cfg Config) (float64, error) {
 			copy(f.m.Data[i*d+i:(i+1)*d], raw.Data[i*raw.Stride+i:i*raw.Stride+d])
 			f.m.Data[i*d+i] += cfg.Lambda
 		}
-		if !potrfUpper(f.m) {
+		if !cholCV(f.m) {
 			return 0, fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 		}
 		fac = f.m
