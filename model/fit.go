@@ -292,6 +292,11 @@ type solver struct {
 	factored bool
 
 	cond0 float64 // condition number estimate of the initial metric
+	// identCond is the condition number estimate of the identity of
+	// order d (mode identity's metric), 0 until factorMetric has made it:
+	// a function of d alone, handed on to the solvers that reuse this
+	// one's matrices (newSolverFrom), such as the starts of the next folds.
+	identCond float64
 	// sparseMu is where the next sparse step search starts: Config.Mu, or
 	// twice the last accepted step when that step needed backtracking.
 	sparseMu float64
@@ -313,6 +318,7 @@ func newSolverFrom(st *Stats, cols []int, cfg Config, done *solver) *solver {
 	if done != nil && done.d == d {
 		s.u, s.lower, s.t, s.tinv, s.p, s.m = done.u, done.lower, done.t, done.tinv, done.p, done.m
 		s.spare, s.scratch, s.prevA = done.spare, done.scratch, done.prevA
+		s.identCond = done.identCond
 	} else {
 		s.u, s.lower = mat.NewTriDense(d, mat.Upper, nil), mat.NewTriDense(d, mat.Lower, nil)
 		s.t, s.tinv, s.p = mat.NewDense(d, d, nil), mat.NewDense(d, d, nil), mat.NewDense(d, d, nil)
@@ -478,7 +484,10 @@ func (s *solver) factorMetric() bool {
 			clear(row)
 			row[0] = 1
 		}
-		cond := condition(s.u, 1) // ‖I‖₁ = 1
+		if s.identCond == 0 {
+			s.identCond = condition(s.u, 1) // ‖I‖₁ = 1
+		}
+		cond := s.identCond
 		s.cond, s.cond0, s.trace.Cond = cond, cond, cond
 		return true
 	}

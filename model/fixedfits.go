@@ -220,21 +220,58 @@ func cholSolveRows(u blas64.Triangular, x blas64.General) {
 	// products with Uᵀ's blocks, copied into the lower triangle, where the
 	// BLAS's Dgemm runs its fast kernels (a product with a transposed
 	// right operand it computes by dot products).
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			u.Data[j*lda+i] = u.Data[i*lda+j]
-		}
-	}
+	mirrorUpper(u.Data, n, lda)
 	for j := (n - 1) / cholSolveBlock * cholSolveBlock; j >= 0; j -= cholSolveBlock {
 		jb := min(cholSolveBlock, n-j)
 		if rest := n - j - jb; rest > 0 {
 			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, xcols(j+jb, rest), ublock(j+jb, j, rest, jb), 1, xcols(j, jb))
 		}
-		for r := range k {
-			solveTri(tri(j, jb), blas.NoTrans, x.Data[r*x.Stride+j:r*x.Stride+j+jb])
+		backRows(u.Data, lda, j, jb, x)
+	}
+}
+
+// backRows solves U_JJ x_J = z_J in place for every row of x (k×n),
+// where U_JJ is the diagonal block of rows and columns j…j+jb−1 of the
+// upper triangular u (row stride lda) whose transpose is in u's lower
+// triangle: backward substitution by fused axpys with the columns of
+// U_JJ (the rows of U_JJᵀ, contiguous), all rows of x in one loop rather
+// than one solveTri call (and its dot products of a few elements) a row.
+func backRows(u []float64, lda, j, jb int, x blas64.General) {
+	for i := j + jb - 1; i >= j; i-- {
+		d := u[i*lda+i]
+		col := u[i*lda+j : i*lda+i] // U[j:i, i]
+		for r := range x.Rows {
+			xr := x.Data[r*x.Stride+j : r*x.Stride+i+1]
+			v := xr[i-j] / d
+			xr[i-j] = v
+			for t, l := range col {
+				xr[t] = math.FMA(-v, l, xr[t])
+			}
 		}
 	}
 }
 
 // cholSolveBlock is the order of cholSolveRows's diagonal blocks.
 const cholSolveBlock = 32
+
+// mirrorBlock is the order of the tiles mirrorUpper copies.
+const mirrorBlock = 16
+
+// mirrorUpper copies the strictly upper triangle of the n×n matrix in
+// data (row stride lda) into its strictly lower one, a[j][i] = a[i][j],
+// tile by tile, so that the strided writes of a column stay in a few
+// cache lines.
+func mirrorUpper(data []float64, n, lda int) {
+	for i0 := 0; i0 < n; i0 += mirrorBlock {
+		i1 := min(i0+mirrorBlock, n)
+		for j0 := i0; j0 < n; j0 += mirrorBlock {
+			j1 := min(j0+mirrorBlock, n)
+			for i := i0; i < i1; i++ {
+				row := data[i*lda : i*lda+j1]
+				for j := max(j0, i+1); j < j1; j++ {
+					data[j*lda+i] = row[j]
+				}
+			}
+		}
+	}
+}
