@@ -502,14 +502,17 @@ func (s *solver) factorMetric() bool {
 func (s *solver) setWeights(w []float64) {
 	s.w = w
 	s.bw = mat.NewDense(s.d, s.d, nil) // a new one: heads share their start's
+	sr, br := s.st.S.RawSymmetric(), s.bw.RawMatrix()
 	for i := 0; i < s.d; i++ {
 		wi := w[s.viewOf(i)]
-		for j := i; j < s.d; j++ {
-			v := wi * w[s.viewOf(j)] * s.st.S.At(i, j)
-			s.bw.Set(i, j, v)
-			s.bw.Set(j, i, v)
+		srow, brow := sr.Data[i*sr.Stride:i*sr.Stride+s.d], br.Data[i*br.Stride:i*br.Stride+s.d]
+		for l := range w {
+			for j := max(i, s.off[l]); j < s.off[l+1]; j++ {
+				brow[j] = wi * w[l] * srow[j]
+			}
 		}
 	}
+	mirrorUpper(br.Data, s.d, br.Stride)
 	s.weighTargets()
 }
 

@@ -112,11 +112,9 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 	}
 	sr := score.S.RawSymmetric()
 	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			v := sr.Data[i*sr.Stride+j]
-			f.full.Data[i*d+j], f.full.Data[j*d+i] = v, v
-		}
+		copy(f.full.Data[i*d+i:(i+1)*d], sr.Data[i*sr.Stride+i:i*sr.Stride+d])
 	}
+	mirrorUpper(f.full.Data, d, d)
 	f.sol = Solution{A: start.a, G: f.gT, W: start.w, Intercept: make([]float64, k)}
 	f.finiteA = allFinite(start.a.RawSymmetric().Data) && allFinite(start.w)
 	return f
