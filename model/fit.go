@@ -198,6 +198,20 @@ func newStart(ctx context.Context, in *fitInput, cfg Config, warm *Solution) (*s
 // a solver) of the same order that is no longer needed, when not nil
 // (newSolverFrom).
 func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
+	s, err := newStartUnfactored(ctx, in, cfg, warm, reuse)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.factorize(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newStartUnfactored is newStartFrom but for the factorisation of
+// P + λI (s.factored is false): for a caller that factorises it its own
+// way, as cross-validation's fixedFits does.
+func newStartUnfactored(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
 	s := newSolverFrom(in.solver, nil, cfg, reuse)
 	s.ctx = ctx
 	if err := s.initMetric(warm); err != nil {
@@ -212,9 +226,6 @@ func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution,
 	}
 	s.setWeights(w)
 	s.refactor()
-	if err := s.factorize(); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 

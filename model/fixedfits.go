@@ -116,7 +116,7 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 	}
 	mirrorUpper(f.full.Data, d, d)
 	f.sol = Solution{A: start.a, G: f.gT, W: start.w, Intercept: make([]float64, k)}
-	f.finiteA = allFinite(start.a.RawSymmetric().Data) && allFinite(start.w)
+	f.finiteA = (f.ident || allFinite(start.a.RawSymmetric().Data)) && allFinite(start.w) // mode identity's metric is I
 	return f
 }
 

@@ -388,7 +388,18 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 			w.fixed = fixed
 		}
 	}()
-	if warm == nil {
+	allFixed := true
+	for _, cfg := range cfgs {
+		allFixed = allFixed && isFixed(cfg)
+	}
+	switch {
+	case warm == nil && allFixed:
+		// fixedFits factorises P + λI for every λ, the start's too.
+		start, startErr = newStartUnfactored(ctx, in, cfgs[0], nil, w.start)
+		if start != nil {
+			w.start = start
+		}
+	case warm == nil:
 		start, startErr = newStartFrom(ctx, in, cfgs[0], nil, w.start)
 		if start != nil {
 			w.start = start
