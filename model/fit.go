@@ -198,20 +198,23 @@ func newStart(ctx context.Context, in *fitInput, cfg Config, warm *Solution) (*s
 // a solver) of the same order that is no longer needed, when not nil
 // (newSolverFrom).
 func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
-	s, err := newStartUnfactored(ctx, in, cfg, warm, reuse)
+	s, err := newStartMetric(ctx, in, cfg, warm, reuse)
 	if err != nil {
 		return nil, err
 	}
+	s.refactor()
 	if err := s.factorize(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// newStartUnfactored is newStartFrom but for the factorisation of
-// P + λI (s.factored is false): for a caller that factorises it its own
-// way, as cross-validation's fixedFits does.
-func newStartUnfactored(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
+// newStartMetric is the part of newStartFrom that sets the initial
+// metric, its factor and the weights with B(w) and b(w), without P, L and
+// the factorisation of P + λI (s.factored is false, s.p and s.lower
+// unset): for cross-validation's fixedFits, which reads only Ã, w, B(w)
+// and the statistics.
+func newStartMetric(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
 	s := newSolverFrom(in.solver, nil, cfg, reuse)
 	s.ctx = ctx
 	if err := s.initMetric(warm); err != nil {
@@ -225,7 +228,6 @@ func newStartUnfactored(ctx context.Context, in *fitInput, cfg Config, warm *Sol
 		copy(w, warm.W)
 	}
 	s.setWeights(w)
-	s.refactor()
 	return s, nil
 }
 

@@ -14,28 +14,30 @@ import (
 // headGroups puts them, and scores them on one set of held-out sums: the
 // g̃-step of fitGroups and fixedSolution, without what the loss does not
 // read (Ã⁻¹g̃, the objective). What does not depend on λ is computed once
-// for all of them: b(w), Lᵀb(w), P = LᵀBL (the start's) and the held-out
-// S with both triangles. Each λ then costs the factorisation of P + λI
-// (none for the start's λ, which the start has factorised), the two
-// triangular solves for all columns at once (cholSolveRows), one product
-// with L unless the metric is the identity, and one product with the
-// held-out S for the loss: all but the factorisation O(D²k). The working
-// matrices are allocated once per fold. The columns are kept as rows
-// (k×D), where the solves' and the products' inner loops run along
-// memory.
+// for all of them: b(w), Lᵀb(w), P = LᵀBL (the start's; in mode
+// identity, L = I, P is B(w) itself, and the start need not form P:
+// newStartMetric) and the held-out S with both triangles. Each λ then
+// costs the factorisation of P + λI (cholCV), the two triangular solves
+// for all columns at once (cholSolveRows), one product with L unless the
+// metric is the identity, and one product with the held-out S for the
+// loss: all but the factorisation O(D²k). The working matrices are
+// allocated once per fold. The columns are kept as rows (k×D), where the
+// solves' and the products' inner loops run along memory.
 type fixedFits struct {
 	in    *fitInput
 	start *solver
 	score *Stats
 	// ident says that L = I (mode identity, see factorMetric).
 	ident bool
+	// p is P (both triangles; B(w) when ident).
+	p blas64.General
 	// lsq is L as a square (its upper part zero), usq Lᵀ as one (its
 	// lower part zero), unset when ident.
 	lsq, usq blas64.General
 	// lbT is (Lᵀb(w))ᵀ for all target columns (k×D), bT b(w)ᵀ when
 	// L is not the identity.
 	lbT, bT *mat.Dense
-	// m is P + λI, factorised in place, for a λ other than the start's.
+	// m is P + λI, factorised in place.
 	m blas64.Symmetric
 	// zT holds the solution of (P + λI)z = Lᵀb(w) as rows; gT is g̃ᵀ
 	// (zT itself when ident), gamma the decision's coefficients
@@ -65,7 +67,8 @@ func newFixedFits(in *fitInput, start *solver, k int, score *Stats) *fixedFits {
 
 // newFixedFitsFrom is newFixedFits working in the matrices of reuse, the
 // fits of another fold of the same order and outputs that are no longer
-// needed, when not nil.
+// needed, when not nil. In mode identity start may come from
+// newStartMetric; otherwise it must hold P and L (newStart).
 func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *fixedFits) *fixedFits {
 	d := start.d
 	f := &fixedFits{in: in, start: start, score: score, ident: start.cfg.Mode == ModeIdentity}
@@ -83,15 +86,19 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 		}
 		bT = f.bT
 	}
+	cr, br := start.st.C.RawMatrix(), bT.RawMatrix()
 	for i := 0; i < d; i++ {
 		wi := start.w[start.viewOf(i)]
 		for c := range k {
-			bT.Set(c, i, wi*start.st.C.At(i, c))
+			br.Data[c*br.Stride+i] = wi * cr.Data[i*cr.Stride+c]
 		}
 	}
 	if f.ident {
+		// P = B: refactor's copy, the same bits.
+		f.p = start.bw.RawMatrix()
 		f.gT = f.zT
 	} else {
+		f.p = start.p.RawMatrix()
 		lr := start.lower.RawTriangular()
 		f.lsq = blas64.General{Rows: d, Cols: d, Stride: lr.Stride, Data: lr.Data}
 		// (Lᵀb)ᵀ = bᵀL.
@@ -99,12 +106,11 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 		if f.usq.Data == nil {
 			f.usq = blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
 		}
+		ur := start.u.RawTriangular() // Lᵀ
 		for i := 0; i < d; i++ {
 			row := f.usq.Data[i*d : (i+1)*d]
 			clear(row[:i])
-			for j := i; j < d; j++ {
-				row[j] = lr.Data[j*lr.Stride+i]
-			}
+			copy(row[i:], ur.Data[i*ur.Stride+i:i*ur.Stride+d])
 		}
 		if f.gT == nil || f.gT == f.zT {
 			f.gT = mat.NewDense(k, d, nil)
@@ -125,23 +131,18 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 // solutionsLoss, would (to rounding: the sums run in other orders).
 func (f *fixedFits) loss(cfg Config) (float64, error) {
 	s, d := f.start, f.start.d
-	fac := s.m
-	if cfg.Lambda != s.cfg.Lambda || !s.factored {
-		if f.m.Data == nil {
-			f.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
-		}
-		raw := s.p.RawMatrix()
-		for i := 0; i < d; i++ {
-			copy(f.m.Data[i*d+i:(i+1)*d], raw.Data[i*raw.Stride+i:i*raw.Stride+d])
-			f.m.Data[i*d+i] += cfg.Lambda
-		}
-		if !cholCV(f.m) {
-			return 0, fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
-		}
-		fac = f.m
+	if f.m.Data == nil {
+		f.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
+	}
+	for i := 0; i < d; i++ {
+		copy(f.m.Data[i*d+i:(i+1)*d], f.p.Data[i*f.p.Stride+i:i*f.p.Stride+d])
+		f.m.Data[i*d+i] += cfg.Lambda
+	}
+	if !cholCV(f.m) {
+		return 0, fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
 	f.zT.Copy(f.lbT)
-	cholSolveRows(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: fac.Data}, f.zT.RawMatrix())
+	cholSolveRows(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: f.m.Data}, f.zT.RawMatrix())
 	if !f.ident {
 		// g̃ = Lz: g̃ᵀ = zᵀLᵀ.
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, f.zT.RawMatrix(), f.usq, 0, f.gT.RawMatrix())

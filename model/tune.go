@@ -393,9 +393,9 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 		allFixed = allFixed && isFixed(cfg)
 	}
 	switch {
-	case warm == nil && allFixed:
-		// fixedFits factorises P + λI for every λ, the start's too.
-		start, startErr = newStartUnfactored(ctx, in, cfgs[0], nil, w.start)
+	case warm == nil && allFixed && cfgs[0].Mode == ModeIdentity:
+		// fixedFits reads the start's weights and B(w) alone (P = B).
+		start, startErr = newStartMetric(ctx, in, cfgs[0], nil, w.start)
 		if start != nil {
 			w.start = start
 		}
