@@ -618,10 +618,8 @@ func relChange(x, y mat.Matrix) float64 {
 func (s *solver) refactor() {
 	s.factored = false
 	lr, ur := s.lower.RawTriangular(), s.u.RawTriangular()
+	transposeUpper(lr.Data, lr.Stride, ur.Data, ur.Stride, s.d)
 	for i := 0; i < s.d; i++ {
-		for j := i; j < s.d; j++ {
-			lr.Data[j*lr.Stride+i] = ur.Data[i*ur.Stride+j]
-		}
 		clear(lr.Data[i*lr.Stride+i+1 : i*lr.Stride+s.d]) // congruence reads L as a square
 	}
 	s.tIdentity = true

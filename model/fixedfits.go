@@ -274,3 +274,22 @@ func mirrorUpper(data []float64, n, lda int) {
 		}
 	}
 }
+
+// transposeUpper sets the lower triangle of dst (diagonal included, row
+// stride ds) to the transpose of the upper triangle of src (row stride
+// ss), both n×n, dst[j][i] = src[i][j] for j ≥ i, tile by tile as
+// mirrorUpper.
+func transposeUpper(dst []float64, ds int, src []float64, ss, n int) {
+	for i0 := 0; i0 < n; i0 += mirrorBlock {
+		i1 := min(i0+mirrorBlock, n)
+		for j0 := i0; j0 < n; j0 += mirrorBlock {
+			j1 := min(j0+mirrorBlock, n)
+			for i := i0; i < i1; i++ {
+				row := src[i*ss : i*ss+j1]
+				for j := max(j0, i); j < j1; j++ {
+					dst[j*ds+i] = row[j]
+				}
+			}
+		}
+	}
+}
