@@ -393,10 +393,15 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 		allFixed = allFixed && isFixed(cfg)
 	}
 	switch {
-	case warm == nil && allFixed && cfgs[0].Mode == ModeIdentity:
-		// fixedFits reads the start's weights and B(w) alone (P = B).
+	case warm == nil && allFixed:
+		// fixedFits factorises P + λI itself for every λ, and in mode
+		// identity reads B(w) as P (L = I): the start stops before the
+		// factorisation, and in mode identity before P.
 		start, startErr = newStartMetric(ctx, in, cfgs[0], nil, w.start)
 		if start != nil {
+			if cfgs[0].Mode != ModeIdentity {
+				start.refactor()
+			}
 			w.start = start
 		}
 	case warm == nil:
