@@ -48,7 +48,8 @@ func spdWithSpectrum(rng *rand.Rand, n int, cond float64) *mat.SymDense {
 // on matrices of condition up to 1e6, a factor whose UᵀU is A to 1e-12
 // up to 1e10 of orders below, at and around
 // its block and at a fit's, the same bits on a second run, and refuses
-// (returns false, no panic) what gonum refuses.
+// (returns false, no panic) what gonum refuses. Its lower triangle
+// holds Uᵀ, which cholSolveRowsL reads.
 func TestCholCVMatchesGonum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 5))
 	type tc struct {
@@ -105,6 +106,13 @@ func TestCholCVMatchesGonum(t *testing.T) {
 			}
 			if !(res <= 1e-12*amax) {
 				t.Errorf("UᵀU differs from A by %g (largest element %g)", res, amax)
+			}
+			for i := range c.n {
+				for j := i + 1; j < c.n; j++ {
+					if got.Data[j*got.Stride+i] != got.Data[i*got.Stride+j] {
+						t.Fatalf("lower triangle (%d,%d) = %v, not Uᵀ's %v", j, i, got.Data[j*got.Stride+i], got.Data[i*got.Stride+j])
+					}
+				}
 			}
 			again := blas64.Symmetric{N: c.n, Stride: raw.Stride, Uplo: blas.Upper, Data: append([]float64(nil), raw.Data...)}
 			cholCV(again)

@@ -142,7 +142,7 @@ func (f *fixedFits) loss(cfg Config) (float64, error) {
 		return 0, fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
 	f.zT.Copy(f.lbT)
-	cholSolveRows(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: f.m.Data}, f.zT.RawMatrix())
+	cholSolveRowsL(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: f.m.Data}, f.zT.RawMatrix())
 	if !f.ident {
 		// g̃ = Lz: g̃ᵀ = zᵀLᵀ.
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, f.zT.RawMatrix(), f.usq, 0, f.gT.RawMatrix())
@@ -195,6 +195,18 @@ func (f *fixedFits) loss(cfg Config) (float64, error) {
 // writes Uᵀ into the strictly lower triangle of u's storage, which an
 // upper triangular matrix does not read.
 func cholSolveRows(u blas64.Triangular, x blas64.General) {
+	cholSolveRowsMirror(u, x, true)
+}
+
+// cholSolveRowsL is cholSolveRows for a factor whose lower triangle
+// holds Uᵀ already (cholCV's).
+func cholSolveRowsL(u blas64.Triangular, x blas64.General) {
+	cholSolveRowsMirror(u, x, false)
+}
+
+// cholSolveRowsMirror is cholSolveRows, copying Uᵀ into u's lower
+// triangle first when mirror is set.
+func cholSolveRowsMirror(u blas64.Triangular, x blas64.General, mirror bool) {
 	n, lda, k := u.N, u.Stride, x.Rows
 	tri := func(j, jb int) blas64.Triangular {
 		return blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: jb, Stride: lda, Data: u.Data[j*lda+j:]}
@@ -219,7 +231,9 @@ func cholSolveRows(u blas64.Triangular, x blas64.General) {
 	// products with Uᵀ's blocks, copied into the lower triangle, where the
 	// BLAS's Dgemm runs its fast kernels (a product with a transposed
 	// right operand it computes by dot products).
-	mirrorUpper(u.Data, n, lda)
+	if mirror {
+		mirrorUpper(u.Data, n, lda)
+	}
 	for j := (n - 1) / cholSolveBlock * cholSolveBlock; j >= 0; j -= cholSolveBlock {
 		jb := min(cholSolveBlock, n-j)
 		if rest := n - j - jb; rest > 0 {
