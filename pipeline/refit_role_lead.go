@@ -709,52 +709,10 @@ func (l *leader) tune(ctx context.Context, total *model.Accumulator, cur *model.
 }
 
 // gate judges a tuned refit m of total (warm-started from warm) against
-// cur, the model in service. The refit is accepted unless it is worse
-// than cur by more than the margin (relative) on either of two out of
-// sample estimates, both losses per row from fold sums:
-//
-//   - its cross-validated loss against the one recorded for cur when cur
-//     was tuned (skipped when cur was not): the quality of the fit on
-//     all the rows, as each was estimated on the rows of its day;
-//   - on the labels that arrived since cur was made current (lin.since,
-//     kept as fold sums): each fold's loss of the refit's configuration
-//     fitted on the other folds of total (Accumulator.CrossLosses: it
-//     never sees the fold it is scored on) against cur's loss on the
-//     same rows (Accumulator.Losses: cur never saw them at all).
-//
-// A burst of wrong labels raises the first (the folds disagree) and
-// keeps the refit from beating cur on the second; a real change of the
-// data may raise the first a little but lets the refit beat cur on the
-// new labels.
+// cur, the model in service, on the labels since cur was made current
+// (judgeRefit).
 func (l *leader) gate(ctx context.Context, total *model.Accumulator, m, warm, cur *model.Model) (*registry.Gate, error) {
-	tun := m.Meta.Tuning
-	g := &registry.Gate{Outcome: registry.GateAccepted, Serving: cur.Version, Margin: l.r.cfg.GateMargin,
-		CVLoss: tun.Table[tun.Chosen].Loss / sum(tun.FoldRows)}
-	worse := func(cand, serving float64) bool { return cand > serving*(1+g.Margin) }
-	if ct := cur.Meta.Tuning; ct != nil && ct.Chosen >= 0 && ct.Chosen < len(ct.Table) && sum(ct.FoldRows) > 0 {
-		v := ct.Table[ct.Chosen].Loss / sum(ct.FoldRows)
-		g.ServingCVLoss = &v
-		if worse(g.CVLoss, v) {
-			g.Outcome = registry.GateRejected
-		}
-	}
-	since := l.lin.since
-	if g.NewRows = since.Rows(); g.NewRows > 0 {
-		cand, err := total.CrossLosses(ctx, m.Config.Fit, warm, since)
-		if err != nil {
-			return nil, err
-		}
-		serving, err := since.Losses(cur)
-		if err != nil {
-			return nil, err
-		}
-		nc, ns := sum(cand)/g.NewRows, sum(serving)/g.NewRows
-		g.NewLoss, g.ServingNewLoss = &nc, &ns
-		if worse(nc, ns) {
-			g.Outcome = registry.GateRejected
-		}
-	}
-	return g, nil
+	return judgeRefit(ctx, total, l.lin.since, m, warm, cur, l.r.cfg.GateMargin)
 }
 
 func sum(xs []float64) float64 {
