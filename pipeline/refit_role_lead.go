@@ -351,6 +351,9 @@ func (l *leader) openLineage(ctx context.Context, m *model.Model, from int64) (*
 	}
 	lin.base, lin.ledger = base, cp.Ledger
 	lin.checkpointModel = cp.Model
+	if err := l.restoreSince(lin, cp, m); err != nil {
+		return nil, err
+	}
 	return lin, nil
 }
 
@@ -618,6 +621,10 @@ func (l *leader) refitEnded(ctx context.Context, err error) error {
 func (l *leader) putCheckpoint(ctx context.Context, lin *lineageState, version string) error {
 	next := lin.stream.Resume(lin.next)
 	cp, err := statsbus.NewCheckpoint(lin.base, statsbus.CheckpointHeader{NextSOffset: next, Model: version, Created: time.Now().UTC(), Ledger: lin.ledger.Clone()})
+	if err == nil && l.cur != nil {
+		// The gate's labels since the serving model survive a failover.
+		err = cp.KeepSince(lin.since, l.cur.Version)
+	}
 	if err != nil {
 		return err
 	}

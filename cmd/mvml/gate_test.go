@@ -12,6 +12,7 @@ import (
 
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/registry"
+	"github.com/mvml/mvml/statsbus"
 )
 
 // gateRig is a model topic with a tuned model of classSpec's fixture
@@ -229,5 +230,51 @@ func TestRefitGateAcceptsAgainOnCleanLabels(t *testing.T) {
 	}
 	if code := replica.stop(t); code != exitOK {
 		t.Errorf("the replica: exit %d:\n%s", code, replica.said())
+	}
+}
+
+// The labels since the serving model, the gate's comparison (b), are in
+// the refitter's checkpoint: a refitter starting from it (each refit
+// --once is one, as a standby taking over after a failover is) compares
+// the next refit with the serving model on the labels of the rejected
+// stretch and those after, not only on the latter. Once an operator
+// makes another model current, those labels are not since it: the gate
+// starts them again.
+func TestRefitGateKeepsLabelsSinceAcrossRefitters(t *testing.T) {
+	g := newGateRig(t)
+	_, clean := fixture(t, t.TempDir(), "clean.csv", classSpec, 300, 32, nil)
+	g.stats(g.trainCSV, clean)
+	first, cur := g.refit()
+	if !cur {
+		t.Fatalf("clean labels: %s not made current", first.Version)
+	}
+	if cp, err := checkpointOf(t, g.cluster, first.Lineage); err != nil || cp.Since != nil || cp.Format != statsbus.CheckpointFormat {
+		t.Fatalf("checkpoint after an accepted refit: %+v, %v", cp, err)
+	}
+	_, noisy := fixture(t, t.TempDir(), "noisy.csv", classSpec, 600, 33, nil)
+	shiftLabels(t, noisy)
+	g.stats(noisy)
+	if man, cur := g.refit(); cur {
+		t.Fatalf("wrong labels: %s made current", man.Version)
+	}
+	cp, err := checkpointOf(t, g.cluster, first.Lineage)
+	if err != nil || cp.SinceModel != first.Version || cp.SinceRows != 600 || cp.Format != statsbus.CheckpointSinceFormat {
+		t.Fatalf("checkpoint after a rejected refit: %+v, %v; want 600 labels since %s", cp.CheckpointHeader, err, first.Version)
+	}
+	_, clean2 := fixture(t, t.TempDir(), "clean2.csv", classSpec, 600, 40, nil)
+	g.stats(clean2)
+	second, cur := g.refit()
+	if second.Gate.NewRows != 1200 || second.Gate.Serving != first.Version {
+		t.Fatalf("the gate compared %v labels since %s, want 1200 since %s", second.Gate.NewRows, second.Gate.Serving, first.Version)
+	}
+	if cur {
+		t.Fatalf("%s made current: %s", second.Version, gateLine(second.Gate))
+	}
+	mustRun(t, "models", "promote", second.Version, "--brokers", g.brokers, "--model-topic", "models")
+	_, clean3 := fixture(t, t.TempDir(), "clean3.csv", classSpec, 300, 41, nil)
+	g.stats(clean3)
+	third, _ := g.refit()
+	if third.Gate.NewRows != 300 || third.Gate.Serving != second.Version {
+		t.Errorf("after a promotion the gate compared %v labels since %s, want 300 since %s", third.Gate.NewRows, third.Gate.Serving, second.Version)
 	}
 }
