@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -108,6 +109,9 @@ type ServeStats struct {
 	// Quality is the prequential quality of the model versions served, by
 	// version, the one that last had a label joined first.
 	Quality []VersionQuality `json:"quality,omitempty"`
+	// Tuned are the values the last tuned refit chose (RefitPolicy.Tune),
+	// by hyper-parameter.
+	Tuned map[string]float64 `json:"tuned,omitempty"`
 
 	ModelVersion string `json:"model_version"`
 	Running      bool   `json:"running"`
@@ -125,6 +129,9 @@ const (
 	// refitSuperseded: it ended after a swapped-in model had replaced the
 	// one it refitted, so its model was dropped.
 	refitSuperseded = "superseded"
+	// refitRejected: the gate rejected the tuned refit (RefitPolicy.Tune);
+	// the old model stays, the refit went to OnGated as a candidate.
+	refitRejected = "rejected"
 )
 
 // Histogram is a distribution of observations: Counts[i] of them were at
@@ -233,6 +240,7 @@ const (
 	metricQualityAccuracy
 	metricQualityNMSE
 	metricQualityLabels
+	metricRefitTuned
 	numMetrics
 )
 
@@ -265,7 +273,7 @@ var serveMetricDefs = [numMetrics]struct {
 	metricBatches:          {"mvml_batches_total", counter, "Batches written and acknowledged.", func(s *ServeStats) any { return &s.Batches }},
 	metricRefits:           {"mvml_refits_total", counter, "Refitted models put in service.", func(s *ServeStats) any { return &s.Refits }},
 	metricRefitFailures:    {"mvml_refit_failures_total", counter, "Refits that failed; the old model stayed in service.", func(s *ServeStats) any { return &s.RefitFailures }},
-	metricRefitOutcomes:    {"mvml_refit_outcomes_total", countersBy("outcome"), "Refits that ended, by outcome: served, failed (the old model stayed), cancelled (the service stopped, or a model put in service replaced the one refitted), superseded (ended after such a replacement; dropped).", func(s *ServeStats) any { return &s.RefitOutcomes }},
+	metricRefitOutcomes:    {"mvml_refit_outcomes_total", countersBy("outcome"), "Refits that ended, by outcome: served, failed (the old model stayed), cancelled (the service stopped, or a model put in service replaced the one refitted), superseded (ended after such a replacement; dropped), rejected (by the gate of a tuned refit: a candidate).", func(s *ServeStats) any { return &s.RefitOutcomes }},
 	metricReloads:          {"mvml_model_reloads_total", counter, "Models made current in the model store or file followed and put in service.", func(s *ServeStats) any { return &s.Reloads }},
 	metricReloadFailures:   {"mvml_model_reload_failures_total", counter, "Models made current that could not be served (partial, damaged, other views); the old model stayed in service.", func(s *ServeStats) any { return &s.ReloadFailures }},
 	metricNotCommitted:     {"mvml_records_not_committed", gauge, "Records taken and not yet acknowledged.", func(s *ServeStats) any { return &s.NotCommitted }},
@@ -340,6 +348,16 @@ var serveMetricDefs = [numMetrics]struct {
 	metricQualityLabels: {"mvml_prequential_labels", gaugesBy("version"), "Labels the prequential quality of a model version is measured on (its window).",
 		func(s *ServeStats) any {
 			return qualitySamples(s, func(q VersionQuality) *float64 { w := float64(q.Window); return &w })
+		}},
+	metricRefitTuned: {"mvml_refit_tuned", gaugesBy("param"), "The value of every hyper-parameter the last tuned refit chose (--tune).",
+		func(s *ServeStats) any {
+			var out []sample
+			for _, k := range model.TuneKeys {
+				if v, ok := s.Tuned[k]; ok {
+					out = append(out, sample{labels: []string{k}, value: v})
+				}
+			}
+			return out
 		}},
 }
 
@@ -486,6 +504,7 @@ func (s *Service) Stats() ServeStats {
 		}
 	}
 	st.Quality = s.quality()
+	st.Tuned = s.tunedValues()
 	for m, def := range serveMetricDefs {
 		switch field := def.field(&st).(type) {
 		case *int64:
