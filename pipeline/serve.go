@@ -510,7 +510,11 @@ func (r *serviceRun) await(ctx context.Context) (*ticket[scoring], error) {
 				}
 			}
 		case acc := <-r.local:
+			// Joined labels may make a refit due while the source is idle.
 			r.merge(acc)
+			if err := r.refits.start(ctx); err != nil {
+				return nil, err
+			}
 		case <-r.oldestFlight():
 			if err := r.acknowledge(ctx); err != nil {
 				return nil, err

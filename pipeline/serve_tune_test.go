@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/sink"
@@ -157,3 +158,48 @@ func TestServeTuneRefused(t *testing.T) {
 		}
 	}
 }
+
+// Late labels joined with their records go to the tuned refits' fold
+// sums too (each row in the fold of its id): the refit of a replica that
+// refits itself on joined labels is the one Accumulator.Tune makes of the
+// same rows, with the same rows in every fold.
+func TestServeTunesOnLateLabels(t *testing.T) {
+	spec := testSpec(t)
+	m := trainTestModel(t, spec, makeData(spec, 150, 1))
+	d := makeData(spec, 200, 6)
+	c := kafkatest.Start(t, lateParts, "in", "labels", "out", "dead")
+	grid := map[string][]float64{"lambda": {1e-3, 1e-1, 10}}
+	c.Produce(t, "in", recordMessages(t, spec, d, 0, 200)...)
+	r, stop := startLate(t, c, KafkaServeConfig{Model: m, Refit: RefitPolicy{Rows: 200, Folds: 5, Tune: grid, GateMargin: -1}})
+	waitStats(t, r, "the records scored", func(st ServeStats) bool { return st.In >= 200 })
+	c.Produce(t, "labels", labelMessages(d, 0, 200)...)
+	waitStats(t, r, "the tuned refit", func(st ServeStats) bool { return st.RefitOutcomes[refitServed] == 1 })
+	if _, err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Service().Model()
+	acc, err := m.NewFoldAccumulator(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.AddFolds(d.ids, d.matrices(), d.labels); err != nil {
+		t.Fatal(err)
+	}
+	cands, err := model.Candidates(grid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantTun, err := acc.Tune(context.Background(), m.Config.Fit, cands, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tun := got.Meta.Tuning
+	if tun == nil || tun.Chosen != wantTun.Chosen || !slicesEqual(tun.FoldRows, wantTun.FoldRows) {
+		t.Fatalf("tuning %+v, want chosen %d over fold rows %v", tun, wantTun.Chosen, wantTun.FoldRows)
+	}
+	if diff := maxRelDiff(decisions(got, d.matrices()), decisions(want, d.matrices())); diff > 1e-8 {
+		t.Errorf("the refit's decisions differ from Accumulator.Tune's by %g", diff)
+	}
+}
+
+func slicesEqual(a, b []float64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
