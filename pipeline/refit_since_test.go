@@ -91,20 +91,26 @@ func TestRefitterStandbyKeepsLabelsSince(t *testing.T) {
 	sim := newReplicaSim(t, "serve-0", serving)
 	sim.send(t, f.c, sim.foldDelta(t, d, views, 0, 200, folds))
 	waitFor(t, "the refit on flipped labels rejected", func() bool { return first.Stats().Rejected == 1 })
-	if cp := f.checkpoint(t, serving.Lineage()); cp.SinceModel != serving.Version || cp.SinceRows != 200 {
-		t.Fatalf("checkpoint %+v: want 200 labels since %s", cp.CheckpointHeader, serving.Version)
-	}
+	// The model store's reader catches up with the checkpoint stored.
+	waitFor(t, "the checkpoint of 200 labels since the serving model", func() bool {
+		cp := f.checkpoint(t, serving.Lineage())
+		return cp.SinceModel == serving.Version && cp.SinceRows == 200
+	})
 	if err := stopFirst(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the standby to take over", func() bool { return second.Stats().Active == 1 })
 	sim.send(t, f.c, sim.foldDelta(t, d, views, 200, 400, folds))
 	waitFor(t, "the standby's refit", func() bool { st := second.Stats(); return st.Published+st.Rejected == 1 })
-	listing, err := f.models.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := listing.Versions[len(listing.Versions)-1]
+	var last registry.Manifest
+	waitFor(t, "the standby's refit listed", func() bool {
+		listing, err := f.models.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = listing.Versions[len(listing.Versions)-1]
+		return len(listing.Versions) == 4 // the base, the serving model and two refits
+	})
 	if last.Gate == nil || last.Gate.Serving != serving.Version || last.Gate.NewRows != 400 {
 		t.Errorf("the standby's refit %s: gate %+v, want one against %s on 400 labels since", last.Version, last.Gate, serving.Version)
 	}
