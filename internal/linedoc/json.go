@@ -6,10 +6,12 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 )
 
-// ParseJSON reads one JSON value strictly: nothing may follow it.
+// ParseJSON reads one JSON value strictly: nothing may follow it. Its
+// messages speak of a spec, the JSON files mvml reads.
 func ParseJSON(data []byte) (*Node, error) {
 	w := jsonWalker{dec: json.NewDecoder(bytes.NewReader(data)), data: data}
 	for i, c := range data {
@@ -81,10 +83,7 @@ func (w *jsonWalker) value(path string, depth int) (*Node, error) {
 			n.Tag = "!!float"
 		}
 	case bool:
-		n.Tag, n.Text = "!!bool", "false"
-		if v {
-			n.Text = "true"
-		}
+		n.Tag, n.Text = "!!bool", strconv.FormatBool(v)
 	case nil:
 		n.Tag, n.Text = "!!null", "null"
 	}
