@@ -227,3 +227,36 @@ func produceRows(fifo string) {
 		}
 	}
 }
+
+// Ctrl-C during the eigendecompositions of the landmarks' kernels (1,500
+// landmarks: gonum's, which read no context, take many seconds each)
+// stops train within the limit, the model file as it was and no file
+// left behind.
+func TestInterruptEigendecompositionStops(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 3000, 16, nil)
+	model := filepath.Join(dir, "m.mvml")
+	if err := os.WriteFile(model, []byte("the model before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := dirNames(t, dir)
+	p := startProcess(t, "train", "train", "--model", model, "--input", data, "--views", spec, "--landmarks", "1500", "--log-format", "json")
+	p.waitSaid(t, "loaded labelled rows")
+	time.Sleep(500 * time.Millisecond) // into the first view's eigendecomposition
+	took := p.interrupt(t)
+	t.Logf("train ended %v after SIGINT", took)
+	if took > interruptLimit() {
+		t.Errorf("train ended %v after SIGINT, want within %v:\n%s", took, interruptLimit(), p.stderr)
+	}
+	said := p.stderr.String()
+	if code := p.cmd.ProcessState.ExitCode(); code != exitError || !strings.Contains(said, `"msg":"interrupted: stopping`) ||
+		!strings.Contains(said, "mvml train: interrupted:") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1, the signal logged and the interruption reported", code, said)
+	}
+	if got, err := os.ReadFile(model); err != nil || string(got) != "the model before" {
+		t.Errorf("the model file after an interrupted train: %q, %v", got, err)
+	}
+	if after := dirNames(t, dir); !slices.Equal(before, after) {
+		t.Errorf("an interrupted train left files: %v, before %v", after, before)
+	}
+}
