@@ -257,7 +257,8 @@ func serveLatencies(b *testing.B, cluster *kafkatest.Cluster, conn kafkaconn.Con
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: "out"})
+	// As mvml serve's (KafkaRunner's): the writes waiting leave together.
+	out, err := sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: "out", Coalesce: true})
 	if err != nil {
 		b.Fatal(err)
 	}

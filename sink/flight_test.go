@@ -260,9 +260,7 @@ func TestFlightFailsForGood(t *testing.T) {
 			// The second produce request is refused: the second flight's.
 			var requests atomic.Int32
 			c.FailProduce("scores", topicAuthorization, func([]int32) bool { return requests.Add(1) == 2 })
-			// Flights of 10 scores fill a batch of 10 alone: waiting flights
-			// are not written together, and each is a request of its own.
-			s := tt.open(t, c, "scores", KafkaWriterConfig{BatchSize: 10})
+			s := tt.open(t, c, "scores", KafkaWriterConfig{})
 			defer s.Close(context.Background())
 			fs := flightsOf(t, s, 3, 10)
 			for k, f := range fs {
@@ -281,10 +279,10 @@ func TestFlightFailsForGood(t *testing.T) {
 	}
 }
 
-// Flights of JSON scores waiting for the one before them leave together,
-// in one produce request, in their order: at light load small writes do
-// not queue one request each behind a slow broker. Each flight ends with
-// its own outcome.
+// With Coalesce, flights of JSON scores waiting for the one before them
+// leave together, in one produce request, in their order: at light load
+// small writes do not queue one request each behind a slow broker. Each
+// flight ends with its own outcome.
 func TestWaitingFlightsLeaveTogether(t *testing.T) {
 	c := kafkatest.Start(t, 1, "scores")
 	var requests atomic.Int32
@@ -295,7 +293,7 @@ func TestWaitingFlightsLeaveTogether(t *testing.T) {
 		fake.SleepControl(func() { time.Sleep(100 * time.Millisecond) })
 		return nil, nil, false
 	})
-	s := asyncSinks[0].open(t, c, "scores", KafkaWriterConfig{})
+	s := asyncSinks[0].open(t, c, "scores", KafkaWriterConfig{Coalesce: true})
 	const flights = 10
 	// The first leaves alone; the others are started while the broker
 	// holds its request.

@@ -58,6 +58,16 @@ type KafkaWriterConfig struct {
 	// WriteTimeout bounds each produce request. Default (0)
 	// DefaultKafkaWriteTimeout, 10s.
 	WriteTimeout time.Duration
+	// Coalesce, for a KafkaSink (JSON scores), lets the writes started by
+	// WriteAsync that wait for the one before them leave together, in one
+	// write of up to BatchSize messages, when their turn comes: at light
+	// load, when each write is a few scores and the next ones queue
+	// behind the broker's answer, they take one produce request instead
+	// of one each, and the queue does not grow. Each write still ends
+	// with its own outcome, in order, but a refusal of the request fails
+	// all the writes in it. Default (false) every write is a request of
+	// its own.
+	Coalesce bool
 	// Logger receives a line for every write retried after a transient
 	// failure (Conn.Retry says how). Default (nil) none.
 	Logger *slog.Logger
@@ -80,11 +90,12 @@ type kafkaWriter struct {
 	// waiting holds the flights of messages (flyMessages) not started yet,
 	// in order, which the flight before them may take into its write;
 	// guarded by mu.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	flying  sync.WaitGroup
-	last    *Flight
-	waiting []*messagesFlight
+	ctx      context.Context
+	cancel   context.CancelFunc
+	flying   sync.WaitGroup
+	last     *Flight
+	waiting  []*messagesFlight
+	coalesce bool // KafkaWriterConfig.Coalesce
 
 	// totals adds up kafka-go's statistics, which reset whenever they are
 	// read, and the retries.
@@ -157,7 +168,7 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &kafkaWriter{topic: cfg.Topic, w: w, transport: transport, retry: cfg.Conn.Retry, logger: logger,
-		ctx: ctx, cancel: cancel, totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
+		ctx: ctx, cancel: cancel, coalesce: cfg.Coalesce, totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
 }
 
 // fly starts write on a goroutine of its own once the flight before has
@@ -200,14 +211,15 @@ type messagesFlight struct {
 // flyMessages starts a flight writing msgs as fly does, once the flight
 // before has ended, with writeFitting; outcome turns what it refused (the
 // indexes of msgs) and its error into the flight's error, and recycle,
-// if not nil, is called after a success. When its turn comes, the flight
-// takes the flights of messages started after it and still waiting, of
-// the same ctx, into one write (up to the writer's BatchSize messages in
-// all), and ends them with it: at light load, when every write is a few
-// messages and the next ones queue behind the broker's answer, the
-// flights waiting leave in one produce request instead of one each, and
-// the queue does not grow; at full load a flight fills a batch alone and
-// writes as before. The messages keep their order on every partition.
+// if not nil, is called after a success. With KafkaWriterConfig.Coalesce,
+// when its turn comes, the flight takes the flights of messages started
+// after it and still waiting, of the same ctx, into one write (up to the
+// writer's BatchSize messages in all), and ends them with it: at light
+// load, when every write is a few messages and the next ones queue behind
+// the broker's answer, the flights waiting leave in one produce request
+// instead of one each, and the queue does not grow; at full load a flight
+// fills a batch alone and writes as before. The messages keep their order
+// on every partition.
 func (k *kafkaWriter) flyMessages(ctx context.Context, msgs []kafka.Message, outcome func(refused []int, err error) error, recycle func()) *Flight {
 	mf := &messagesFlight{f: newFlight(), ctx: ctx, msgs: msgs, outcome: outcome, recycle: recycle}
 	k.mu.Lock()
@@ -260,8 +272,9 @@ func (k *kafkaWriter) flyMessages(ctx context.Context, msgs []kafka.Message, out
 }
 
 // takeWaiting takes mf out of the flights waiting, with the flights of
-// the same ctx that follow it there, up to BatchSize messages in all
-// (mf alone when its ctx has ended), and returns them; nil when an
+// the same ctx that follow it there, up to BatchSize messages in all,
+// when the writer coalesces (mf alone otherwise, or when its ctx has
+// ended), and returns them; nil when an
 // earlier flight took mf.
 func (k *kafkaWriter) takeWaiting(mf *messagesFlight) []*messagesFlight {
 	k.mu.Lock()
@@ -272,7 +285,7 @@ func (k *kafkaWriter) takeWaiting(mf *messagesFlight) []*messagesFlight {
 	i := slices.Index(k.waiting, mf)
 	group := []*messagesFlight{mf}
 	n, j := len(mf.msgs), i+1
-	for mf.ctx.Err() == nil && j < len(k.waiting) {
+	for k.coalesce && mf.ctx.Err() == nil && j < len(k.waiting) {
 		next := k.waiting[j]
 		if next.ctx != mf.ctx || n+len(next.msgs) > k.w.BatchSize {
 			break
