@@ -47,11 +47,15 @@ func Fit(views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Featur
 	return FitContext(context.Background(), views, kernels, cfg)
 }
 
-// FitContext is Fit returning ctx's error (wrapped) as soon as ctx is done,
-// even in the middle of a view's eigendecomposition, which reads no
-// context: that one is left to finish on its own goroutine and its result
-// dropped (see newViewMapContext).
+// FitContext is Fit returning ctx's error (wrapped) as soon as ctx ends
+// while it works, even in the middle of a view's eigendecomposition, which
+// reads no context: that one is left to finish on its own goroutine and
+// its result dropped (see newViewMapContext). A ctx done before the call
+// is the caller's to act on: the features are built as Fit builds them.
 func FitContext(ctx context.Context, views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Features, error) {
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if len(views) == 0 {
 		return nil, errors.New("fit features: no views")
 	}
