@@ -198,7 +198,7 @@ func newStart(ctx context.Context, in *fitInput, cfg Config, warm *Solution) (*s
 // a solver) of the same order that is no longer needed, when not nil
 // (newSolverFrom).
 func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
-	s, err := newStartMetric(ctx, in, cfg, warm, reuse)
+	s, err := newStartMetric(ctx, in, cfg, warm, reuse, false)
 	if err != nil {
 		return nil, err
 	}
@@ -214,8 +214,15 @@ func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution,
 // the factorisation of P + λI (s.factored is false, s.p and s.lower
 // unset): for cross-validation's fixedFits, which reads only Ã, w, B(w)
 // and the statistics.
-func newStartMetric(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
+//
+// With fast set, a metric other than I is factorised by cholCV, without
+// a condition estimate (the trace's Cond is left 0): for fixed fits,
+// whose loss reads neither. The factor is then potrfUpper's to rounding,
+// not its bits, and the jitter it needs (initMetric) the same but at
+// the edge of positive definiteness.
+func newStartMetric(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver, fast bool) (*solver, error) {
 	s := newSolverFrom(in.solver, nil, cfg, reuse)
+	s.fastMetric = fast
 	s.ctx = ctx
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
@@ -310,6 +317,9 @@ type solver struct {
 	// a function of d alone, handed on to the solvers that reuse this
 	// one's matrices (newSolverFrom), such as the starts of the next folds.
 	identCond float64
+	// fastMetric says that factorMetric factorises a metric other than I
+	// by cholCV and estimates no condition number (newStartMetric).
+	fastMetric bool
 	// sparseMu is where the next sparse step search starts: Config.Mu, or
 	// twice the last accepted step when that step needed backtracking.
 	sparseMu float64
@@ -503,6 +513,14 @@ func (s *solver) factorMetric() bool {
 		cond := s.identCond
 		s.cond, s.cond0, s.trace.Cond = cond, cond, cond
 		return true
+	}
+	if s.fastMetric {
+		ur, ar := s.u.RawTriangular(), s.a.RawSymmetric()
+		for i := 0; i < s.d; i++ {
+			copy(ur.Data[i*ur.Stride+i:i*ur.Stride+s.d], ar.Data[i*ar.Stride+i:i*ar.Stride+s.d])
+		}
+		// cholCV writes Uᵀ below the diagonal, which u, upper, ignores.
+		return cholCV(blas64.Symmetric{N: s.d, Stride: ur.Stride, Uplo: blas.Upper, Data: ur.Data})
 	}
 	cond, ok := factorUpper(s.u, s.a)
 	if ok {

@@ -397,7 +397,7 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 		// fixedFits factorises P + λI itself for every λ, and in mode
 		// identity reads B(w) as P (L = I): the start stops before the
 		// factorisation, and in mode identity before P.
-		start, startErr = newStartMetric(ctx, in, cfgs[0], nil, w.start)
+		start, startErr = newStartMetric(ctx, in, cfgs[0], nil, w.start, true)
 		if start != nil {
 			if cfgs[0].Mode != ModeIdentity {
 				start.refactor()
