@@ -15,8 +15,10 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/segmentio/kafka-go"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -292,4 +294,13 @@ func trainWith(set func(*model.TrainConfig)) model.TrainConfig {
 	c := model.DefaultTrainConfig()
 	set(&c)
 	return c
+}
+
+// connMessage is m, read by a kafka-go reader of the test, as kafkaconn's.
+func connMessage(m kafka.Message) kafkaconn.Message {
+	hs := make([]kafkaconn.Header, len(m.Headers))
+	for i, h := range m.Headers {
+		hs[i] = kafkaconn.Header(h)
+	}
+	return kafkaconn.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: hs, Time: m.Time}
 }

@@ -126,10 +126,9 @@ type Refitter struct {
 	cfg    RefitterConfig
 	logger *slog.Logger
 	dir    *registry.Dir
-	client *kafka.Client
-	// transport is the client's, closed when Run returns.
-	transport *kafka.Transport
-	metrics   refitMetrics
+	// client is closed when Run returns.
+	client  *kafkaconn.Client
+	metrics refitMetrics
 	// metricsHandler serves /metrics from a registry of the refitter's own.
 	metricsHandler http.Handler
 	running        atomic.Bool
@@ -202,8 +201,7 @@ func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
 			return nil, fmt.Errorf("refit: %w", err)
 		}
 	}
-	r.transport = cfg.Conn.Transport()
-	r.client = &kafka.Client{Addr: cfg.Conn.Addr(), Transport: r.transport, Timeout: refitterRequestTimeout}
+	r.client = cfg.Conn.NewClient(refitterRequestTimeout)
 	return r, nil
 }
 
@@ -211,7 +209,7 @@ func NewRefitter(cfg RefitterConfig) (*Refitter, error) {
 // ends (it then returns nil), the stats topic cannot be used, or, with
 // Once, its one refit is published or fails. Meanwhile it serves HTTP.
 func (r *Refitter) Run(ctx context.Context) error {
-	defer r.transport.CloseIdleConnections()
+	defer r.client.Close()
 	if err := checkStatsTopic(ctx, r.client, r.cfg.StatsTopic, r.retry); err != nil {
 		return fmt.Errorf("refit: %w", err)
 	}

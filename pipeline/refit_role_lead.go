@@ -199,20 +199,20 @@ func (l *leader) run(ctx context.Context) error {
 // fetch reads the next messages of the stats topic, waiting for one up to
 // statsFetchWait or until a refit comes due. An offset the topic does not
 // hold any more is logged and the topic read on from where it can be.
-func (l *leader) fetch(ctx context.Context) ([]kafka.Message, error) {
+func (l *leader) fetch(ctx context.Context) ([]kafkaconn.Message, error) {
 	wait := statsFetchWait
 	if at, ok := l.dueAt(); ok {
 		wait = max(time.Millisecond, min(wait, time.Until(at)))
 	}
-	var msgs []kafka.Message
+	var msgs []kafkaconn.Message
 	err := l.waitTransient(ctx, "reading the stats topic", func() (err error) {
-		msgs, err = kafkaconn.Fetch(ctx, l.r.client, l.r.cfg.StatsTopic, 0, l.lin.next, statsFetchBytes, wait)
+		msgs, err = l.r.client.Fetch(ctx, l.r.cfg.StatsTopic, 0, l.lin.next, statsFetchBytes, wait)
 		return err
 	})
 	switch {
 	case ctx.Err() != nil:
 		return nil, nil
-	case errors.Is(err, kafka.OffsetOutOfRange):
+	case errors.Is(err, kafkaconn.ErrOffsetOutOfRange):
 		return nil, l.seekKept(ctx)
 	case err != nil:
 		return nil, fmt.Errorf("refit: reading stats topic %s at offset %d: %w", l.r.cfg.StatsTopic, l.lin.next, err)
@@ -249,7 +249,7 @@ func (l *leader) seekKept(ctx context.Context) error {
 func (l *leader) statsOffsets(ctx context.Context) (first, end int64, err error) {
 	topic := l.r.cfg.StatsTopic
 	err = l.waitTransient(ctx, "listing the stats topic's offsets", func() (err error) {
-		first, end, err = kafkaconn.Offsets(ctx, l.r.client, topic, 0)
+		first, end, err = l.r.client.Offsets(ctx, topic, 0)
 		return err
 	})
 	if err != nil {
@@ -376,7 +376,7 @@ func (l *leader) waitTransient(ctx context.Context, what string, op func() error
 // take takes the next message of the stats topic: part of a delta, or a
 // delta to merge, drop, refuse or skip. No message can stop the
 // refitter: one that is not a delta is counted and logged.
-func (l *leader) take(ctx context.Context, msg kafka.Message) error {
+func (l *leader) take(ctx context.Context, msg kafkaconn.Message) error {
 	lin := l.lin
 	if msg.Offset < lin.next {
 		return nil // fetched before a seek
@@ -650,16 +650,8 @@ func (l *leader) commit(ctx context.Context, offset int64) error {
 	topic := l.r.cfg.StatsTopic
 	var gone error
 	err := l.r.retry(ctx, "committing the stats topic offset", func() error {
-		resp, err := l.r.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
-			GroupID: l.r.cfg.Group, GenerationID: int(l.gen.ID), MemberID: l.gen.MemberID,
-			Topics: map[string][]kafka.OffsetCommit{topic: {{Partition: 0, Offset: offset}}},
-		})
-		if err == nil {
-			for _, p := range resp.Topics[topic] {
-				err = cmp.Or(err, p.Error)
-			}
-		}
-		if errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.RebalanceInProgress) {
+		err := l.r.client.CommitOffsets(ctx, l.r.cfg.Group, l.gen.ID, l.gen.MemberID, topic, []kafkaconn.OffsetCommit{{Partition: 0, Offset: offset}})
+		if kafkaconn.GenerationGone(err) {
 			// kafkaconn counts these transient, for a client that rejoins;
 			// this generation is over.
 			gone = err

@@ -172,7 +172,7 @@ func (r *replicaSim) send(t testing.TB, c *kafkatest.Cluster, d *statsbus.Delta)
 	}
 	out := make([]kafkatest.Message, len(msgs))
 	for i, m := range msgs {
-		out[i] = kafkatest.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}
+		out[i] = kafkatest.Message{Key: m.Key, Value: m.Value, Headers: kafkatest.HeadersOf(m.Headers)}
 	}
 	c.Produce(t, "stats", out...)
 }
