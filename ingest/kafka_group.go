@@ -365,8 +365,8 @@ func (s *KafkaSource) feed(ctx context.Context, r *kafkaconn.PartitionReader, to
 			}
 			continue
 		}
-		lag.Store(max(m.HighWaterMark-m.Offset-1, 0))
-		coming := max(m.HighWaterMark-m.Offset, 1)
+		lag.Store(m.Lag())
+		coming := m.Lag() + 1 // it, and those after it
 		ahead.Add(coming - known)
 		select {
 		case out <- m:

@@ -20,11 +20,8 @@ type PartitionStats struct {
 	Owned bool `json:"owned"`
 	// Lag is the number of messages in the partition after the last one
 	// the member took: the partition's high-water mark as the fetch of
-	// that message learned it, less the offset after it. (kafka-go's own
-	// periodic lag read is not used: it computes the lag from a position
-	// read before its request and stores it after, over the lag of
-	// messages fetched meanwhile, so a member that had caught up showed
-	// an old lag until the next read.)
+	// that message learned it, less the offset after it
+	// (kafkaconn.Message.Lag).
 	Lag int64 `json:"lag"`
 	// Messages and Bytes count the messages fetched and the bytes of their
 	// keys and values, Fetches the fetch requests, and Errors the errors

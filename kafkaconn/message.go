@@ -66,3 +66,10 @@ func kafkaMessage(m *Message) kafka.Message {
 	return kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, HighWaterMark: m.HighWaterMark,
 		Key: m.Key, Value: m.Value, Headers: kafkaHeaders(m.Headers), Time: m.Time}
 }
+
+// Lag is, for a message read by a PartitionReader, how many messages of
+// its partition were on the broker after it when its fetch answered (its
+// HighWaterMark less the offset after it): kept with every message taken,
+// it is a reader's lag, current as of that message. kafka-go's own lag
+// reads are off (see ReaderConfig): they were stale.
+func (m *Message) Lag() int64 { return max(m.HighWaterMark-m.Offset-1, 0) }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -123,7 +122,7 @@ func newKafkaWriter(cfg KafkaWriterConfig, byPartition bool) (*kafkaWriter, erro
 		return nil, fmt.Errorf("BatchSize %d, BatchBytes %d, BatchTimeout %v and WriteTimeout %v must not be negative",
 			cfg.BatchSize, cfg.BatchBytes, cfg.BatchTimeout, cfg.WriteTimeout)
 	}
-	// Retries are writeMessages', bounded by Conn.Retry and the caller's
+	// Retries are writeFitting's, bounded by Conn.Retry and the caller's
 	// context: the writer tries each write once.
 	wc := kafkaconn.WriterConfig{
 		Topic:        cfg.Topic,
@@ -186,122 +185,17 @@ func (k *kafkaWriter) close(ctx context.Context) error {
 	return k.w.Close(ctx)
 }
 
-// writeMessages writes batch, retrying the messages that failed for a
-// transient reason as k.retry says, the others not: the messages written
-// are not sent twice. It returns nil, kafkaconn.WriteErrors holding each
-// message's lasting failure (nil for those written), or the failure of the
-// whole call.
-func (k *kafkaWriter) writeMessages(ctx context.Context, batch []kafkaconn.Message) error {
-	// Bookkept only once a message failed: outcome[i] is the lasting
-	// failure of batch[i], and at[j] the index in batch of todo[j] (nil
-	// while todo is batch).
-	var outcome kafkaconn.WriteErrors
-	var at []int
-	todo := batch
-	err := k.retry.Do(ctx, func() error {
-		err := k.w.WriteMessages(ctx, todo...)
-		var perMessage kafkaconn.WriteErrors
-		if !errors.As(err, &perMessage) || len(perMessage) != len(todo) {
-			return err
-		}
-		if outcome == nil {
-			outcome = make(kafkaconn.WriteErrors, len(batch))
-		}
-		var again []kafkaconn.Message
-		var againAt []int
-		var transient error
-		for j, e := range perMessage {
-			i := j
-			if at != nil {
-				i = at[j]
-			}
-			if e != nil && kafkaconn.Transient(e) {
-				again, againAt, transient = append(again, todo[j]), append(againAt, i), e
-			} else {
-				outcome[i] = e
-			}
-		}
-		todo, at = again, againAt
-		return transient
-	}, func(err error, pause time.Duration) {
+// writeFitting writes msgs as kafkaconn.Writer.WriteFitting does,
+// retrying transient failures as k.retry says: it returns the indexes of
+// the messages refused as too large even alone; everything else was
+// written.
+func (k *kafkaWriter) writeFitting(ctx context.Context, msgs []kafkaconn.Message) (refused []int, err error) {
+	return k.w.WriteFitting(ctx, k.retry, msgs, func(err error, pause time.Duration, messages int) {
 		k.mu.Lock()
 		k.totals.Retries++
 		k.mu.Unlock()
-		k.logger.Warn("kafka: write failed, retrying", "topic", k.topic, "messages", len(todo), "in", pause, "err", err)
+		k.logger.Warn("kafka: write failed, retrying", "topic", k.topic, "messages", messages, "in", pause, "err", err)
 	})
-	switch {
-	case err != nil:
-		return err
-	case slices.ContainsFunc(outcome, func(e error) bool { return e != nil }):
-		return outcome
-	}
-	return nil
-}
-
-// writeFitting writes msgs and, where the broker refuses a batch
-// as too large (its message.max.bytes below the writer's BatchBytes, or
-// several messages of one partition adding up past it), writes the
-// refused messages again in halves, down to single messages. It returns
-// the indexes of the messages the broker or the writer refuses even
-// alone; everything else was written. Any other failure is returned as is.
-func (k *kafkaWriter) writeFitting(ctx context.Context, msgs []kafkaconn.Message) (refused []int, err error) {
-	idx := make([]int, 0, len(msgs))
-	for i := range msgs {
-		// The writer refuses the whole call, writing nothing, for one
-		// message above BatchBytes: keep such messages out of it.
-		if messageBytes(&msgs[i]) > k.cfg.BatchBytes {
-			refused = append(refused, i)
-		} else {
-			idx = append(idx, i)
-		}
-	}
-	more, err := k.writeHalving(ctx, msgs, idx)
-	refused = append(refused, more...)
-	slices.Sort(refused)
-	return refused, err
-}
-
-// writeHalving writes the messages msgs[idx] and those of them the broker
-// refuses as too large again in halves; it returns the indexes refused
-// alone.
-func (k *kafkaWriter) writeHalving(ctx context.Context, msgs []kafkaconn.Message, idx []int) ([]int, error) {
-	if len(idx) == 0 {
-		return nil, nil
-	}
-	batch := make([]kafkaconn.Message, len(idx))
-	for j, i := range idx {
-		batch[j] = msgs[i]
-	}
-	err := k.writeMessages(ctx, batch)
-	if err == nil {
-		return nil, nil
-	}
-	var perMessage kafkaconn.WriteErrors
-	if !errors.As(err, &perMessage) || len(perMessage) != len(batch) {
-		return nil, err
-	}
-	var tooLarge []int
-	for j, e := range perMessage {
-		switch {
-		case e == nil:
-		case kafkaconn.TooLarge(e):
-			tooLarge = append(tooLarge, idx[j])
-		default:
-			return nil, err
-		}
-	}
-	// The broker answers for a whole batch: a message refused with no
-	// other was refused alone.
-	if len(tooLarge) == 1 {
-		return tooLarge, nil
-	}
-	half := len(tooLarge) / 2
-	refused, err := k.writeHalving(ctx, msgs, tooLarge[:half])
-	if err != nil {
-		return nil, err
-	}
-	rest, err := k.writeHalving(ctx, msgs, tooLarge[half:])
-	return append(refused, rest...), err
 }
 
 // messageBytes is at least the size the writer counts for m against
