@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,10 +14,8 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -286,21 +283,10 @@ func (p *peakAllocator) Free(b []byte) {
 	p.Allocator.Free(b)
 }
 
-func tempPath(t testing.TB, name string) string { return filepath.Join(t.TempDir(), name) }
-
 // trainWith is model.DefaultTrainConfig changed by set, so that a test
 // names only the values it is about.
 func trainWith(set func(*model.TrainConfig)) model.TrainConfig {
 	c := model.DefaultTrainConfig()
 	set(&c)
 	return c
-}
-
-// connMessage is m, read by a kafka-go reader of the test, as kafkaconn's.
-func connMessage(m kafka.Message) kafkaconn.Message {
-	hs := make([]kafkaconn.Header, len(m.Headers))
-	for i, h := range m.Headers {
-		hs[i] = kafkaconn.Header(h)
-	}
-	return kafkaconn.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: hs, Time: m.Time}
 }

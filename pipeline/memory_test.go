@@ -42,7 +42,7 @@ func TestPlanMemory(t *testing.T) {
 			cfg := model.DefaultTrainConfig()
 			cfg.Landmarks = tc.landmarks
 			job := TrainJob{Spec: spec, Config: cfg, MaxLandmarks: DefaultMaxLandmarks, Memory: tc.budget}
-			job.Options = job.Options.withDefaults()
+			job.Options = job.Options.WithDefaults()
 			got, err := job.planMemory(tc.rows)
 			if tc.refusal != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.refusal) {
@@ -57,7 +57,7 @@ func TestPlanMemory(t *testing.T) {
 	}
 	var me *MemoryError
 	tiny := TrainJob{Spec: spec, Config: model.DefaultTrainConfig(), Memory: MemoryBudget{Limit: 1 << 20, LimitFrom: "x"}}
-	tiny.Options = tiny.Options.withDefaults()
+	tiny.Options = tiny.Options.WithDefaults()
 	_, err := tiny.planMemory(10)
 	if !errors.As(err, &me) || me.Need <= me.Limit {
 		t.Errorf("under 1 MiB: %v, want a *MemoryError", err)

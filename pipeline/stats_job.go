@@ -65,7 +65,7 @@ type StatsJob struct {
 	DeltaRows int64
 	// Folds, when more than 1, keeps the statistics of every delta as
 	// that many fold sums, each row's fold chosen by its record id
-	// (model.FoldOf), for a refitter that tunes (RefitterConfig.Tune):
+	// (model.FoldOf), for a refitter that tunes (refit.Config.Tune):
 	// Folds times the size of a delta. Default (0) one, today's deltas.
 	// The refitter refuses deltas of another number of folds than its own.
 	Folds int
@@ -92,7 +92,7 @@ type StatsResult struct {
 // publishes the statistics of their rows every DeltaRows rows and at the
 // end. A shard without files publishes nothing.
 func RunStats(ctx context.Context, job StatsJob) (StatsResult, error) {
-	job.Options = job.Options.withDefaults()
+	job.Options = job.Options.WithDefaults()
 	if job.Shards == 0 {
 		job.Shards = 1
 	}
