@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/registry"
@@ -41,7 +39,7 @@ var errNotActive = errors.New("no longer the active refitter")
 // one generation of the group.
 type leader struct {
 	r   *Role
-	gen *kafka.Generation
+	gen *kafkaconn.Generation
 	// lin is the statistics of the lineage refitted.
 	lin *lineageState
 	// cur is the store's current model as last read: a refit's warm start
@@ -121,7 +119,7 @@ func (s *lineageState) total(decay float64) (*model.Accumulator, error) {
 // generation ended: it returns nil at once, publishing nothing more) or
 // what it needs cannot be had; with Once it returns after its refit, and
 // fails when ctx ends before.
-func (r *Role) lead(ctx context.Context, gen *kafka.Generation) error {
+func (r *Role) lead(ctx context.Context, gen *kafkaconn.Generation) error {
 	r.metrics.set(refitMetricActive, 1)
 	r.setRole(roleActive, "active: reading the current model of the model store")
 	r.logger.Info("refit: active", "group", r.cfg.Group, "generation", gen.ID)
@@ -147,8 +145,8 @@ func (l *leader) run(ctx context.Context) error {
 	}
 	l.end, l.committed = end, first
 	for _, p := range gen.Assignments[r.cfg.StatsTopic] {
-		if p.ID == 0 && p.Offset >= 0 {
-			l.committed = p.Offset
+		if p.Partition == 0 && p.Committed >= 0 {
+			l.committed = p.Committed
 		}
 	}
 	cur, err := l.waitCurrent(ctx)

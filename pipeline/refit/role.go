@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline/internal/metrics"
@@ -222,15 +220,14 @@ func (r *Role) Run(ctx context.Context) error {
 func (r *Role) run(ctx context.Context) error {
 	r.running.Store(true)
 	defer r.running.Store(false)
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: r.cfg.Group, Brokers: r.cfg.Conn.Brokers, Dialer: r.cfg.Conn.Dialer(), Topics: []string{r.cfg.StatsTopic},
-		GroupBalancers: []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
+	group, err := r.cfg.Conn.NewGroup(kafkaconn.GroupConfig{
+		ID: r.cfg.Group, Topics: []string{r.cfg.StatsTopic},
 		// A tenth of the session: several heartbeats may be lost before
 		// the coordinator gives up on an active refitter.
 		HeartbeatInterval: r.cfg.SessionTimeout / 10, SessionTimeout: r.cfg.SessionTimeout,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			r.logger.Warn("refit: kafka: "+fmt.Sprintf(msg, args...), "group", r.cfg.Group)
-		}),
+		OnError: func(text string) {
+			r.logger.Warn("refit: kafka: "+text, "group", r.cfg.Group)
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("refit: %w", err)
@@ -242,7 +239,7 @@ func (r *Role) run(ctx context.Context) error {
 		// A standby stays one while Next waits for the next generation.
 		gen, err := group.Next(ctx)
 		switch {
-		case ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed):
+		case ctx.Err() != nil || errors.Is(err, kafkaconn.ErrGroupClosed):
 			return nil
 		case err != nil && kafkaconn.Transient(err):
 			r.setRole(roleJoining, "joining group "+r.cfg.Group+": "+err.Error())
@@ -250,7 +247,7 @@ func (r *Role) run(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("refit: joining consumer group %s: %w", r.cfg.Group, err)
 		}
-		if !slices.ContainsFunc(gen.Assignments[r.cfg.StatsTopic], func(p kafka.PartitionAssignment) bool { return p.ID == 0 }) {
+		if !slices.ContainsFunc(gen.Assignments[r.cfg.StatsTopic], func(p kafkaconn.Assigned) bool { return p.Partition == 0 }) {
 			if r.cfg.Once {
 				return fmt.Errorf("refit: another member of group %s is active on stats topic %s: --once runs while no refitter does", r.cfg.Group, r.cfg.StatsTopic)
 			}
