@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/linedoc"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
@@ -130,13 +131,9 @@ func withFlagSuggestion(err error, fs *flag.FlagSet) error {
 	if !ok {
 		return err
 	}
-	name = strings.TrimLeft(name, "-")
-	best, bestDist := "", 3
-	fs.VisitAll(func(fl *flag.Flag) {
-		if d := editDistance(name, fl.Name); d < bestDist {
-			best, bestDist = fl.Name, d
-		}
-	})
+	var names []string
+	fs.VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
+	best := linedoc.Suggest(strings.TrimLeft(name, "-"), names)
 	if best == "" {
 		return err
 	}
