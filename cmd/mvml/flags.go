@@ -141,14 +141,17 @@ func withFlagSuggestion(err error, fs *flag.FlagSet) error {
 }
 
 // required checks that flags were given: pairs of a flag name and its
-// value ("" when missing), in the order they should be reported.
+// value ("" when missing), in the order they should be reported. Every
+// flag missing is reported, each on a line of its own (see checks), so
+// that one run (and mvml lint) names them all.
 func required(pairs ...string) error {
+	var c checks
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] == "" {
-			return usagef("--%s is required", pairs[i])
+			c.failf("--%s is required", pairs[i])
 		}
 	}
-	return nil
+	return c.err()
 }
 
 // inputsFlag collects a repeatable --input; ingest expands globs.

@@ -57,8 +57,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
-	// A required flag missing is reported alone: the other checks are of
-	// a configuration that is not there yet.
+	// The required flags missing are reported alone, all of them: the
+	// other checks are of a configuration that is not there yet.
 	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic); err != nil {
 		return err
 	}

@@ -600,9 +600,13 @@ func (r *serviceRun) serve(ctx context.Context, sc scoring) error {
 
 // acknowledge commits the output when it is a sink.Committer, then
 // acknowledges the batches written since the last time, in order, up to
-// the first whose labels' statistics are not published yet, and counts
-// their rows as scored or dead-lettered. Like a batch in hand, it gets the
-// shutdown grace after cancellation.
+// the first whose labels' statistics are not published yet or whose write
+// has not ended, and counts their rows as scored or dead-lettered. The
+// batches acknowledged together are committed together: all but the last
+// with ingest.DeferCommit, so that a Kafka source commits their offsets
+// in one request, as several batches whose writes left together end
+// together. Like a batch in hand, it gets the shutdown grace after
+// cancellation.
 func (r *serviceRun) acknowledge(ctx context.Context) error {
 	ctx, cancel := r.withGrace(ctx)
 	defer cancel()
@@ -615,42 +619,73 @@ func (r *serviceRun) acknowledge(ctx context.Context) error {
 	}
 	var held int64
 	defer func() { r.events.heldForStats.Store(held) }()
-	for len(r.pending) > 0 {
-		p := r.pending[0]
-		if r.awaitsStats(p) {
-			for _, q := range r.pending {
-				held += q.counts.in
-			}
+	ready, failed := r.durable(committed)
+	// The last with an Ack commits for those before it.
+	last := -1
+	for i, p := range r.pending[:ready] {
+		if p.ack != nil {
+			last = i
+		}
+	}
+	for i, p := range r.pending[:ready] {
+		r.observeLatency(p.counts)
+		if p.ack == nil {
+			continue
+		}
+		actx := ctx
+		if i < last {
+			actx = ingest.DeferCommit(ctx)
+		}
+		if err := p.ack(actx); err != nil {
+			return fmt.Errorf("serve: acknowledge: %w", err)
+		}
+	}
+	for _, p := range r.pending[:ready] {
+		r.metrics.add(metricScored, p.counts.scored)
+		r.metrics.add(metricDeadLettered, p.counts.deadLettered)
+		r.metrics.add(metricNotCommitted, -p.counts.in)
+		r.metrics.add(metricBatches, 1)
+	}
+	r.pending = r.pending[ready:]
+	r.metrics.set(metricPending, int64(len(r.pending)))
+	if len(r.pending) > 0 && r.awaitsStats(r.pending[0]) {
+		for _, q := range r.pending {
+			held += q.counts.in
+		}
+	}
+	if failed != nil {
+		return fmt.Errorf("serve: output: %w", failed)
+	}
+	return nil
+}
+
+// durable counts the batches at the head of pending whose outputs are
+// durable and whose labels' statistics are published, in order, and sets
+// when each was durable (committed, for those whose write had no flight
+// of its own); failed is the error of the write that stopped it, if one
+// did.
+func (r *serviceRun) durable(committed time.Time) (ready int, failed error) {
+	for ; ready < len(r.pending); ready++ {
+		p := &r.pending[ready]
+		if r.awaitsStats(*p) {
 			break
 		}
 		if p.flight != nil {
 			select {
 			case <-p.flight.Done():
 			default:
-				return nil // acknowledged when its write ends
+				return ready, nil // acknowledged when its write ends
 			}
 			if err := p.flight.Err(); err != nil {
-				return fmt.Errorf("serve: output: %w", err)
+				return ready, err
 			}
 			p.counts.durable = p.flight.Finished()
 		}
 		if p.counts.durable.IsZero() {
 			p.counts.durable = committed
 		}
-		r.observeLatency(p.counts)
-		if p.ack != nil {
-			if err := p.ack(ctx); err != nil {
-				return fmt.Errorf("serve: acknowledge: %w", err)
-			}
-		}
-		r.metrics.add(metricScored, p.counts.scored)
-		r.metrics.add(metricDeadLettered, p.counts.deadLettered)
-		r.metrics.add(metricNotCommitted, -p.counts.in)
-		r.metrics.add(metricBatches, 1)
-		r.pending = r.pending[1:]
-		r.metrics.set(metricPending, int64(len(r.pending)))
 	}
-	return nil
+	return ready, nil
 }
 
 // awaitsStats says whether the statistics delta that holds p's labels is
