@@ -43,8 +43,9 @@ type envelope struct {
 	magic string
 	// what names the kind in errors.
 	what string
-	// format is the header's format this build writes and reads.
-	format int
+	// format is the newest header format this build writes and reads;
+	// oldest, when set, the oldest it reads (format otherwise).
+	format, oldest int
 	// corrupt is wrapped by the errors of damaged bytes.
 	corrupt error
 }
@@ -86,8 +87,11 @@ func open[T any, P interface {
 	if err := json.Unmarshal(js, v.header()); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", e.corrupt, err)
 	}
-	if f := v.headerFormat(); f != e.format {
-		return nil, fmt.Errorf("%s format %d, this build reads format %d", e.what, f, e.format)
+	if f := v.headerFormat(); f > e.format || f < max(e.oldest, 1) || e.oldest == 0 && f != e.format {
+		if e.oldest == 0 || e.oldest == e.format {
+			return nil, fmt.Errorf("%s format %d, this build reads format %d", e.what, f, e.format)
+		}
+		return nil, fmt.Errorf("%s format %d, this build reads formats %d to %d", e.what, f, e.oldest, e.format)
 	}
 	*v.stats() = bytes.Clone(stats)
 	if err := v.check(); err != nil {

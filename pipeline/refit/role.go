@@ -22,13 +22,11 @@ const (
 	// DefaultSessionTimeout is how long the coordinator waits for
 	// an active refitter's heartbeat before a standby takes over.
 	DefaultSessionTimeout = 30 * time.Second
-	// DefaultGateMargin is the relative margin of the gate of a tuned
-	// refit (Config.GateMargin): a candidate whose loss is worse
-	// than the serving model's by more than 10% is not made current. The
-	// cross-validated loss `mvml train` records is optimistic by about 5%
-	// (its landmarks are among the rows it validates on), so a tighter
-	// default rejects clean refits of a trained model; a stretch of 30%
-	// wrong labels raises the loss by about 37% (TestRefitGate).
+	// DefaultGateMargin is the relative margin m of the gate of a tuned
+	// refit (Config.GateMargin; the rule is gate.Passes). Ten percent,
+	// because the cross-validated loss `mvml train` records is optimistic
+	// by about 5% (its landmarks are among the rows it validates on), so a
+	// tighter default rejects clean refits of a trained model.
 	DefaultGateMargin = 0.1
 	// refitterRequestTimeout bounds a request to the brokers.
 	refitterRequestTimeout = 30 * time.Second

@@ -254,6 +254,9 @@ func NewKafkaRunner(cfg KafkaConfig) (*KafkaRunner, error) {
 			}
 			sc.Labels = &labels
 		}
+		if cfg.Refit.tuning() {
+			sc.OnGated = r.publishGated
+		}
 		r.svc, err = NewService(sc)
 	}
 	// The source's generation hooks may go on now, with or without a

@@ -70,6 +70,11 @@ type Config struct {
 	// service. A refit cancelled before it gets here (the service stops,
 	// or Swap replaced the model it refits) is not handed over.
 	OnRefit func(ctx context.Context, m *model.Model) error
+	// OnGated, if set, receives every tuned refit (RefitPolicy.Tune) in
+	// OnRefit's stead, with the gate's verdict (nil without a gate): one
+	// accepted before it is served, as OnRefit, one rejected to be kept
+	// as a candidate (it is not served).
+	OnGated func(ctx context.Context, m *model.Model, gate *registry.Gate) error
 	// ShutdownGrace bounds the time a cancelled service spends finishing
 	// the batch in hand (writing and acknowledging it), counted from the
 	// cancellation; 0 means DefaultShutdownGrace. A batch not finished in
@@ -136,6 +141,21 @@ type RefitPolicy struct {
 	// Fit holds the hyper-parameters of refits; nil means the served
 	// model's own.
 	Fit *model.Config
+	// Folds, when more than 1, keeps the statistics as that many fold
+	// sums (rows to folds by a hash of their id), for Tune. Default (0)
+	// one.
+	Folds int
+	// Tune, when not empty, lists candidate values of the fit's
+	// hyper-parameters (model.TuneKeys, the grammar of `cv --grid`), as
+	// RefitterConfig.Tune: every refit cross-validates them exactly on
+	// the Folds fold sums, fits the one of least loss and passes the gate
+	// (GateMargin) before it is served. Needs Folds of 2 or more.
+	Tune map[string][]float64
+	// GateMargin is the relative margin of the gate of a tuned refit, as
+	// RefitterConfig.GateMargin: a refit the gate rejects is not served
+	// (it goes to OnGated as a candidate). A negative margin means no
+	// gate; `mvml serve` defaults to DefaultGateMargin.
+	GateMargin float64
 }
 
 func (p RefitPolicy) enabled() bool { return p.Rows > 0 || p.Interval > 0 }
@@ -164,6 +184,11 @@ type Service struct {
 	followers   []registry.Follower
 	// join joins late labels (Config.Labels), nil without.
 	join *labelJoin
+	// cands are the candidates of Refit.Tune; tuned the values the last
+	// tuned refit chose (guarded by tunedMu).
+	cands   []model.Candidate
+	tunedMu sync.Mutex
+	tuned   model.Candidate
 	// events counts what no metric shows and tests wait on.
 	events events
 }
@@ -212,6 +237,10 @@ func NewService(cfg Config) (*Service, error) {
 	case cfg.Labels != nil && cfg.Labels.Stats != nil && cfg.Refit.enabled():
 		return nil, errors.New("serve: the statistics are published for a refitter: this service does not refit them itself")
 	}
+	cands, err := cfg.Refit.check()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Refit.Decay == 0 {
 		cfg.Refit.Decay = 1
 	}
@@ -240,10 +269,14 @@ func NewService(cfg Config) (*Service, error) {
 		swaps: make(chan swapRequest), begun: make(chan struct{}), stopped: make(chan struct{}), metrics: newServeMetrics()}
 	s.metricsHandler = metrics.Handler(cfg.Logger, newServiceCollector(s))
 	s.current.Store(cfg.Model)
+	s.cands = cands
 	if cfg.Labels != nil {
 		labels, err := cfg.Labels.resolve()
 		if err != nil {
 			return nil, fmt.Errorf("serve: %w", err)
+		}
+		if labels.Stats == nil && cfg.Refit.Folds > 1 {
+			labels.Folds = cfg.Refit.Folds // joined labels go to the refits' folds
 		}
 		s.join = newLabelJoin(s, labels, cfg.Model)
 	}
@@ -494,7 +527,11 @@ func (r *serviceRun) await(ctx context.Context) (*ticket[scoring], error) {
 				}
 			}
 		case acc := <-r.local:
+			// Joined labels may make a refit due while the source is idle.
 			r.merge(acc)
+			if err := r.refits.start(ctx); err != nil {
+				return nil, err
+			}
 		case <-r.oldestFlight():
 			if err := r.acknowledge(ctx); err != nil {
 				return nil, err
@@ -542,7 +579,7 @@ func (r *serviceRun) merge(acc *model.Accumulator) {
 	if !r.cfg.Refit.enabled() || acc.Lineage() != r.refits.acc.Lineage() {
 		return
 	}
-	if err := r.refits.acc.Merge(acc); err != nil {
+	if err := r.refits.target().Merge(acc); err != nil {
 		r.cfg.Logger.Error("joined labels not used for refits", "rows", acc.Rows(), "err", err)
 		return
 	}
@@ -583,7 +620,7 @@ func (r *serviceRun) serve(ctx context.Context, sc scoring) error {
 		return err
 	}
 	ack := sc.fetch.batch.Ack
-	h, err := r.handle(ctx, r.refits.acc, r.async, sc)
+	h, err := r.handle(ctx, r.refits.target(), r.async, sc)
 	if err != nil {
 		return err
 	}
