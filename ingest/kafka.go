@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/internal/arrowalloc"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
@@ -29,12 +27,12 @@ const (
 	DefaultKafkaJoinGroupBackoff  = 5 * time.Second
 )
 
-// The start offsets of KafkaConfig.StartOffset, as kafka-go numbers them.
+// The start offsets of KafkaConfig.StartOffset, as Kafka numbers them.
 const (
 	// KafkaOldest starts at the oldest message kept.
-	KafkaOldest = kafka.FirstOffset
+	KafkaOldest = kafkaconn.FirstOffset
 	// KafkaNewest starts with the messages produced from now on.
-	KafkaNewest = kafka.LastOffset
+	KafkaNewest = kafkaconn.LastOffset
 )
 
 // commitTimeout bounds one try of an offset commit: a coordinator that
@@ -42,8 +40,8 @@ const (
 const commitTimeout = 10 * time.Second
 
 // transientRetryPause is how long a fetch waits after a transient error
-// before it asks kafka-go again, which paces its own retries: a floor, so
-// that an error returned at once again cannot spin.
+// before it asks the reader again, which paces its own retries: a floor,
+// so that an error returned at once again cannot spin.
 const transientRetryPause = 100 * time.Millisecond
 
 // KafkaConfig says where a KafkaSource reads.
@@ -231,12 +229,11 @@ type KafkaSource struct {
 	totals   readerTotals
 	closed   bool
 
-	group     *kafka.ConsumerGroup
-	transport *kafka.Transport
+	group *kafkaconn.Group
 	// client commits offsets and reads metadata: its connections are its
 	// own, so a commit outlives a dropped connection of the group's
-	// heartbeats, which Generation.CommitOffsets shares.
-	client *kafka.Client
+	// heartbeats.
+	client *kafkaconn.Client
 	// ctx ends with Close; running counts the goroutine that follows the
 	// group's generations.
 	ctx     context.Context
@@ -296,36 +293,31 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 		dec:       newRecordDecoder(spec, cfg.Format, opts.RequireLabel, opts.Allocator),
 		labelDec:  newLabelDecoder(spec),
 		health:    health,
-		transport: cfg.Conn.Transport(),
 		changed:   make(chan struct{}),
 		closingCh: make(chan struct{}),
 	}
-	// A partition reader's configuration is checked now rather than by
-	// the panic of kafka.NewReader at the first generation.
-	rc := s.readerConfig(cfg.Topic, 0)
-	if err := rc.Validate(); err != nil {
+	// A partition reader's configuration is checked now rather than at
+	// the first generation.
+	if err := cfg.Conn.CheckReader(s.readerConfig(cfg.Topic, 0)); err != nil {
 		return nil, fmt.Errorf("ingest: kafka: %w", err)
 	}
-	s.client = &kafka.Client{Addr: cfg.Conn.Addr(), Transport: s.transport}
+	s.client = cfg.Conn.NewClient(0)
 	topics := []string{cfg.Topic}
 	if cfg.LabelsTopic != "" {
 		topics = append(topics, cfg.LabelsTopic)
 	}
-	s.group, err = kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+	s.group, err = cfg.Conn.NewGroup(kafkaconn.GroupConfig{
 		ID:                cfg.GroupID,
-		Brokers:           cfg.Conn.Brokers,
-		Dialer:            cfg.Conn.Dialer(),
 		Topics:            topics,
-		GroupBalancers:    []kafka.GroupBalancer{copartitioned{}},
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		JoinGroupBackoff:  cfg.JoinGroupBackoff,
 		StartOffset:       cfg.StartOffset,
-		ErrorLogger:       s.kafkaLogger(cfg.Topic, -1),
+		OnError:           s.kafkaError(cfg.Topic, -1),
 	})
 	if err != nil {
-		s.transport.CloseIdleConnections()
+		s.client.Close()
 		return nil, fmt.Errorf("ingest: kafka: %w", err)
 	}
 	s.recycled = arrowalloc.New(opts.Allocator, arrowalloc.Options{})
@@ -335,18 +327,18 @@ func NewKafka(spec *schemas.ViewSpec, cfg KafkaConfig, opts Options) (*KafkaSour
 	return s, nil
 }
 
-// kafkaLogger returns kafka-go's error logger for topic (and partition, if
-// not negative): every line is logged and counts against readiness.
-func (s *KafkaSource) kafkaLogger(topic string, partition int) kafka.Logger {
+// kafkaError returns the receiver of the Kafka client's error reports for
+// topic (and partition, if not negative): every one is logged and counts
+// against readiness.
+func (s *KafkaSource) kafkaError(topic string, partition int) func(text string) {
 	logger := s.opts.Logger.With("topic", topic, "group", s.cfg.GroupID)
 	if partition >= 0 {
 		logger = logger.With("partition", partition)
 	}
-	return kafka.LoggerFunc(func(msg string, args ...any) {
-		text := fmt.Sprintf(msg, args...)
+	return func(text string) {
 		s.health.failed(time.Now(), text)
 		logger.Warn("ingest: kafka: " + text)
-	})
+	}
 }
 
 // Next waits for at least one record message, then takes every message
@@ -412,7 +404,7 @@ func (h *kafkaHealth) progressed(at time.Time) {
 // call, st, and judges at now. Activity without an error among it is
 // progress; with errors among it the order is unknown, and the errors
 // count until activity alone shows again.
-func (h *kafkaHealth) ready(st kafka.ReaderStats, now time.Time) error {
+func (h *kafkaHealth) ready(st kafkaconn.ReaderStats, now time.Time) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if st.Errors == 0 && st.Rebalances+st.Fetches+st.Messages > 0 {
@@ -433,7 +425,7 @@ func (h *kafkaHealth) ready(st kafka.ReaderStats, now time.Time) error {
 // every message that does not decode as a reject located by partition and
 // offset, carrying its value. A message that is an Arrow IPC stream gives
 // its rows (see arrowDecoder).
-func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic string, msgs []kafka.Message) Batch {
+func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic string, msgs []kafkaconn.Message) Batch {
 	b := Batch{Source: topic}
 	if len(msgs) == 1 && dec.isArrow(&msgs[0]) {
 		dec.arrow.decodeAlone(&b, rb, topic, &msgs[0])
@@ -483,7 +475,7 @@ func decodeKafkaBatch(dec *recordDecoder, rb *schemas.RecordBuilder, topic strin
 }
 
 // messageReject is the reject of message m of topic, for the reason bad.
-func messageReject(topic string, m *kafka.Message, bad *rowError) schemas.RowError {
+func messageReject(topic string, m *kafkaconn.Message, bad *rowError) schemas.RowError {
 	payload := m.Value
 	if payload == nil {
 		// kafka-go reads an empty and a null message alike as nil; either
@@ -532,7 +524,7 @@ type deferredAck struct {
 // commit of the offset after the last message of each partition (Kafka
 // keeps one offset per partition and group), with those of the batches
 // acked before it with DeferCommit.
-func (s *KafkaSource) acker(g *groupGen, msgs []kafka.Message) func(context.Context) error {
+func (s *KafkaSource) acker(g *groupGen, msgs []kafkaconn.Message) func(context.Context) error {
 	next := nextOffsets(msgs)
 	var once sync.Once
 	done := func() { once.Do(g.acked) }
@@ -605,7 +597,7 @@ type partitionOffset struct {
 
 // nextOffsets returns, for each partition of msgs, the offset after its
 // last message there: what a commit of msgs commits.
-func nextOffsets(msgs []kafka.Message) []partitionOffset {
+func nextOffsets(msgs []kafkaconn.Message) []partitionOffset {
 	var next []partitionOffset
 	for i := range msgs {
 		m := &msgs[i]
@@ -653,7 +645,7 @@ func (s *KafkaSource) Close() error {
 	s.labelMu.Lock()
 	s.left = true
 	s.labelMu.Unlock()
-	s.transport.CloseIdleConnections()
+	s.client.Close()
 	s.rb.Release()
 	s.recycled.Close()
 	s.dec.close()
@@ -661,20 +653,4 @@ func (s *KafkaSource) Close() error {
 		return fmt.Errorf("ingest: kafka %s: closing: %w", s.cfg.Topic, err)
 	}
 	return nil
-}
-
-// copartitioned is the range assignor over partitions in number order: every
-// member gets the same partition numbers of every topic it reads (members
-// sorted by id, the partitions of each topic cut alike), so I[p] and L[p] go
-// together. kafka-go's RangeGroupBalancer cuts the partitions in the order
-// the metadata lists them, which Kafka does not promise to be numeric (the
-// in-process broker lists them in any order): the topics' cuts then cross.
-type copartitioned struct{ kafka.RangeGroupBalancer }
-
-func (b copartitioned) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
-	sorted := slices.Clone(partitions)
-	slices.SortFunc(sorted, func(x, y kafka.Partition) int {
-		return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.ID, y.ID))
-	})
-	return b.RangeGroupBalancer.AssignGroups(members, sorted)
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
+	"github.com/mvml/mvml/kafkaconn"
 
 	"github.com/mvml/mvml/schemas"
 )
@@ -69,7 +69,7 @@ const MaxArrowMessageBuffers = 256 << 20
 
 // isArrowStream reports whether a message's content-type header names an
 // Arrow IPC stream (parameters after ';' aside, case aside).
-func isArrowStream(headers []kafka.Header) bool {
+func isArrowStream(headers []kafkaconn.Header) bool {
 	for _, h := range headers {
 		if !strings.EqualFold(h.Key, schemas.HeaderContentType) {
 			continue
@@ -104,7 +104,7 @@ func newRecordDecoder(spec *schemas.ViewSpec, format Format, requireLabel bool, 
 }
 
 // isArrow says whether m is to be read as an Arrow IPC stream.
-func (d *recordDecoder) isArrow(m *kafka.Message) bool {
+func (d *recordDecoder) isArrow(m *kafkaconn.Message) bool {
 	switch d.format {
 	case FormatJSON:
 		return false
@@ -207,7 +207,7 @@ func (m *arrowMessage) release() {
 // one record batch becomes b.Record as is, sharing its buffers, when it
 // can (its views are fixed-size lists and no row is refused); otherwise
 // the rows are copied by rb.
-func (d *arrowDecoder) decodeAlone(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
+func (d *arrowDecoder) decodeAlone(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafkaconn.Message) {
 	// The direct path copies the message's values once, as arrow's reader
 	// does before its record batch is shared, without building arrays.
 	if d.direct(b, rb, m, len(m.Value)) {
@@ -219,7 +219,7 @@ func (d *arrowDecoder) decodeAlone(b *Batch, rb *schemas.RecordBuilder, topic st
 }
 
 // decodeAloneByReader decodes m as decodeAlone does, with arrow's reader.
-func (d *arrowDecoder) decodeAloneByReader(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
+func (d *arrowDecoder) decodeAloneByReader(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafkaconn.Message) {
 	msg, bad := d.read(m.Value)
 	if bad == nil && len(msg.recs) == 1 && msg.layout.fixed && len(msg.bad[0]) == 0 {
 		b.Record = d.share(msg.recs[0], &msg.layout)
@@ -245,14 +245,14 @@ func (d *arrowDecoder) decodeAloneByReader(b *Batch, rb *schemas.RecordBuilder, 
 // decodeInto decodes m into b, its rows copied by rb after those before:
 // by the direct path when it takes m, otherwise by arrow's reader.
 // restBytes is the size of the batch's messages from m on.
-func (d *arrowDecoder) decodeInto(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message, restBytes int) {
+func (d *arrowDecoder) decodeInto(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafkaconn.Message, restBytes int) {
 	if !d.direct(b, rb, m, restBytes) {
 		d.decodeByReader(b, rb, topic, m)
 	}
 }
 
 // decodeByReader decodes m into b as decodeInto does, with arrow's reader.
-func (d *arrowDecoder) decodeByReader(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message) {
+func (d *arrowDecoder) decodeByReader(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafkaconn.Message) {
 	msg, bad := d.read(m.Value)
 	d.add(b, rb, topic, m, &msg, bad)
 }
@@ -269,7 +269,7 @@ func (d *arrowDecoder) markArrowRows(start, rows int) {
 
 // add adds message m, read as msg (or refused whole for bad), to b: its
 // rows by rb, its refused rows, or the whole message, as rejects.
-func (d *arrowDecoder) add(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafka.Message, msg *arrowMessage, bad *rowError) {
+func (d *arrowDecoder) add(b *Batch, rb *schemas.RecordBuilder, topic string, m *kafkaconn.Message, msg *arrowMessage, bad *rowError) {
 	defer msg.release()
 	if bad != nil {
 		r := messageReject(topic, m, bad)
@@ -324,7 +324,7 @@ func (d *arrowDecoder) setRowPayload(b *Batch) {
 // rejectOf is the reject of row i of message m: the message's partition
 // and offset locate it, the reason names the row within the message, and
 // the payload is the row alone.
-func (d *arrowDecoder) rejectOf(topic string, m *kafka.Message, i int, bad rowReject) schemas.RowError {
+func (d *arrowDecoder) rejectOf(topic string, m *kafkaconn.Message, i int, bad rowReject) schemas.RowError {
 	return schemas.RowError{
 		Source:      partitionSource(topic, m.Partition),
 		Row:         m.Offset,

@@ -7,7 +7,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/bitutil"
 	"github.com/apache/arrow/go/v15/arrow/endian"
-	"github.com/segmentio/kafka-go"
+	"github.com/mvml/mvml/kafkaconn"
 
 	"github.com/mvml/mvml/schemas"
 )
@@ -385,7 +385,7 @@ func offsetAt[T int32 | int64](buf []byte, j int) int64 {
 // whose rows would be kept. It returns false otherwise, with b, rb's rows
 // and the decoder as they were. restBytes is the size of the batch's
 // messages from m on (m included), to make room for their rows at once.
-func (d *arrowDecoder) direct(b *Batch, rb *schemas.RecordBuilder, m *kafka.Message, restBytes int) bool {
+func (d *arrowDecoder) direct(b *Batch, rb *schemas.RecordBuilder, m *kafkaconn.Message, restBytes int) bool {
 	if d.stream.plan == nil {
 		return false
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -33,7 +33,7 @@ func primeDecoder(dec *recordDecoder, value []byte) {
 // msgs[0]'s schema): handled says whether the direct path took every
 // message, and the direct batch is what it makes of them (arrow's reader
 // decodes those it declines).
-func decodeBothWays(t *testing.T, mem memory.Allocator, requireLabel, afterJSON bool, msgs ...kafka.Message) (byReader, direct Batch, handled bool) {
+func decodeBothWays(t *testing.T, mem memory.Allocator, requireLabel, afterJSON bool, msgs ...kafkaconn.Message) (byReader, direct Batch, handled bool) {
 	t.Helper()
 	spec := kafkaSpec(t)
 	decode := func(useDirect bool) (Batch, bool) {
@@ -323,7 +323,7 @@ func TestArrowDirectMatchesReader(t *testing.T) {
 			value := tt.value(t)
 			for _, afterJSON := range []bool{false, true} {
 				mem := checkedAllocator(t)
-				msgs := []kafka.Message{
+				msgs := []kafkaconn.Message{
 					{Topic: "t", Partition: 1, Offset: 5, Value: value, Time: time.Unix(5, 0)},
 					{Topic: "t", Partition: 1, Offset: 6, Value: value, Time: time.Unix(6, 0)},
 				}
@@ -349,7 +349,7 @@ func TestArrowDirectMatchesReader(t *testing.T) {
 			primeDecoder(primed, value)
 			rb := schemas.NewRecordBuilder(mem, spec)
 			defer rb.Release()
-			msg := []kafka.Message{{Topic: "t", Offset: 9, Value: value}}
+			msg := []kafkaconn.Message{{Topic: "t", Offset: 9, Value: value}}
 			shared := decodeKafkaBatch(fresh, rb, "t", msg)
 			defer shared.Record.Release()
 			copied := decodeKafkaBatch(primed, rb, "t", msg)
@@ -469,7 +469,7 @@ func TestArrowDirectDeclines(t *testing.T) {
 			rb := schemas.NewRecordBuilder(mem, spec)
 			defer rb.Release()
 			var b Batch
-			msg := kafka.Message{Topic: "t", Partition: 1, Offset: 4, Value: value}
+			msg := kafkaconn.Message{Topic: "t", Partition: 1, Offset: 4, Value: value}
 			if dec.arrow.direct(&b, rb, &msg, len(msg.Value)) {
 				t.Fatal("the direct path took the message")
 			}
@@ -520,7 +520,7 @@ func FuzzArrowDirectMatchesReader(f *testing.F) {
 func matchDirectAndReader(t *testing.T, spec *schemas.ViewSpec, data []byte, requireLabel bool) (handled bool) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	msg := kafka.Message{Topic: "t", Partition: 1, Offset: 8, Value: data, Time: time.Unix(8, 0)}
+	msg := kafkaconn.Message{Topic: "t", Partition: 1, Offset: 8, Value: data, Time: time.Unix(8, 0)}
 	rb := schemas.NewRecordBuilder(mem, spec)
 
 	fresh := newRecordDecoder(spec, FormatArrow, requireLabel, mem)
@@ -658,7 +658,7 @@ func BenchmarkArrowDecodePaths(b *testing.B) {
 }
 
 // restBytes is the size of msgs' values, as decodeKafkaBatch counts it.
-func restBytes(msgs []kafka.Message) int {
+func restBytes(msgs []kafkaconn.Message) int {
 	n := 0
 	for i := range msgs {
 		n += len(msgs[i].Value)

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -38,11 +38,11 @@ func FuzzArrowDecode(f *testing.F) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		dec := newRecordDecoder(spec, FormatArrow, false, mem)
 		rb := schemas.NewRecordBuilder(mem, spec)
-		first := kafka.Message{Topic: "t", Partition: 1, Offset: 8, Value: data}
-		alone := decodeKafkaBatch(dec, rb, "t", []kafka.Message{first})
+		first := kafkaconn.Message{Topic: "t", Partition: 1, Offset: 8, Value: data}
+		alone := decodeKafkaBatch(dec, rb, "t", []kafkaconn.Message{first})
 		checkFuzzedBatch(t, alone, dec, rb, data)
-		second := kafka.Message{Topic: "t", Partition: 1, Offset: 9, Value: data}
-		after := decodeKafkaBatch(dec, rb, "t", []kafka.Message{first, second})
+		second := kafkaconn.Message{Topic: "t", Partition: 1, Offset: 9, Value: data}
+		after := decodeKafkaBatch(dec, rb, "t", []kafkaconn.Message{first, second})
 		if after.Record.NumRows() != 2*alone.Record.NumRows() || len(after.Rejects) != 2*len(alone.Rejects) {
 			t.Fatalf("after itself: %d rows and %d rejects, alone %d and %d", after.Record.NumRows(), len(after.Rejects), alone.Record.NumRows(), len(alone.Rejects))
 		}
@@ -82,7 +82,7 @@ func checkFuzzedBatch(t *testing.T, b Batch, dec *recordDecoder, rb *schemas.Rec
 		if whole || r.Payload == nil {
 			continue
 		}
-		again := decodeKafkaBatch(dec, rb, "t", []kafka.Message{{Topic: "t", Value: r.Payload}})
+		again := decodeKafkaBatch(dec, rb, "t", []kafkaconn.Message{{Topic: "t", Value: r.Payload}})
 		if again.Record.NumRows() != 0 || len(again.Rejects) != 1 {
 			t.Fatalf("the row refused (%s) decodes again to %d rows and %v", r.Reason, again.Record.NumRows(), again.Rejects)
 		}

@@ -182,9 +182,9 @@ func arrowStream(tb testing.TB, rows []producerRow, o streamOpts) []byte {
 
 // arrowMsg is an Arrow message at offset of partition 0, with the
 // content-type header.
-func arrowMsg(offset int64, value []byte) kafka.Message {
-	return kafka.Message{Topic: "t", Offset: offset, Value: value,
-		Headers: []kafka.Header{{Key: "Content-Type", Value: []byte(schemas.ArrowStreamType + "; charset=binary")}}}
+func arrowMsg(offset int64, value []byte) kafkaconn.Message {
+	return kafkaconn.Message{Topic: "t", Offset: offset, Value: value,
+		Headers: []kafkaconn.Header{{Key: "Content-Type", Value: []byte(schemas.ArrowStreamType + "; charset=binary")}}}
 }
 
 // decodedRow is a row of a batch's record.
@@ -227,7 +227,7 @@ func rowsEqual(a, b []decodedRow) bool {
 }
 
 // decodeArrowMsgs decodes msgs as one batch with a decoder of format.
-func decodeArrowMsgs(t *testing.T, mem memory.Allocator, format Format, msgs ...kafka.Message) Batch {
+func decodeArrowMsgs(t *testing.T, mem memory.Allocator, format Format, msgs ...kafkaconn.Message) Batch {
 	t.Helper()
 	spec := kafkaSpec(t)
 	rb := schemas.NewRecordBuilder(mem, spec)
@@ -261,7 +261,7 @@ func TestArrowDecodeRows(t *testing.T) {
 			}
 			value := arrowStream(t, rows, tt.opts)
 			// Alone in its batch, and after a JSON message.
-			for _, msgs := range [][]kafka.Message{
+			for _, msgs := range [][]kafkaconn.Message{
 				{arrowMsg(7, value)},
 				{{Topic: "t", Offset: 6, Value: kafkaMessage(9)}, arrowMsg(7, value)},
 			} {
@@ -321,7 +321,7 @@ func TestArrowDecodeBadRows(t *testing.T) {
 			tt.edit(&rows[2])
 			opts := streamOpts{list: tt.list, extra: true}
 			mem := checkedAllocator(t)
-			b := decodeArrowMsgs(t, mem, FormatArrow, kafka.Message{Topic: "t", Partition: 2, Offset: 40, Value: arrowStream(t, rows, opts)})
+			b := decodeArrowMsgs(t, mem, FormatArrow, kafkaconn.Message{Topic: "t", Partition: 2, Offset: 40, Value: arrowStream(t, rows, opts)})
 			defer b.Record.Release()
 			if got, want := batchRows(b), wantRows(slices.Delete(slices.Clone(rows), 2, 3)); !rowsEqual(got, want) {
 				t.Errorf("rows %v, want %v", got, want)
@@ -335,7 +335,7 @@ func TestArrowDecodeBadRows(t *testing.T) {
 			}
 			// The payload is the row alone, as the producer sent it: sent
 			// again, it is refused again for the same reason.
-			one := decodeArrowMsgs(t, mem, FormatArrow, kafka.Message{Topic: "t", Offset: 1, Value: r.Payload})
+			one := decodeArrowMsgs(t, mem, FormatArrow, kafkaconn.Message{Topic: "t", Offset: 1, Value: r.Payload})
 			defer one.Record.Release()
 			if one.Record.NumRows() != 0 || len(one.Rejects) != 1 || one.Rejects[0].Reason != "message row 0: "+tt.reason {
 				t.Errorf("the payload decodes to %d rows and rejects %v, want the row refused again", one.Record.NumRows(), one.Rejects)
@@ -404,7 +404,7 @@ func TestArrowDecodeRejectsMessages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			mem := checkedAllocator(t)
 			// In the batch alone, and after a good message.
-			for _, msgs := range [][]kafka.Message{
+			for _, msgs := range [][]kafkaconn.Message{
 				{arrowMsg(3, tt.value)},
 				{arrowMsg(2, good), arrowMsg(3, tt.value)},
 			} {
@@ -445,17 +445,17 @@ func claimBuffer(t *testing.T, compressed bool) []byte {
 // header is the default.
 func TestArrowDecodeFormat(t *testing.T) {
 	value := arrowStream(t, producerRows(5), streamOpts{})
-	bare := kafka.Message{Topic: "t", Offset: 0, Value: value}
+	bare := kafkaconn.Message{Topic: "t", Offset: 0, Value: value}
 	for _, tt := range []struct {
 		format Format
-		msg    kafka.Message
+		msg    kafkaconn.Message
 		rows   int
 	}{
 		{FormatByHeader, arrowMsg(0, value), 1},
 		{FormatByHeader, bare, 0},
 		{FormatJSON, arrowMsg(0, value), 0},
 		{FormatArrow, bare, 1},
-		{FormatArrow, kafka.Message{Topic: "t", Value: value, Headers: []kafka.Header{{Key: "content-type", Value: []byte("application/json")}}}, 1},
+		{FormatArrow, kafkaconn.Message{Topic: "t", Value: value, Headers: []kafkaconn.Header{{Key: "content-type", Value: []byte("application/json")}}}, 1},
 	} {
 		b := decodeArrowMsgs(t, checkedAllocator(t), tt.format, tt.msg)
 		if int(b.Record.NumRows()) != tt.rows || len(b.Rejects) != 1-tt.rows {
@@ -512,7 +512,7 @@ func TestArrowDecodeAloneSharesBuffers(t *testing.T) {
 		low, high float64 // bounds of the bytes allocated per message, in values
 	}{{1, 1, 1.2}, {2, 1.5, 1.7}} {
 		mem := &countingAllocator{Allocator: checkedAllocator(t)}
-		msgs := make([]kafka.Message, tt.msgs)
+		msgs := make([]kafkaconn.Message, tt.msgs)
 		for i := range msgs {
 			msgs[i] = arrowMsg(int64(i), value)
 		}
@@ -551,7 +551,7 @@ func TestArrowDecodeReservesTheBatch(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			mem := &countingAllocator{Allocator: checkedAllocator(t)}
-			var msgs []kafka.Message
+			var msgs []kafkaconn.Message
 			rows, size := 0, 0
 			for k, n := range tt.rows {
 				msgs = append(msgs, arrowMsg(int64(k), arrowStream(t, producerRows(idsUpTo(rows + n)[rows:]...), streamOpts{})))
@@ -588,9 +588,9 @@ func TestArrowRowPayload(t *testing.T) {
 	mem := checkedAllocator(t)
 	arrowRows := producerRows(20, 21)
 	b := decodeArrowMsgs(t, mem, FormatByHeader,
-		kafka.Message{Topic: "t", Offset: 0, Value: kafkaMessage(19)},
+		kafkaconn.Message{Topic: "t", Offset: 0, Value: kafkaMessage(19)},
 		arrowMsg(1, arrowStream(t, arrowRows, streamOpts{list: true})),
-		kafka.Message{Topic: "t", Offset: 2, Value: kafkaMessage(22)})
+		kafkaconn.Message{Topic: "t", Offset: 2, Value: kafkaMessage(22)})
 	defer b.Record.Release()
 	if b.RowPayload == nil || b.Record.NumRows() != 4 {
 		t.Fatalf("%d rows, RowPayload %v", b.Record.NumRows(), b.RowPayload != nil)
@@ -603,13 +603,13 @@ func TestArrowRowPayload(t *testing.T) {
 			}
 			continue
 		}
-		one := decodeArrowMsgs(t, mem, FormatArrow, kafka.Message{Topic: "t", Value: payload})
+		one := decodeArrowMsgs(t, mem, FormatArrow, kafkaconn.Message{Topic: "t", Value: payload})
 		if contentType != schemas.ArrowStreamType || !rowsEqual(batchRows(one), wantRows(arrowRows[i-1:i])) {
 			t.Errorf("row %d: payload of %s holds %v, want %v", i, contentType, batchRows(one), wantRows(arrowRows[i-1:i]))
 		}
 		one.Record.Release()
 	}
-	json := decodeArrowMsgs(t, mem, FormatByHeader, kafka.Message{Topic: "t", Value: kafkaMessage(1)})
+	json := decodeArrowMsgs(t, mem, FormatByHeader, kafkaconn.Message{Topic: "t", Value: kafkaMessage(1)})
 	defer json.Record.Release()
 	if json.RowPayload != nil {
 		t.Error("a batch of JSON messages has a RowPayload")
@@ -691,7 +691,7 @@ func TestArrowDecodeRefusesHostileSchemas(t *testing.T) {
 		}), "nested deeper than 64"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			b := decodeArrowMsgs(t, checkedAllocator(t), FormatArrow, kafka.Message{Topic: "t", Value: tt.value})
+			b := decodeArrowMsgs(t, checkedAllocator(t), FormatArrow, kafkaconn.Message{Topic: "t", Value: tt.value})
 			defer b.Record.Release()
 			if len(b.Rejects) != 1 || !strings.Contains(b.Rejects[0].Reason, tt.reason) {
 				t.Fatalf("rejects %v, want one saying %q", b.Rejects, tt.reason)
@@ -773,8 +773,8 @@ func BenchmarkArrowDecode(b *testing.B) {
 
 // benchArrowMessages returns messages of perMessage rows each of the
 // canonical record of spec, as mvml writes them, and their bytes.
-func benchArrowMessages(b *testing.B, spec *schemas.ViewSpec, mem memory.Allocator, messages, perMessage int) ([]kafka.Message, int) {
-	msgs := make([]kafka.Message, messages)
+func benchArrowMessages(b *testing.B, spec *schemas.ViewSpec, mem memory.Allocator, messages, perMessage int) ([]kafkaconn.Message, int) {
+	msgs := make([]kafkaconn.Message, messages)
 	size := 0
 	for i := range msgs {
 		rb := schemas.NewRecordBuilder(mem, spec)
@@ -796,7 +796,7 @@ func benchArrowMessages(b *testing.B, spec *schemas.ViewSpec, mem memory.Allocat
 			b.Fatal(err)
 		}
 		rec.Release()
-		msgs[i] = kafka.Message{Topic: "t", Offset: int64(i), Value: value}
+		msgs[i] = kafkaconn.Message{Topic: "t", Offset: int64(i), Value: value}
 		size += len(value)
 	}
 	return msgs, size
@@ -832,7 +832,7 @@ func dictionaryStream(t *testing.T, rows []producerRow, word string) []byte {
 // dictionaries is read afresh every time.
 func TestArrowDecodeSchemasChange(t *testing.T) {
 	mem := checkedAllocator(t)
-	var msgs []kafka.Message
+	var msgs []kafkaconn.Message
 	var want []producerRow
 	add := func(value []byte, rows []producerRow) {
 		msgs = append(msgs, arrowMsg(int64(len(msgs)), value))

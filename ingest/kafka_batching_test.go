@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/kafkaconn"
 )
 
 // A batch takes what has arrived and waits for more only while more is
@@ -37,7 +36,7 @@ func TestKafkaFillWaitsOnlyForWhatIsComing(t *testing.T) {
 			s := &KafkaSource{cfg: KafkaConfig{MaxWait: tt.maxWait}, opts: Options{BatchSize: tt.batch}}
 			g := newGroupGen(Assignment{}, 16)
 			for i := range tt.buffered {
-				g.records <- kafka.Message{Offset: int64(1 + i)}
+				g.records <- kafkaconn.Message{Offset: int64(1 + i)}
 			}
 			g.recordsAhead.Store(int64(tt.ahead))
 			sent := make(chan struct{})
@@ -46,12 +45,12 @@ func TestKafkaFillWaitsOnlyForWhatIsComing(t *testing.T) {
 				time.Sleep(tt.atLeast)
 				for i := range tt.late {
 					// As feed does: on the channel, then counted out.
-					g.records <- kafka.Message{Offset: int64(100 + i)}
+					g.records <- kafkaconn.Message{Offset: int64(100 + i)}
 					g.recordsAhead.Add(-1)
 				}
 			}()
 			start := time.Now()
-			msgs := s.fill(context.Background(), g, g.records, &g.recordsAhead, kafka.Message{})
+			msgs := s.fill(context.Background(), g, g.records, &g.recordsAhead, kafkaconn.Message{})
 			took := time.Since(start)
 			<-sent
 			if len(msgs) != tt.want {

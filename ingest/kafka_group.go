@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 )
 
@@ -43,7 +41,7 @@ func (a Assignment) Partitions() []int {
 	return slices.Sorted(maps.Keys(a.Records))
 }
 
-func assignmentOf(gen *kafka.Generation, topic, labels string) Assignment {
+func assignmentOf(gen *kafkaconn.Generation, topic, labels string) Assignment {
 	a := Assignment{Generation: gen.ID, Member: gen.MemberID, Records: committedOf(gen.Assignments[topic])}
 	if labels != "" {
 		a.Labels = committedOf(gen.Assignments[labels])
@@ -51,12 +49,11 @@ func assignmentOf(gen *kafka.Generation, topic, labels string) Assignment {
 	return a
 }
 
-// committedOf returns the committed offset of every partition assigned;
-// kafka-go gives the start offset (negative) for a partition without one.
-func committedOf(parts []kafka.PartitionAssignment) map[int]int64 {
+// committedOf returns the committed offset of every partition assigned.
+func committedOf(parts []kafkaconn.Assigned) map[int]int64 {
 	offsets := make(map[int]int64, len(parts))
 	for _, p := range parts {
-		offsets[p.ID] = max(p.Offset, -1)
+		offsets[p.Partition] = p.Committed
 	}
 	return offsets
 }
@@ -68,8 +65,8 @@ type groupGen struct {
 	a Assignment
 	// records and labels carry the fetched messages; ending is closed when
 	// the generation stops delivering them.
-	records  chan kafka.Message
-	labels   chan kafka.Message
+	records  chan kafkaconn.Message
+	labels   chan kafkaconn.Message
 	ending   chan struct{}
 	fetchers sync.WaitGroup
 	// ackSignal wakes the end of the generation when a batch is acked.
@@ -82,7 +79,7 @@ type groupGen struct {
 	recordsAhead, labelsAhead atomic.Int64
 
 	mu      sync.Mutex
-	readers []*kafka.Reader
+	readers []*kafkaconn.PartitionReader
 	// stopped is set with ending closed: no more deliveries. over is set
 	// once the generation ended: no more commits in it.
 	stopped, over bool
@@ -97,15 +94,15 @@ type groupGen struct {
 func newGroupGen(a Assignment, queue int) *groupGen {
 	return &groupGen{
 		a:         a,
-		records:   make(chan kafka.Message, queue),
-		labels:    make(chan kafka.Message, queue),
+		records:   make(chan kafkaconn.Message, queue),
+		labels:    make(chan kafkaconn.Message, queue),
 		ending:    make(chan struct{}),
 		ackSignal: make(chan struct{}, 1),
 		committed: map[string]map[int]int64{}, committedMeta: map[string]map[int]string{},
 	}
 }
 
-func (g *groupGen) readerList() []*kafka.Reader {
+func (g *groupGen) readerList() []*kafkaconn.PartitionReader {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Clone(g.readers)
@@ -226,10 +223,10 @@ func (s *KafkaSource) follow() {
 		gen, err := s.group.Next(s.ctx)
 		switch {
 		case err == nil:
-		case s.ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed):
+		case s.ctx.Err() != nil || errors.Is(err, kafkaconn.ErrGroupClosed):
 			return
 		case kafkaconn.Transient(err):
-			// kafka-go logged it, and joins again after a pause.
+			// The group reported it, and joins again after a pause.
 			s.health.failed(time.Now(), err.Error())
 			continue
 		default:
@@ -237,14 +234,14 @@ func (s *KafkaSource) follow() {
 			return
 		}
 		s.health.progressed(time.Now())
-		// kafka-go waits for this function before the member rejoins.
+		// The member rejoins only once this function returned.
 		gen.Start(func(genCtx context.Context) { s.serve(genCtx, gen) })
 	}
 }
 
 // serve runs one generation: it reads the partitions assigned until the
 // generation ends, then ends it.
-func (s *KafkaSource) serve(genCtx context.Context, gen *kafka.Generation) {
+func (s *KafkaSource) serve(genCtx context.Context, gen *kafkaconn.Generation) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	defer context.AfterFunc(genCtx, cancel)()
@@ -320,13 +317,17 @@ func (s *KafkaSource) end(g *groupGen) {
 // fetch starts a reader of every partition of topic in offsets, at its
 // committed offset (or KafkaConfig.StartOffset when none is), each feeding
 // out until ctx ends and counting in ahead the messages on their way.
-func (s *KafkaSource) fetch(ctx context.Context, g *groupGen, topic string, offsets map[int]int64, out chan<- kafka.Message, ahead *atomic.Int64) {
+func (s *KafkaSource) fetch(ctx context.Context, g *groupGen, topic string, offsets map[int]int64, out chan<- kafkaconn.Message, ahead *atomic.Int64) {
 	for _, p := range slices.Sorted(maps.Keys(offsets)) {
 		start := offsets[p]
 		if start < 0 {
 			start = s.cfg.StartOffset
 		}
-		r := kafka.NewReader(s.readerConfig(topic, p))
+		r, err := s.cfg.Conn.NewPartitionReader(s.readerConfig(topic, p))
+		if err != nil {
+			s.fail(fmt.Errorf("reading %s: %w", partitionSource(topic, p), err))
+			return
+		}
 		if err := r.SetOffset(start); err != nil {
 			r.Close()
 			s.fail(fmt.Errorf("reading %s from offset %d: %w", partitionSource(topic, p), start, err))
@@ -343,7 +344,7 @@ func (s *KafkaSource) fetch(ctx context.Context, g *groupGen, topic string, offs
 // through transient errors. It keeps its partition's share of ahead: the
 // message in hand and those after it up to the high-water mark its fetch
 // reported, which are on the broker already (or fetched and queued in r).
-func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, partition int, out chan<- kafka.Message, ahead *atomic.Int64) {
+func (s *KafkaSource) feed(ctx context.Context, r *kafkaconn.PartitionReader, topic string, partition int, out chan<- kafkaconn.Message, ahead *atomic.Int64) {
 	lag := s.totals.lagOf(topic, partition)
 	var known int64 // this partition's share of ahead
 	for {
@@ -364,8 +365,8 @@ func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, p
 			}
 			continue
 		}
-		lag.Store(max(m.HighWaterMark-m.Offset-1, 0))
-		coming := max(m.HighWaterMark-m.Offset, 1)
+		lag.Store(m.Lag())
+		coming := m.Lag() + 1 // it, and those after it
 		ahead.Add(coming - known)
 		select {
 		case out <- m:
@@ -378,30 +379,19 @@ func (s *KafkaSource) feed(ctx context.Context, r *kafka.Reader, topic string, p
 	}
 }
 
-// minFetchWait is the least time a partition reader's fetch may take.
-// kafka-go gives a fetch's whole response its MaxWait, of which the broker
-// may hold three quarters waiting for data: with the batch's MaxWait (a
-// few milliseconds) a large message could not arrive in time on a loaded
-// host, and the reader timed out and fetched it again, for ever. Next's
-// own timer fills batches; the fetch answers as soon as MinBytes are there.
-const minFetchWait = 2 * time.Second
-
-// readerConfig is the configuration of the reader of one partition.
-func (s *KafkaSource) readerConfig(topic string, partition int) kafka.ReaderConfig {
-	return kafka.ReaderConfig{
-		Brokers:   s.cfg.Conn.Brokers,
+// readerConfig is the configuration of the reader of one partition. Its
+// fetches wait at least kafkaconn.MinFetchWait: Next's own timer fills
+// batches.
+func (s *KafkaSource) readerConfig(topic string, partition int) kafkaconn.ReaderConfig {
+	return kafkaconn.ReaderConfig{
 		Topic:     topic,
 		Partition: partition,
-		Dialer:    s.cfg.Conn.Dialer(),
 		MinBytes:  s.cfg.MinBytes,
 		MaxBytes:  s.cfg.MaxBytes,
-		MaxWait:   max(s.cfg.MaxWait, minFetchWait),
-		// The lag is kept from the messages' high-water marks (see
-		// PartitionStats.Lag).
-		ReadLagInterval: -1,
+		MaxWait:   s.cfg.MaxWait,
 		// The queue of fetched messages need not outgrow a batch.
 		QueueCapacity: min(s.opts.BatchSize, 1024),
-		ErrorLogger:   s.kafkaLogger(topic, partition),
+		OnError:       s.kafkaError(topic, partition),
 	}
 }
 
@@ -410,13 +400,13 @@ func (s *KafkaSource) readerConfig(topic string, partition int) kafka.ReaderConf
 // returns them with their generation. Messages of a generation that ended
 // meanwhile are dropped: the next generation reads them again from the
 // committed offsets.
-func (s *KafkaSource) take(ctx context.Context, labels bool) (*groupGen, []kafka.Message, error) {
+func (s *KafkaSource) take(ctx context.Context, labels bool) (*groupGen, []kafkaconn.Message, error) {
 	for {
 		g, changed, err := s.watch()
 		if err != nil {
 			return nil, nil, err
 		}
-		var in chan kafka.Message
+		var in chan kafkaconn.Message
 		var ahead *atomic.Int64
 		if g != nil {
 			select {
@@ -452,8 +442,8 @@ func (s *KafkaSource) take(ctx context.Context, labels bool) (*groupGen, []kafka
 // for a batch that will not fill, while at full load, with the readers
 // behind the broker, batches fill as before. It stops early when ctx ends
 // or g stops delivering.
-func (s *KafkaSource) fill(ctx context.Context, g *groupGen, in <-chan kafka.Message, ahead *atomic.Int64, first kafka.Message) []kafka.Message {
-	msgs := make([]kafka.Message, 1, min(s.opts.BatchSize, 256))
+func (s *KafkaSource) fill(ctx context.Context, g *groupGen, in <-chan kafkaconn.Message, ahead *atomic.Int64, first kafkaconn.Message) []kafkaconn.Message {
+	msgs := make([]kafkaconn.Message, 1, min(s.opts.BatchSize, 256))
 	msgs[0] = first
 	start := time.Now()
 	var timer *time.Timer // started when fill first waits
@@ -514,7 +504,7 @@ func (s *KafkaSource) commit(ctx context.Context, g *groupGen, topic string, off
 			attempt, cancel := context.WithTimeout(ctx, commitTimeout)
 			defer cancel()
 			err := s.commitOffsets(attempt, g, topic, todo)
-			if generationGone(err) {
+			if kafkaconn.GenerationGone(err) {
 				// kafkaconn counts these transient, for a client that
 				// rejoins and commits again; this one does not.
 				gone = err
@@ -537,31 +527,13 @@ func (s *KafkaSource) commit(ctx context.Context, g *groupGen, topic string, off
 	return nil
 }
 
-// generationGone says whether err is the coordinator's refusal of a commit
-// from a generation that is over.
-func generationGone(err error) bool {
-	return errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.RebalanceInProgress)
-}
-
 // commitOffsets sends one offset commit of generation g.
 func (s *KafkaSource) commitOffsets(ctx context.Context, g *groupGen, topic string, offsets []partitionOffset) error {
-	commits := make([]kafka.OffsetCommit, len(offsets))
+	commits := make([]kafkaconn.OffsetCommit, len(offsets))
 	for i, o := range offsets {
-		commits[i] = kafka.OffsetCommit{Partition: o.partition, Offset: o.offset, Metadata: o.meta}
+		commits[i] = kafkaconn.OffsetCommit{Partition: o.partition, Offset: o.offset, Metadata: o.meta}
 	}
-	resp, err := s.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
-		GroupID: s.cfg.GroupID, GenerationID: int(g.a.Generation), MemberID: g.a.Member,
-		Topics: map[string][]kafka.OffsetCommit{topic: commits},
-	})
-	if err != nil {
-		return err
-	}
-	for _, p := range resp.Topics[topic] {
-		if p.Error != nil {
-			return fmt.Errorf("partition %d: %w", p.Partition, p.Error)
-		}
-	}
-	return nil
+	return s.client.CommitOffsets(ctx, s.cfg.GroupID, g.a.Generation, g.a.Member, topic, commits)
 }
 
 // checkCoPartitioned checks that the input and labels topics (if any)
@@ -574,7 +546,7 @@ func (s *KafkaSource) checkCoPartitioned(ctx context.Context) error {
 	topics := []string{s.cfg.Topic, s.cfg.LabelsTopic}
 	pause := transientRetryPause
 	for {
-		md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+		md, err := s.client.Metadata(ctx, topics...)
 		if err != nil {
 			err = fmt.Errorf("reading the partitions of %s and %s: %w", s.cfg.Topic, s.cfg.LabelsTopic, err)
 		} else {
@@ -596,14 +568,14 @@ func (s *KafkaSource) checkCoPartitioned(ctx context.Context) error {
 // coPartitioned checks the metadata of the input and labels topics. Only
 // an error of a topic's own that may pass (a leader election) wraps the
 // Kafka error.
-func coPartitioned(md *kafka.MetadataResponse, input, labels string) error {
+func coPartitioned(md kafkaconn.Metadata, input, labels string) error {
 	count := func(role, name string) (int, error) {
-		i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == name })
+		i := slices.IndexFunc(md.Topics, func(t kafkaconn.TopicMetadata) bool { return t.Name == name })
 		switch {
-		case i < 0 || errors.Is(md.Topics[i].Error, kafka.UnknownTopicOrPartition):
+		case i < 0 || errors.Is(md.Topics[i].Err, kafkaconn.ErrUnknownTopic):
 			return 0, fmt.Errorf("the %s topic %q does not exist", role, name)
-		case md.Topics[i].Error != nil:
-			return 0, fmt.Errorf("the %s topic %q: %w", role, name, md.Topics[i].Error)
+		case md.Topics[i].Err != nil:
+			return 0, fmt.Errorf("the %s topic %q: %w", role, name, md.Topics[i].Err)
 		}
 		return len(md.Topics[i].Partitions), nil
 	}

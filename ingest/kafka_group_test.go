@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -634,7 +633,7 @@ func TestKafkaDecodeLabels(t *testing.T) {
 		{`{"id":1,"label":1`, Label{}, "invalid JSON"},
 	}
 	for _, tt := range tests {
-		b := decodeLabels(d, "labels", []kafka.Message{{Partition: 3, Offset: 11, Value: []byte(tt.msg)}})
+		b := decodeLabels(d, "labels", []kafkaconn.Message{{Partition: 3, Offset: 11, Value: []byte(tt.msg)}})
 		if tt.reason != "" {
 			if len(b.Rejects) != 1 || !strings.Contains(b.Rejects[0].Reason, tt.reason) || b.Rejects[0].Source != "labels/3" || b.Rejects[0].Row != 11 {
 				t.Errorf("%s: rejects %+v, want labels/3 row 11: %q", tt.msg, b.Rejects, tt.reason)

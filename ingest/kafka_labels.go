@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/mvml/mvml/kafkaconn"
 
 	"github.com/mvml/mvml/schemas"
 )
@@ -70,7 +70,7 @@ func decodeLabel(d *kafkaDecoder, value []byte) *rowError {
 }
 
 // decodeLabels decodes msgs of a labels topic into one batch.
-func decodeLabels(d *kafkaDecoder, topic string, msgs []kafka.Message) LabelBatch {
+func decodeLabels(d *kafkaDecoder, topic string, msgs []kafkaconn.Message) LabelBatch {
 	b := LabelBatch{Topic: topic, Labels: make([]Label, 0, len(msgs))}
 	for i := range msgs {
 		m := &msgs[i]
@@ -196,15 +196,12 @@ func parseHandled(meta string) (int64, bool) {
 // returns none: those messages are then handled again.
 func (s *KafkaSource) labelsHandled(ctx context.Context, committed map[int]int64) map[int]int64 {
 	parts := slices.Sorted(maps.Keys(committed))
-	var resp *kafka.OffsetFetchResponse
+	var resp map[int]kafkaconn.Committed
 	err := s.cfg.Conn.Retry.Do(ctx, func() error {
 		attempt, cancel := context.WithTimeout(ctx, commitTimeout)
 		defer cancel()
 		var err error
-		resp, err = s.client.OffsetFetch(attempt, &kafka.OffsetFetchRequest{GroupID: s.cfg.GroupID, Topics: map[string][]int{s.cfg.LabelsTopic: parts}})
-		if err == nil && resp.Error != nil {
-			err = resp.Error
-		}
+		resp, err = s.client.CommittedOffsets(attempt, s.cfg.GroupID, s.cfg.LabelsTopic, parts)
 		return err
 	}, func(err error, pause time.Duration) {
 		s.opts.Logger.Warn("ingest: kafka: reading the committed offsets of the labels failed, retrying", "topic", s.cfg.LabelsTopic, "group", s.cfg.GroupID, "in", pause, "err", err)
@@ -217,13 +214,13 @@ func (s *KafkaSource) labelsHandled(ctx context.Context, committed map[int]int64
 		return nil
 	}
 	handled := map[int]int64{}
-	for _, p := range resp.Topics[s.cfg.LabelsTopic] {
-		next, ok := committed[p.Partition]
-		if !ok || p.Error != nil || p.CommittedOffset != next {
+	for partition, c := range resp {
+		next, ok := committed[partition]
+		if !ok || c.Err != nil || c.Offset != next {
 			continue
 		}
-		if h, ok := parseHandled(p.Metadata); ok && h > next {
-			handled[p.Partition] = h
+		if h, ok := parseHandled(c.Metadata); ok && h > next {
+			handled[partition] = h
 		}
 	}
 	return handled

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/internal/arrowalloc"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
@@ -45,7 +43,7 @@ type KafkaRangeConfig struct {
 	Ends map[int]int64
 	// MaxWait is the longest a fetch waits at the broker for MinBytes of
 	// data. Default (0) DefaultKafkaMaxWait, 250ms. The partition readers'
-	// fetches get at least 2s whatever it is (see minFetchWait).
+	// fetches get at least 2s whatever it is (see kafkaconn.MinFetchWait).
 	MaxWait time.Duration
 	// MinBytes is the least data a fetch asks the broker for before it
 	// answers (within MaxWait). Default (0) 1 byte.
@@ -83,8 +81,8 @@ type kafkaPartitionRange struct {
 // commits nothing: Batch.Ack is nil.
 //
 // The offsets are fixed when the source is opened, the records are not:
-// records deleted by retention since are skipped (kafka-go's reader moves
-// on to the oldest record kept). On a compacted topic, kafka-go's reader
+// records deleted by retention since are skipped (the partition reader
+// moves on to the oldest record kept). On a compacted topic, the reader
 // may never deliver the last offsets of a partition if they were
 // compacted away; Next then waits for a message past the partition's end
 // offset, or for ctx to end.
@@ -99,11 +97,11 @@ type KafkaRangeSource struct {
 	// first message is fetched).
 	parts    []kafkaPartitionRange
 	cur      int
-	reader   *kafka.Reader
+	reader   *kafkaconn.PartitionReader
 	dec      *recordDecoder
 	rb       *schemas.RecordBuilder
 	recycled *arrowalloc.Recycler // rb's allocator
-	msgs     []kafka.Message      // the messages of the batch being filled
+	msgs     []kafkaconn.Message  // the messages of the batch being filled
 	// pending is a fetch error met after a batch had messages; the next
 	// Next returns it.
 	pending error
@@ -141,10 +139,8 @@ func NewKafkaRange(ctx context.Context, spec *schemas.ViewSpec, cfg KafkaRangeCo
 	if cfg, err = cfg.resolve(); err != nil {
 		return nil, err
 	}
-	// A reader's configuration is checked now rather than by the panic of
-	// kafka.NewReader in Next.
-	rc := rangeReaderConfig(cfg, opts, 0)
-	if err := rc.Validate(); err != nil {
+	// A reader's configuration is checked now rather than in Next.
+	if err := cfg.Conn.CheckReader(rangeReaderConfig(cfg, opts, 0)); err != nil {
 		return nil, fmt.Errorf("ingest: kafka: %w", err)
 	}
 	parts, err := resolveKafkaRange(ctx, cfg)
@@ -207,34 +203,30 @@ func KafkaRangeOpener(spec *schemas.ViewSpec, cfg KafkaRangeConfig) func(context
 // resolveKafkaRange returns, in partition order, the offsets to read of
 // every partition of cfg.Topic that has some.
 func resolveKafkaRange(ctx context.Context, cfg KafkaRangeConfig) ([]kafkaPartitionRange, error) {
-	transport := cfg.Conn.Transport()
-	defer transport.CloseIdleConnections()
-	client := &kafka.Client{Addr: cfg.Conn.Addr(), Transport: transport}
+	client := cfg.Conn.NewClient(0)
+	defer client.Close()
 
-	// Client.Metadata does not ask the broker to create a missing topic.
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
+	// Metadata does not ask the broker to create a missing topic.
+	md, err := client.Metadata(ctx, cfg.Topic)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: kafka %s: reading metadata: %w", cfg.Topic, err)
 	}
-	i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == cfg.Topic })
+	topic := md.Topics[0]
 	switch {
-	case i < 0:
-		return nil, fmt.Errorf("ingest: kafka %s: %w", cfg.Topic, kafka.UnknownTopicOrPartition)
-	case md.Topics[i].Error != nil:
-		return nil, fmt.Errorf("ingest: kafka %s: %w", cfg.Topic, md.Topics[i].Error)
-	case len(md.Topics[i].Partitions) == 0:
+	case topic.Err != nil:
+		return nil, fmt.Errorf("ingest: kafka %s: %w", cfg.Topic, topic.Err)
+	case len(topic.Partitions) == 0:
 		return nil, fmt.Errorf("ingest: kafka %s: topic has no partitions", cfg.Topic)
 	}
 	var ids []int
-	for _, p := range md.Topics[i].Partitions {
-		if end, ok := cfg.Ends[p.ID]; cfg.Ends == nil || ok && end >= 0 {
-			ids = append(ids, p.ID)
+	for _, p := range topic.Partitions {
+		if end, ok := cfg.Ends[p]; cfg.Ends == nil || ok && end >= 0 {
+			ids = append(ids, p)
 		}
 	}
-	slices.Sort(ids)
 	for p, end := range cfg.Ends {
 		if _, found := slices.BinarySearch(ids, p); !found && end >= 0 {
-			return nil, fmt.Errorf("ingest: kafka %s: no partition %d (the topic has %d)", cfg.Topic, p, len(md.Topics[i].Partitions))
+			return nil, fmt.Errorf("ingest: kafka %s: no partition %d (the topic has %d)", cfg.Topic, p, len(topic.Partitions))
 		}
 	}
 	if len(ids) == 0 {
@@ -242,9 +234,7 @@ func resolveKafkaRange(ctx context.Context, cfg KafkaRangeConfig) ([]kafkaPartit
 	}
 
 	// Kafka timestamps are milliseconds: the first record at or after From
-	// is the first at or after From rounded up to a millisecond. The
-	// request is built by hand because TimeOffsetOf truncates, and a
-	// negative time would read as kafka.FirstOffset or LastOffset.
+	// is the first at or after From rounded up to a millisecond.
 	fromMs := int64(-1)
 	if !cfg.From.IsZero() {
 		fromMs = ceilMillis(cfg.From)
@@ -252,23 +242,9 @@ func resolveKafkaRange(ctx context.Context, cfg KafkaRangeConfig) ([]kafkaPartit
 			return nil, nil // no millisecond in [From, To)
 		}
 	}
-	reqs := make([]kafka.OffsetRequest, 0, 2*len(ids))
-	for _, p := range ids {
-		start := kafka.FirstOffsetOf(p)
-		if fromMs >= 0 {
-			start = kafka.OffsetRequest{Partition: p, Timestamp: fromMs}
-		}
-		// kafka-go sends every request on its own, so a partition may be
-		// asked for twice.
-		reqs = append(reqs, start, kafka.LastOffsetOf(p))
-	}
-	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{cfg.Topic: reqs}})
+	found, err := client.ListOffsets(ctx, cfg.Topic, ids, fromMs)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: kafka %s: listing offsets: %w", cfg.Topic, err)
-	}
-	found := make(map[int]kafka.PartitionOffsets, len(ids))
-	for _, po := range res.Topics[cfg.Topic] {
-		found[po.Partition] = po
 	}
 	var parts []kafkaPartitionRange
 	for _, p := range ids {
@@ -276,23 +252,16 @@ func resolveKafkaRange(ctx context.Context, cfg KafkaRangeConfig) ([]kafkaPartit
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("ingest: kafka %s/%d: no offsets listed", cfg.Topic, p)
-		case po.Error != nil:
-			return nil, fmt.Errorf("ingest: kafka %s/%d: listing offsets: %w", cfg.Topic, p, po.Error)
+		case po.Err != nil:
+			return nil, fmt.Errorf("ingest: kafka %s/%d: listing offsets: %w", cfg.Topic, p, po.Err)
 		}
-		end, start := po.LastOffset, po.FirstOffset
+		end, start := po.End, po.AtTime
 		if until, ok := cfg.Ends[p]; ok {
 			end = min(end, until)
 		}
-		if fromMs >= 0 {
-			// One offset: that of the first record at or after From, or -1
-			// when there is none.
-			start = -1
-			for off := range po.Offsets {
-				start = off
-			}
-			if start < 0 {
-				start = end
-			}
+		if fromMs >= 0 && start < 0 {
+			// No record at or after From.
+			start = end
 		}
 		if end < 0 || start < 0 {
 			return nil, fmt.Errorf("ingest: kafka %s/%d: broker listed offsets %d..%d", cfg.Topic, p, start, end)
@@ -315,23 +284,19 @@ func ceilMillis(t time.Time) int64 {
 }
 
 // rangeReaderConfig is the configuration of the reader of one partition.
-func rangeReaderConfig(cfg KafkaRangeConfig, opts Options, partition int) kafka.ReaderConfig {
+func rangeReaderConfig(cfg KafkaRangeConfig, opts Options, partition int) kafkaconn.ReaderConfig {
 	logger := opts.Logger
-	return kafka.ReaderConfig{
-		Brokers:   cfg.Conn.Brokers,
+	return kafkaconn.ReaderConfig{
 		Topic:     cfg.Topic,
 		Partition: partition,
-		Dialer:    cfg.Conn.Dialer(),
 		MinBytes:  cfg.MinBytes,
 		MaxBytes:  cfg.MaxBytes,
-		MaxWait:   max(cfg.MaxWait, minFetchWait),
-		// No lag polling: nothing reads it.
-		ReadLagInterval: -1,
+		MaxWait:   cfg.MaxWait,
 		// The queue of fetched messages need not outgrow a batch.
 		QueueCapacity: min(opts.BatchSize, 1024),
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			logger.Warn("ingest: kafka: "+fmt.Sprintf(msg, args...), "topic", cfg.Topic, "partition", partition)
-		}),
+		OnError: func(text string) {
+			logger.Warn("ingest: kafka: "+text, "topic", cfg.Topic, "partition", partition)
+		},
 	}
 }
 
@@ -398,19 +363,22 @@ func (s *KafkaRangeSource) Next(ctx context.Context) (Batch, error) {
 
 // fetch returns the next message of the partition being read, opening its
 // reader at the partition's start offset first if need be.
-func (s *KafkaRangeSource) fetch(ctx context.Context) (kafka.Message, error) {
+func (s *KafkaRangeSource) fetch(ctx context.Context) (kafkaconn.Message, error) {
 	p := &s.parts[s.cur]
 	if s.reader == nil {
-		r := kafka.NewReader(rangeReaderConfig(s.cfg, s.opts, p.partition))
+		r, err := s.cfg.Conn.NewPartitionReader(rangeReaderConfig(s.cfg, s.opts, p.partition))
+		if err != nil {
+			return kafkaconn.Message{}, fmt.Errorf("ingest: kafka %s/%d: %w", s.cfg.Topic, p.partition, err)
+		}
 		if err := r.SetOffset(p.start); err != nil {
 			r.Close()
-			return kafka.Message{}, fmt.Errorf("ingest: kafka %s/%d: seeking offset %d: %w", s.cfg.Topic, p.partition, p.start, err)
+			return kafkaconn.Message{}, fmt.Errorf("ingest: kafka %s/%d: seeking offset %d: %w", s.cfg.Topic, p.partition, p.start, err)
 		}
 		s.reader = r
 	}
 	m, err := s.reader.FetchMessage(ctx)
 	if err != nil {
-		return kafka.Message{}, fmt.Errorf("ingest: kafka %s/%d: %w", s.cfg.Topic, p.partition, err)
+		return kafkaconn.Message{}, fmt.Errorf("ingest: kafka %s/%d: %w", s.cfg.Topic, p.partition, err)
 	}
 	return m, nil
 }
@@ -431,7 +399,7 @@ func (s *KafkaRangeSource) nextPartition() {
 	})
 }
 
-func (s *KafkaRangeSource) closeReader(r *kafka.Reader, partition int) error {
+func (s *KafkaRangeSource) closeReader(r *kafkaconn.PartitionReader, partition int) error {
 	if err := r.Close(); err != nil {
 		return fmt.Errorf("ingest: kafka %s/%d: closing: %w", s.cfg.Topic, partition, err)
 	}

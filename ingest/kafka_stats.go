@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/mvml/mvml/kafkaconn"
 )
 
 // PartitionStats are what the reader of one partition of a KafkaSource
@@ -20,11 +20,8 @@ type PartitionStats struct {
 	Owned bool `json:"owned"`
 	// Lag is the number of messages in the partition after the last one
 	// the member took: the partition's high-water mark as the fetch of
-	// that message learned it, less the offset after it. (kafka-go's own
-	// periodic lag read is not used: it computes the lag from a position
-	// read before its request and stores it after, over the lag of
-	// messages fetched meanwhile, so a member that had caught up showed
-	// an old lag until the next read.)
+	// that message learned it, less the offset after it
+	// (kafkaconn.Message.Lag).
 	Lag int64 `json:"lag"`
 	// Messages and Bytes count the messages fetched and the bytes of their
 	// keys and values, Fetches the fetch requests, and Errors the errors
@@ -40,8 +37,8 @@ type topicPartition struct {
 	partition int
 }
 
-// readerTotals adds up the statistics of the partition readers: kafka-go
-// resets a reader's counters whenever they are read, so they are read
+// readerTotals adds up the statistics of the partition readers: a
+// reader's counters reset whenever they are read, so they are read
 // here only, and the totals serve both the metrics and readiness.
 type readerTotals struct {
 	mu    sync.Mutex
@@ -51,14 +48,14 @@ type readerTotals struct {
 	lags map[topicPartition]*atomic.Int64
 	// sum adds up every reader's counters, and readySeen is sum as the
 	// last Ready saw it.
-	sum, readySeen kafka.ReaderStats
+	sum, readySeen kafkaconn.ReaderStats
 }
 
 // collect adds the counters of readers since they were last read; owned
 // says whether readers are those of the generation in service (their
 // partitions, and only theirs, are then owned) or readers just closed
 // (their partitions are no longer owned).
-func (t *readerTotals) collect(readers []*kafka.Reader, owned bool) {
+func (t *readerTotals) collect(readers []*kafkaconn.PartitionReader, owned bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.parts == nil {
@@ -70,12 +67,11 @@ func (t *readerTotals) collect(readers []*kafka.Reader, owned bool) {
 		}
 	}
 	for _, r := range readers {
-		cfg := r.Config()
 		st := r.Stats()
-		key := topicPartition{cfg.Topic, cfg.Partition}
+		key := topicPartition{r.Topic(), r.Partition()}
 		p := t.parts[key]
 		if p == nil {
-			p = &PartitionStats{Topic: cfg.Topic, Partition: cfg.Partition}
+			p = &PartitionStats{Topic: r.Topic(), Partition: r.Partition()}
 			t.parts[key] = p
 		}
 		p.Owned = owned
@@ -124,10 +120,10 @@ func (t *readerTotals) partitions() []PartitionStats {
 }
 
 // sinceReady returns the counters added since the last call.
-func (t *readerTotals) sinceReady() kafka.ReaderStats {
+func (t *readerTotals) sinceReady() kafkaconn.ReaderStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d := kafka.ReaderStats{
+	d := kafkaconn.ReaderStats{
 		Rebalances: t.sum.Rebalances - t.readySeen.Rebalances,
 		Fetches:    t.sum.Fetches - t.readySeen.Fetches,
 		Messages:   t.sum.Messages - t.readySeen.Messages,
@@ -146,7 +142,7 @@ func (s *KafkaSource) PartitionStats() []PartitionStats {
 }
 
 // currentReaders are the partition readers of the generation in service.
-func (s *KafkaSource) currentReaders() []*kafka.Reader {
+func (s *KafkaSource) currentReaders() []*kafkaconn.PartitionReader {
 	if g, _, _ := s.watch(); g != nil {
 		return g.readerList()
 	}

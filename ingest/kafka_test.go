@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mvml/mvml/internal/arrowalloc"
@@ -614,7 +613,7 @@ func TestKafkaSourceStartOffsetLast(t *testing.T) {
 	c := kafkatest.Start(t, 1, "late")
 	c.ProduceValues(t, "late", kafkaMessage(0), kafkaMessage(1))
 	src, err := NewKafka(kafkaSpec(t), KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "late", GroupID: "g",
-		MaxWait: 50 * time.Millisecond, StartOffset: kafka.LastOffset}, Options{Allocator: checkedAllocator(t)})
+		MaxWait: 50 * time.Millisecond, StartOffset: kafkaconn.LastOffset}, Options{Allocator: checkedAllocator(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -709,7 +708,7 @@ func TestNewKafkaChecksConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src.cfg.MaxWait != DefaultKafkaMaxWait || src.cfg.MinBytes != 1 || src.cfg.MaxBytes != 10<<20 || src.cfg.StartOffset != kafka.FirstOffset ||
+	if src.cfg.MaxWait != DefaultKafkaMaxWait || src.cfg.MinBytes != 1 || src.cfg.MaxBytes != 10<<20 || src.cfg.StartOffset != kafkaconn.FirstOffset ||
 		src.cfg.HeartbeatInterval != 3*time.Second || src.cfg.SessionTimeout != 30*time.Second || src.cfg.RebalanceTimeout != 30*time.Second {
 		t.Errorf("defaults %+v", src.cfg)
 	}
@@ -770,10 +769,10 @@ func BenchmarkKafkaDecode(b *testing.B) {
 	}{{"arrays", false, 64}, {"flat", true, 64}, {"arrays-float32", false, 32}} {
 		b.Run(bench.name, func(b *testing.B) {
 			values, spec := benchKafkaMessages(1024, bench.flat, bench.bits)
-			msgs := make([]kafka.Message, len(values))
+			msgs := make([]kafkaconn.Message, len(values))
 			size := 0
 			for i, v := range values {
-				msgs[i] = kafka.Message{Topic: "t", Offset: int64(i), Value: v}
+				msgs[i] = kafkaconn.Message{Topic: "t", Offset: int64(i), Value: v}
 				size += len(v)
 			}
 			// The records are allocated as a KafkaSource allocates them.
@@ -820,15 +819,15 @@ func TestKafkaHealth(t *testing.T) {
 	now := time.Now()
 	steps := []struct {
 		failure string // reported before the step, "" for none
-		stats   kafka.ReaderStats
+		stats   kafkaconn.ReaderStats
 		want    string // "" for ready
 	}{
-		{"", kafka.ReaderStats{}, "joining consumer group g"},
-		{"", kafka.ReaderStats{Rebalances: 1, Fetches: 2}, ""},
-		{"", kafka.ReaderStats{}, ""}, // idle, no partition to fetch: still a member
-		{"dial tcp: connection refused", kafka.ReaderStats{Fetches: 1, Errors: 2}, "not consuming since"},
-		{"", kafka.ReaderStats{}, "connection refused"},
-		{"", kafka.ReaderStats{Rebalances: 1, Fetches: 3}, ""},
+		{"", kafkaconn.ReaderStats{}, "joining consumer group g"},
+		{"", kafkaconn.ReaderStats{Rebalances: 1, Fetches: 2}, ""},
+		{"", kafkaconn.ReaderStats{}, ""}, // idle, no partition to fetch: still a member
+		{"dial tcp: connection refused", kafkaconn.ReaderStats{Fetches: 1, Errors: 2}, "not consuming since"},
+		{"", kafkaconn.ReaderStats{}, "connection refused"},
+		{"", kafkaconn.ReaderStats{Rebalances: 1, Fetches: 3}, ""},
 	}
 	for i, s := range steps {
 		now = now.Add(time.Second)

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/internal/arrowalloc"
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -18,12 +18,12 @@ import (
 // earlier values behind.
 func TestKafkaBatchInRecycledBuffers(t *testing.T) {
 	spec := kafkaSpec(t)
-	header := []kafka.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}
-	first := []kafka.Message{}
+	header := []kafkaconn.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}
+	first := []kafkaconn.Message{}
 	for id := range 5 {
-		first = append(first, kafka.Message{Topic: "t", Offset: int64(id), Value: kafkaMessage(id + 1000)})
+		first = append(first, kafkaconn.Message{Topic: "t", Offset: int64(id), Value: kafkaMessage(id + 1000)})
 	}
-	second := []kafka.Message{
+	second := []kafkaconn.Message{
 		{Topic: "t", Offset: 0, Value: []byte(`{"id":1,"a":[1,2],"b":[3,4,5],"c":[6,7]}`)}, // no label
 		{Topic: "t", Offset: 1, Value: []byte(`{"id":2,"label":1,"a":[1,2],"b":[3,4,5],"c":[6]}`)},
 		// Three rows: the last JSON message finds the rows reserved taken.
@@ -31,7 +31,7 @@ func TestKafkaBatchInRecycledBuffers(t *testing.T) {
 		{Topic: "t", Offset: 3, Value: []byte(`{"id":5,"label":null,"a_0":1,"a_1":2,"b_x":3,"b_y":4,"b_z":5,"c":[6,7]}`)},
 		{Topic: "t", Offset: 4, Value: kafkaMessage(6)},
 	}
-	decode := func(mem memory.Allocator, batches ...[]kafka.Message) []decodedRow {
+	decode := func(mem memory.Allocator, batches ...[]kafkaconn.Message) []decodedRow {
 		dec, rb := newRecordDecoder(spec, FormatByHeader, false, mem), schemas.NewRecordBuilder(mem, spec)
 		defer dec.close()
 		defer rb.Release()

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/segmentio/kafka-go"
 )
 
 // The headers of every chunk of a blob (WriteBlob).
@@ -48,7 +46,7 @@ func ChunkKey(key string, i int) string { return key + "/chunk/" + strconv.Itoa(
 // returned, so that a reader who sees the reference finds the chunks
 // before it. Writing a blob again is harmless: an Assembler takes a chunk
 // twice.
-func WriteBlob(ctx context.Context, w *kafka.Writer, key string, value []byte, headers []kafka.Header, chunkSize int) error {
+func WriteBlob(ctx context.Context, w *Writer, key string, value []byte, headers []Header, chunkSize int) error {
 	msgs, err := BlobMessages(key, value, headers, chunkSize)
 	if err != nil {
 		return err
@@ -60,7 +58,7 @@ func WriteBlob(ctx context.Context, w *kafka.Writer, key string, value []byte, h
 }
 
 // BlobMessages are the messages WriteBlob writes, in order.
-func BlobMessages(key string, value []byte, headers []kafka.Header, chunkSize int) ([]kafka.Message, error) {
+func BlobMessages(key string, value []byte, headers []Header, chunkSize int) ([]Message, error) {
 	switch {
 	case key == "":
 		return nil, errors.New("blob: empty key")
@@ -75,7 +73,7 @@ func BlobMessages(key string, value []byte, headers []kafka.Header, chunkSize in
 	n := max(1, (len(value)+chunkSize-1)/chunkSize)
 	sum := sha256.Sum256(value)
 	sha, size := hex.EncodeToString(sum[:]), strconv.Itoa(len(value))
-	msgs := make([]kafka.Message, n)
+	msgs := make([]Message, n)
 	for i := range msgs {
 		part := value[min(i*chunkSize, len(value)):min((i+1)*chunkSize, len(value))]
 		// Not nil: a message without a value is a tombstone, which
@@ -84,11 +82,11 @@ func BlobMessages(key string, value []byte, headers []kafka.Header, chunkSize in
 			part = []byte{}
 		}
 		hs := append(slices.Clip(headers),
-			kafka.Header{Key: HeaderBlob, Value: []byte(key)},
-			kafka.Header{Key: HeaderChunk, Value: fmt.Appendf(nil, "%d/%d", i, n)},
-			kafka.Header{Key: HeaderBlobSHA256, Value: []byte(sha)},
-			kafka.Header{Key: HeaderBlobBytes, Value: []byte(size)})
-		msgs[i] = kafka.Message{Key: []byte(ChunkKey(key, i)), Value: part, Headers: hs}
+			Header{Key: HeaderBlob, Value: []byte(key)},
+			Header{Key: HeaderChunk, Value: fmt.Appendf(nil, "%d/%d", i, n)},
+			Header{Key: HeaderBlobSHA256, Value: []byte(sha)},
+			Header{Key: HeaderBlobBytes, Value: []byte(size)})
+		msgs[i] = Message{Key: []byte(ChunkKey(key, i)), Value: part, Headers: hs}
 	}
 	return msgs, nil
 }
@@ -112,7 +110,7 @@ var ErrNotChunk = errors.New("not a chunk of a blob")
 // message without HeaderBlob is ErrNotChunk; one whose chunk headers are
 // missing, given twice, malformed, inconsistent or at odds with its key
 // is an error saying which.
-func ParseChunk(key []byte, headers []kafka.Header) (Chunk, error) {
+func ParseChunk(key []byte, headers []Header) (Chunk, error) {
 	var blob, chunk, sha, size []byte
 	seen := map[string]bool{}
 	for _, h := range headers {
@@ -207,7 +205,7 @@ func NewAssembler() *Assembler { return &Assembler{blobs: map[blobID]*partialBlo
 // blob whose bytes do not add up to its size and checksum, is an error
 // naming the blob, which is then forgotten. A chunk received again is
 // ignored: its first copy counts.
-func (a *Assembler) Add(msg kafka.Message) (Chunk, []byte, error) {
+func (a *Assembler) Add(msg Message) (Chunk, []byte, error) {
 	c, err := ParseChunk(msg.Key, msg.Headers)
 	if err != nil {
 		return c, nil, err

@@ -24,9 +24,9 @@ func randomBytes(n int, seed uint64) []byte {
 	return b
 }
 
-func mustBlob(t *testing.T, key string, value []byte, chunkSize int) []kafka.Message {
+func mustBlob(t *testing.T, key string, value []byte, chunkSize int) []Message {
 	t.Helper()
-	msgs, err := BlobMessages(key, value, []kafka.Header{{Key: "note", Value: []byte("kept")}}, chunkSize)
+	msgs, err := BlobMessages(key, value, []Header{{Key: "note", Value: []byte("kept")}}, chunkSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func mustBlob(t *testing.T, key string, value []byte, chunkSize int) []kafka.Mes
 
 // assemble feeds msgs to a new assembler in order and returns the values
 // completed and the last error.
-func assemble(msgs []kafka.Message) (a *Assembler, values [][]byte, err error) {
+func assemble(msgs []Message) (a *Assembler, values [][]byte, err error) {
 	a = NewAssembler()
 	for _, m := range msgs {
 		_, v, e := a.Add(m)
@@ -54,56 +54,56 @@ func assemble(msgs []kafka.Message) (a *Assembler, values [][]byte, err error) {
 // padded gives no value, and the damage is an error naming the blob.
 func TestAssembler(t *testing.T) {
 	value := randomBytes(1000, 1)
-	chunks := func() []kafka.Message { return mustBlob(t, "model/v1", value, 300) } // 300+300+300+100
+	chunks := func() []Message { return mustBlob(t, "model/v1", value, 300) } // 300+300+300+100
 	for _, tt := range []struct {
 		name      string
 		value     []byte // the value of the blob, when not value
-		msgs      func() []kafka.Message
+		msgs      func() []Message
 		wantValue bool
 		wantErr   string
 		missing   []int
 	}{
 		{name: "in order", msgs: chunks, wantValue: true},
-		{name: "out of order", msgs: func() []kafka.Message {
+		{name: "out of order", msgs: func() []Message {
 			m := chunks()
-			return []kafka.Message{m[2], m[0], m[3], m[1]}
+			return []Message{m[2], m[0], m[3], m[1]}
 		}, wantValue: true},
-		{name: "duplicates", msgs: func() []kafka.Message {
+		{name: "duplicates", msgs: func() []Message {
 			m := chunks()
-			return []kafka.Message{m[1], m[1], m[0], m[2], m[0], m[3]}
+			return []Message{m[1], m[1], m[0], m[2], m[0], m[3]}
 		}, wantValue: true},
-		{name: "a value of 0 bytes", value: []byte{}, msgs: func() []kafka.Message { return mustBlob(t, "model/v1", []byte{}, 300) }, wantValue: true},
-		{name: "one chunk", value: value[:300], msgs: func() []kafka.Message { return mustBlob(t, "model/v1", value[:300], 300) }, wantValue: true},
-		{name: "over many chunks", msgs: func() []kafka.Message { return mustBlob(t, "model/v1", value, 7) }, wantValue: true},
-		{name: "with another blob's chunks between", msgs: func() []kafka.Message {
+		{name: "a value of 0 bytes", value: []byte{}, msgs: func() []Message { return mustBlob(t, "model/v1", []byte{}, 300) }, wantValue: true},
+		{name: "one chunk", value: value[:300], msgs: func() []Message { return mustBlob(t, "model/v1", value[:300], 300) }, wantValue: true},
+		{name: "over many chunks", msgs: func() []Message { return mustBlob(t, "model/v1", value, 7) }, wantValue: true},
+		{name: "with another blob's chunks between", msgs: func() []Message {
 			m, o := chunks(), mustBlob(t, "model/v2", randomBytes(500, 2), 300)
-			return []kafka.Message{m[0], o[0], m[1], m[2], m[3]}
+			return []Message{m[0], o[0], m[1], m[2], m[3]}
 		}, wantValue: true},
-		{name: "a chunk missing", msgs: func() []kafka.Message {
+		{name: "a chunk missing", msgs: func() []Message {
 			m := chunks()
-			return []kafka.Message{m[0], m[1], m[3]}
+			return []Message{m[0], m[1], m[3]}
 		}, missing: []int{2}},
-		{name: "a chunk damaged", msgs: func() []kafka.Message {
+		{name: "a chunk damaged", msgs: func() []Message {
 			m := chunks()
 			m[2].Value[17] ^= 1
 			return m
 		}, wantErr: "blob model/v1: its 1000 bytes have SHA-256"},
-		{name: "a chunk truncated", msgs: func() []kafka.Message {
+		{name: "a chunk truncated", msgs: func() []Message {
 			m := chunks()
 			m[1].Value = m[1].Value[:299]
 			return m
 		}, wantErr: "hold 999 bytes, not its 1000: a chunk is truncated"},
-		{name: "a chunk padded", msgs: func() []kafka.Message {
+		{name: "a chunk padded", msgs: func() []Message {
 			m := chunks()
 			m[3].Value = append(m[3].Value, 0)
 			return m
 		}, wantErr: "its chunks hold more than its 1000 bytes"},
-		{name: "chunks of another write of the key", msgs: func() []kafka.Message {
+		{name: "chunks of another write of the key", msgs: func() []Message {
 			m, o := chunks(), mustBlob(t, "model/v1", randomBytes(1000, 3), 300)
-			return []kafka.Message{m[0], m[1], o[2], o[3]}
+			return []Message{m[0], m[1], o[2], o[3]}
 		}, missing: []int{2, 3}},
-		{name: "not a chunk", msgs: func() []kafka.Message {
-			return []kafka.Message{{Key: []byte("model/v1"), Value: []byte("{}")}}
+		{name: "not a chunk", msgs: func() []Message {
+			return []Message{{Key: []byte("model/v1"), Value: []byte("{}")}}
 		}, wantErr: ErrNotChunk.Error()},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestAssembler(t *testing.T) {
 // The headers of a chunk are read exactly or refused with the reason.
 func TestParseChunk(t *testing.T) {
 	good := mustBlob(t, "b", randomBytes(10, 4), 4)[1]
-	with := func(name, value string) []kafka.Header {
+	with := func(name, value string) []Header {
 		hs := slices.Clone(good.Headers)
 		for i := range hs {
 			if hs[i].Key == name {
@@ -158,13 +158,13 @@ func TestParseChunk(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		key     string
-		headers []kafka.Header
+		headers []Header
 		wantErr string
 	}{
 		{"good", "b/chunk/1", good.Headers, ""},
 		{"no blob header", "b/chunk/1", good.Headers[:1], "not a chunk"},
 		{"no size", "b/chunk/1", good.Headers[:len(good.Headers)-1], "no header mvml-blob-bytes"},
-		{"header twice", "b/chunk/1", append(slices.Clone(good.Headers), kafka.Header{Key: HeaderChunk, Value: []byte("1/3")}), "given twice"},
+		{"header twice", "b/chunk/1", append(slices.Clone(good.Headers), Header{Key: HeaderChunk, Value: []byte("1/3")}), "given twice"},
 		{"index past count", "b/chunk/1", with(HeaderChunk, "3/3"), "want i/n"},
 		{"no count", "b/chunk/1", with(HeaderChunk, "1"), "want i/n"},
 		{"uppercase sha", "b/chunk/1", with(HeaderBlobSHA256, strings.ToUpper(string(good.Headers[3].Value))), "lowercase hex"},
@@ -199,7 +199,7 @@ func FuzzParseChunk(f *testing.F) {
 	f.Add("x/chunk/-1", "-1/0", "zz", "-5", "a")
 	f.Fuzz(func(t *testing.T, key, chunk, sha, size, value string) {
 		blob, _, _ := strings.Cut(key, "/chunk/")
-		hs := []kafka.Header{{Key: HeaderBlob, Value: []byte(blob)}, {Key: HeaderChunk, Value: []byte(chunk)},
+		hs := []Header{{Key: HeaderBlob, Value: []byte(blob)}, {Key: HeaderChunk, Value: []byte(chunk)},
 			{Key: HeaderBlobSHA256, Value: []byte(sha)}, {Key: HeaderBlobBytes, Value: []byte(size)}}
 		c, err := ParseChunk([]byte(key), hs)
 		if err != nil {
@@ -209,15 +209,15 @@ func FuzzParseChunk(f *testing.F) {
 			t.Fatalf("accepted %+v for key %q", c, key)
 		}
 		a := NewAssembler()
-		_, v, err := a.Add(kafka.Message{Key: []byte(key), Value: []byte(value), Headers: hs})
+		_, v, err := a.Add(Message{Key: []byte(key), Value: []byte(value), Headers: hs})
 		if v != nil && (err != nil || len(v) != len(value) || c.Count != 1) {
 			t.Fatalf("value %q, error %v from one chunk %+v", v, err, c)
 		}
 	})
 }
 
-func mustBlobF(f *testing.F, key string, value []byte, chunkSize int) []kafka.Message {
-	msgs, err := BlobMessages(key, value, []kafka.Header{{Key: "note", Value: []byte("kept")}}, chunkSize)
+func mustBlobF(f *testing.F, key string, value []byte, chunkSize int) []Message {
+	msgs, err := BlobMessages(key, value, []Header{{Key: "note", Value: []byte("kept")}}, chunkSize)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -226,12 +226,12 @@ func mustBlobF(f *testing.F, key string, value []byte, chunkSize int) []kafka.Me
 
 // fetchAll reads every message of partition 0 of topic as the broker
 // sends it (kafka-go's Reader reads an empty value as none).
-func fetchAll(t *testing.T, brokers []string, topic string) []kafka.Message {
+func fetchAll(t *testing.T, brokers []string, topic string) []Message {
 	t.Helper()
 	transport := &kafka.Transport{}
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport}
-	var msgs []kafka.Message
+	var msgs []Message
 	for offset := int64(0); ; {
 		res, err := client.Fetch(context.Background(), &kafka.FetchRequest{Topic: topic, Offset: offset, MaxBytes: 1 << 20, MaxWait: 10 * time.Millisecond})
 		if err == nil {
@@ -248,7 +248,7 @@ func fetchAll(t *testing.T, brokers []string, topic string) []kafka.Message {
 			key, _ := kafka.ReadAll(r.Key)
 			value, _ := kafka.ReadAll(r.Value)
 			if r.Offset >= offset {
-				msgs = append(msgs, kafka.Message{Offset: r.Offset, Key: key, Value: value, Headers: slices.Clone(r.Headers)})
+				msgs = append(msgs, Message{Offset: r.Offset, Key: key, Value: value, Headers: headersOf(slices.Clone(r.Headers))})
 				offset = r.Offset + 1
 			}
 		}
@@ -263,10 +263,8 @@ func fetchAll(t *testing.T, brokers []string, topic string) []kafka.Message {
 // whole; so does an empty value, which must not read as a tombstone.
 func TestWriteBlobThroughBroker(t *testing.T) {
 	c := kafkatest.Start(t, 1, "blobs")
-	transport := Config{Brokers: c.Brokers}.Transport()
-	defer transport.CloseIdleConnections()
-	w := &kafka.Writer{Addr: kafka.TCP(c.Brokers...), Topic: "blobs", Transport: transport, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
-	defer w.Close()
+	w := Config{Brokers: c.Brokers}.NewWriter(WriterConfig{Topic: "blobs", BatchTimeout: time.Millisecond})
+	defer w.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	big := randomBytes(3<<20+5, 6)

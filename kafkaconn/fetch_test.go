@@ -24,9 +24,10 @@ func TestFetch(t *testing.T) {
 	}
 	c.Produce(t, "t", msgs...)
 	c.Produce(t, "t", kafkatest.Message{Partition: 0, Value: []byte("other partition")})
-	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: &kafka.Transport{}}
+	client := Config{Brokers: c.Brokers}.NewClient(0)
+	defer client.Close()
 	ctx := context.Background()
-	got, err := Fetch(ctx, client, "t", 1, 2, 1<<20, time.Second)
+	got, err := client.Fetch(ctx, "t", 1, 2, 1<<20, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +42,10 @@ func TestFetch(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if got, err := Fetch(ctx, client, "t", 1, 5, 1<<20, 200*time.Millisecond); err != nil || len(got) != 0 || time.Since(start) < 150*time.Millisecond {
+	if got, err := client.Fetch(ctx, "t", 1, 5, 1<<20, 200*time.Millisecond); err != nil || len(got) != 0 || time.Since(start) < 150*time.Millisecond {
 		t.Errorf("at the end: %d messages, %v, after %v: want none, after waiting", len(got), err, time.Since(start))
 	}
-	if _, err := Fetch(ctx, client, "t", 1, 9, 1<<20, 0); !errors.Is(err, kafka.OffsetOutOfRange) {
+	if _, err := client.Fetch(ctx, "t", 1, 9, 1<<20, 0); !errors.Is(err, kafka.OffsetOutOfRange) {
 		t.Errorf("past the end: %v, want %v", err, kafka.OffsetOutOfRange)
 	}
 }
@@ -57,11 +58,12 @@ func TestOffsets(t *testing.T) {
 		c.Produce(t, "t", kafkatest.Message{Partition: 1, Value: []byte("v")})
 	}
 	c.Produce(t, "t", kafkatest.Message{Partition: 0, Value: []byte("other partition")})
-	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: &kafka.Transport{}}
+	client := Config{Brokers: c.Brokers}.NewClient(0)
+	defer client.Close()
 	ctx := context.Background()
 	check := func(name, topic string, partition int, wantFirst, wantEnd int64) {
 		t.Helper()
-		first, end, err := Offsets(ctx, client, topic, partition)
+		first, end, err := client.Offsets(ctx, topic, partition)
 		if err != nil || first != wantFirst || end != wantEnd {
 			t.Errorf("%s: %d..%d, %v; want %d..%d", name, first, end, err, wantFirst, wantEnd)
 		}
@@ -72,7 +74,7 @@ func TestOffsets(t *testing.T) {
 	check("after retention", "t", 1, 3, 5)
 	c.CreateTopic(t, "empty", 1)
 	check("empty", "empty", 0, 0, 0)
-	if _, _, err := Offsets(ctx, client, "nope", 0); !errors.Is(err, kafka.UnknownTopicOrPartition) {
+	if _, _, err := client.Offsets(ctx, "nope", 0); !errors.Is(err, kafka.UnknownTopicOrPartition) {
 		t.Errorf("missing topic: %v, want %v", err, kafka.UnknownTopicOrPartition)
 	}
 }

@@ -1,19 +1,24 @@
-// Package kafkaconn owns how mvml reaches a Kafka cluster: the bootstrap
-// addresses, TLS, SASL, the client id and the dial timeout, in one Config
-// from which both kinds of kafka-go client are made — a *kafka.Dialer for
-// the readers of package ingest and a *kafka.Transport for the writers of
-// package sink and for admin requests — so that every client of one job
-// connects alike. It also says which Kafka errors pass by themselves
-// (Transient) and how a write or commit retries them (Retry); it writes
-// values larger than a message as chunks (WriteBlob) and puts them back
-// together, checked, on the reading side (Assembler); Fetch reads a
-// partition one request at a time, and Offsets lists the range it keeps,
-// for readers that decide when to read (the model topic's, the
-// refitter's and a serve replica's of the stats topic); Partitions
-// checks a topic that must exist with one partition, and TopicClients
-// are the client and writer of a component that reads and writes such a
-// topic itself; and Produce
-// feeds a topic for tools and demos.
+// Package kafkaconn is mvml's one door to Kafka: the only package that
+// imports the Kafka client, kafka-go, whose types stop here. Config says
+// how to reach a cluster (the bootstrap addresses, TLS, SASL, the client
+// id, the dial timeout), and every client of a job is made from it alike:
+// a PartitionReader reads a partition with fetches ahead in the
+// background, a Group is a member of a consumer group and its
+// Generations, a Client sends one request at a time when its caller says
+// (Metadata, ListOffsets, Fetch, CommitOffsets, CommittedOffsets), and a
+// Writer writes Messages. What they read and write is kafkaconn's own
+// Message and Header.
+//
+// The workarounds for kafka-go's behaviour live beside the wrappers, each
+// with its reason: connections that read ahead (ReadAheadSize), a floor
+// under the fetch wait (MinFetchWait), the lag from high-water marks
+// rather than kafka-go's lag reads, partitions assigned in number order
+// (copartitioned), the errors that pass by themselves (Transient) and how
+// a write or commit retries them (Retry), a commit refused because its
+// generation is over (GenerationGone), and the size the writer counts for
+// a message (MessageBytes). It also writes values larger than a message as
+// chunks (WriteBlob) and puts them back together, checked (Assembler), and
+// feeds a topic for tools and demos (Produce).
 //
 // kafkaconn knows the Kafka protocol client, never records or formats.
 package kafkaconn
@@ -89,10 +94,11 @@ func (c Config) dialTimeout() time.Duration {
 }
 
 // Addr is the bootstrap addresses as kafka-go's writers and clients take
-// them.
+// them, for tests that speak kafka-go themselves.
 func (c Config) Addr() net.Addr { return kafka.TCP(c.Brokers...) }
 
-// Dialer returns a dialer for kafka-go's readers (kafka.ReaderConfig).
+// Dialer returns a dialer for kafka-go's readers (kafka.ReaderConfig): that
+// of every PartitionReader and Group, and of tests that speak kafka-go.
 // Its TCP connections read ahead ReadAheadSize bytes at a time (see
 // there); they are otherwise those of kafka-go's default dialer.
 func (c Config) Dialer() *kafka.Dialer {
@@ -106,8 +112,8 @@ func (c Config) Dialer() *kafka.Dialer {
 }
 
 // Transport returns a new transport, a pool of connections, for kafka-go's
-// writers and clients. Its owner closes it (CloseIdleConnections) when
-// done.
+// writers and clients: that of every Client and Writer, and of tests that
+// speak kafka-go. Its owner closes it (CloseIdleConnections) when done.
 func (c Config) Transport() *kafka.Transport {
 	return &kafka.Transport{
 		DialTimeout: c.dialTimeout(),

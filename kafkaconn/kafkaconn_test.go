@@ -184,3 +184,26 @@ func TestProduce(t *testing.T) {
 		t.Errorf("no brokers: %v", err)
 	}
 }
+
+// A Writer waits for every in-sync replica, writes synchronously and tries
+// once (its callers retry), each message to its key's hash partition, or
+// with ByPartition to its own Partition.
+func TestWriterConfig(t *testing.T) {
+	cfg := Config{Brokers: []string{"localhost:9092"}}
+	for _, byPartition := range []bool{false, true} {
+		w := cfg.NewWriter(WriterConfig{Topic: "t", BatchBytes: 4096, ByPartition: byPartition}).w
+		if w.RequiredAcks != kafka.RequireAll || w.Async || w.MaxAttempts != 1 || w.BatchBytes != 4096 {
+			t.Errorf("writer %+v", w)
+		}
+		_, hash := w.Balancer.(*kafka.Hash)
+		_, own := w.Balancer.(kafka.BalancerFunc)
+		if hash == byPartition || own != byPartition {
+			t.Errorf("ByPartition %v: balancer %T", byPartition, w.Balancer)
+		}
+		if byPartition {
+			if p := w.Balancer.Balance(kafka.Message{Partition: 2, Key: []byte("k")}, 0, 1, 2, 3); p != 2 {
+				t.Errorf("ByPartition: message of partition 2 sent to %d", p)
+			}
+		}
+	}
+}

@@ -29,21 +29,3 @@ func (c Config) Produce(ctx context.Context, topic string, values [][]byte) erro
 	}
 	return nil
 }
-
-// CloseWriter closes w, which waits for the writes under way, and then the
-// idle connections of its transport; it returns early with ctx's error
-// when ctx ends first, and the closing goes on in the background.
-func CloseWriter(ctx context.Context, w *kafka.Writer, transport *kafka.Transport) error {
-	done := make(chan error, 1)
-	go func() {
-		err := w.Close()
-		transport.CloseIdleConnections()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/internal/kafkatest"
 )
 
@@ -15,12 +13,13 @@ import (
 func TestPartitions(t *testing.T) {
 	c := kafkatest.Start(t, 3, "three")
 	c.CreateTopic(t, "one", 1)
-	client := &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: &kafka.Transport{}}
+	client := Config{Brokers: c.Brokers}.NewClient(0)
+	defer client.Close()
 	for _, tc := range []struct {
 		topic string
 		want  int
 	}{{"three", 3}, {"one", 1}, {"nope", 0}, {"nope", 0}} {
-		if got, err := Partitions(context.Background(), client, tc.topic); err != nil || got != tc.want {
+		if got, err := client.Partitions(context.Background(), tc.topic); err != nil || got != tc.want {
 			t.Errorf("%s: %d partitions, %v; want %d", tc.topic, got, err, tc.want)
 		}
 	}
@@ -31,13 +30,13 @@ func TestTopicClients(t *testing.T) {
 	c := kafkatest.Start(t, 1, "t")
 	clients := Config{Brokers: c.Brokers}.TopicClients("t", 10*time.Second)
 	ctx := context.Background()
-	if err := clients.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("k"), Value: []byte("v")}); err != nil {
+	if err := clients.Writer.WriteMessages(ctx, Message{Key: []byte("k"), Value: []byte("v")}); err != nil {
 		t.Fatal(err)
 	}
-	if first, end, err := Offsets(ctx, clients.Client, "t", 0); err != nil || first != 0 || end != 1 {
+	if first, end, err := clients.Client.Offsets(ctx, "t", 0); err != nil || first != 0 || end != 1 {
 		t.Fatalf("offsets %d..%d, %v; want 0..1", first, end, err)
 	}
-	msgs, err := Fetch(ctx, clients.Client, "t", 0, 0, 1<<20, time.Second)
+	msgs, err := clients.Client.Fetch(ctx, "t", 0, 0, 1<<20, time.Second)
 	if err != nil || len(msgs) != 1 || string(msgs[0].Key) != "k" || string(msgs[0].Value) != "v" {
 		t.Fatalf("read back %v, %v", msgs, err)
 	}

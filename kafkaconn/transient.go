@@ -15,11 +15,15 @@ import (
 // temporary (kafka.Error.Temporary). A refusal that waiting cannot mend —
 // authentication, authorisation, a message too large, a missing topic
 // configuration — is not transient. A write that failed message by
-// message (kafka.WriteErrors, as kafka-go reports every failed write) is
-// transient when every message that failed is.
+// message (WriteErrors, or kafka-go's kafka.WriteErrors, as it reports
+// every failed write) is transient when every message that failed is.
 func Transient(err error) bool {
-	var perMessage kafka.WriteErrors
-	if errors.As(err, &perMessage) {
+	var perMessage WriteErrors
+	var kafkaPerMessage kafka.WriteErrors
+	if errors.As(err, &kafkaPerMessage) {
+		perMessage = WriteErrors(kafkaPerMessage)
+	}
+	if perMessage != nil || errors.As(err, &perMessage) {
 		failed := false
 		for _, e := range perMessage {
 			if e != nil && !Transient(e) {

@@ -37,6 +37,8 @@ func TestKafkaTransientErrors(t *testing.T) {
 		{"a write's messages, every failure passing", fmt.Errorf("writing: %w", kafka.WriteErrors{nil, kafka.NotLeaderForPartition, kafka.LeaderNotAvailable}), true},
 		{"a write's messages, one refused", kafka.WriteErrors{kafka.NotLeaderForPartition, kafka.MessageSizeTooLarge}, false},
 		{"a write's messages, none failed", kafka.WriteErrors{nil, nil}, false},
+		{"a Writer's messages, every failure passing", fmt.Errorf("writing: %w", WriteErrors{nil, kafka.NotLeaderForPartition}), true},
+		{"a Writer's messages, one refused", WriteErrors{kafka.LeaderNotAvailable, kafka.MessageSizeTooLarge}, false},
 	}
 	for _, tt := range tests {
 		if got := Transient(tt.err); got != tt.want {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 )
 
@@ -74,7 +72,7 @@ func newCatalog() *catalog {
 // apply takes one message of the topic into the catalog. A message that
 // cannot be read (a damaged header or value, a key of no meaning here) is
 // logged and left out: it cannot stop a reader.
-func (c *catalog) apply(msg kafka.Message, logger *slog.Logger) {
+func (c *catalog) apply(msg kafkaconn.Message, logger *slog.Logger) {
 	key := string(msg.Key)
 	if msg.Value == nil { // a tombstone: the key is deleted
 		c.remove(key)
@@ -105,7 +103,7 @@ func (c *catalog) apply(msg kafka.Message, logger *slog.Logger) {
 var errUnknownKey = errors.New("unknown key")
 
 // applyValue reads the value of a manifest, checkpoint or pointer message.
-func (c *catalog) applyValue(key string, msg kafka.Message) error {
+func (c *catalog) applyValue(key string, msg kafkaconn.Message) error {
 	switch {
 	case key == keyCurrent:
 		var p Pointer

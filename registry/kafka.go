@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 )
@@ -129,7 +127,7 @@ func (k *Kafka) open(ctx context.Context) error {
 	topic := k.cfg.Topic
 	var n int
 	err := k.retry(ctx, "reading metadata", func() (err error) {
-		n, err = kafkaconn.Partitions(ctx, k.clients.Client, topic)
+		n, err = k.clients.Client.Partitions(ctx, topic)
 		return err
 	})
 	switch {
@@ -160,18 +158,14 @@ func (k *Kafka) open(ctx context.Context) error {
 // retention would delete its models and pointer. A broker that does not
 // say is believed.
 func (k *Kafka) checkCompacted(ctx context.Context) {
-	res, err := k.clients.Client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
-		ResourceType: kafka.ResourceTypeTopic, ResourceName: k.cfg.Topic, ConfigNames: []string{"cleanup.policy"},
-	}}})
-	if err != nil || len(res.Resources) != 1 || res.Resources[0].Error != nil {
+	cfg, err := k.clients.Client.TopicConfig(ctx, k.cfg.Topic, "cleanup.policy")
+	if err != nil {
 		k.logger.Debug("model topic: cleanup policy not known", "err", err)
 		return
 	}
-	for _, e := range res.Resources[0].ConfigEntries {
-		if e.ConfigName == "cleanup.policy" && !strings.Contains(e.ConfigValue, "compact") {
-			k.logger.Warn("model topic is not compacted: its retention will delete models and the current pointer; set cleanup.policy=compact",
-				"cleanup_policy", e.ConfigValue)
-		}
+	if policy, ok := cfg["cleanup.policy"]; ok && !strings.Contains(policy, "compact") {
+		k.logger.Warn("model topic is not compacted: its retention will delete models and the current pointer; set cleanup.policy=compact",
+			"cleanup_policy", policy)
 	}
 }
 
@@ -185,13 +179,13 @@ func (k *Kafka) retry(ctx context.Context, what string, op func() error) error {
 // offsets returns the first offset of the topic's partition and the next
 // one to be written.
 func (k *Kafka) offsets(ctx context.Context) (first, end int64, err error) {
-	return kafkaconn.Offsets(ctx, k.clients.Client, k.cfg.Topic, 0)
+	return k.clients.Client.Offsets(ctx, k.cfg.Topic, 0)
 }
 
 // fetch returns the messages of the topic from offset on, as many as
 // one request brings, waiting up to wait for one.
-func (k *Kafka) fetch(ctx context.Context, offset int64, wait time.Duration) ([]kafka.Message, error) {
-	return kafkaconn.Fetch(ctx, k.clients.Client, k.cfg.Topic, 0, offset, fetchMaxBytes, wait)
+func (k *Kafka) fetch(ctx context.Context, offset int64, wait time.Duration) ([]kafkaconn.Message, error) {
+	return k.clients.Client.Fetch(ctx, k.cfg.Topic, 0, offset, fetchMaxBytes, wait)
 }
 
 // read fetches the messages after those in the catalog, waiting up to wait
@@ -203,7 +197,7 @@ func (k *Kafka) read(ctx context.Context, wait time.Duration) (bool, error) {
 	next := k.next
 	k.mu.Unlock()
 	msgs, err := k.fetch(ctx, next, wait)
-	if errors.Is(err, kafka.OffsetOutOfRange) {
+	if errors.Is(err, kafkaconn.ErrOffsetOutOfRange) {
 		first, _, err := k.offsets(ctx)
 		if err != nil {
 			return false, err
@@ -222,7 +216,7 @@ func (k *Kafka) read(ctx context.Context, wait time.Duration) (bool, error) {
 
 // apply takes msgs, in offset order, into the catalog, but for those
 // already in.
-func (k *Kafka) apply(msgs []kafka.Message) {
+func (k *Kafka) apply(msgs []kafkaconn.Message) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, m := range msgs {
@@ -461,7 +455,7 @@ func (k *Kafka) stored(ctx context.Context, version string) (Manifest, bool, err
 
 // write writes msgs, retrying transient failures (the readers take a
 // chunk or message twice).
-func (k *Kafka) write(ctx context.Context, what string, msgs ...kafka.Message) error {
+func (k *Kafka) write(ctx context.Context, what string, msgs ...kafkaconn.Message) error {
 	return k.retry(ctx, what, func() error { return k.clients.Writer.WriteMessages(ctx, msgs...) })
 }
 
@@ -470,7 +464,7 @@ func (k *Kafka) writeJSON(ctx context.Context, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	return k.write(ctx, "writing "+key, kafka.Message{Key: []byte(key), Value: value})
+	return k.write(ctx, "writing "+key, kafkaconn.Message{Key: []byte(key), Value: value})
 }
 
 // Current reads the topic up to its end and returns the model its pointer
@@ -688,9 +682,9 @@ func (k *Kafka) PutCheckpoint(ctx context.Context, lineage string, data []byte) 
 		return fail(err)
 	}
 	if hadPrev && prev.Blob != blob {
-		tombstones := make([]kafka.Message, prev.Chunks)
+		tombstones := make([]kafkaconn.Message, prev.Chunks)
 		for i := range tombstones {
-			tombstones[i] = kafka.Message{Key: []byte(kafkaconn.ChunkKey(prev.Blob, i))}
+			tombstones[i] = kafkaconn.Message{Key: []byte(kafkaconn.ChunkKey(prev.Blob, i))}
 		}
 		// The new checkpoint is stored: a failure here only leaves the old
 		// chunks to take room.

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
@@ -145,7 +144,7 @@ type damage struct {
 
 // rawPublication is what Publish writes for m, in chunks of 1 KiB, for a
 // test to damage: the chunks, the manifest and the pointer.
-func rawPublication(t *testing.T, m *model.Model) (chunks []kafka.Message, man Manifest, ptr Pointer) {
+func rawPublication(t *testing.T, m *model.Model) (chunks []kafkaconn.Message, man Manifest, ptr Pointer) {
 	t.Helper()
 	file, err := encodeModel(m)
 	if err != nil {
@@ -163,11 +162,11 @@ func rawPublication(t *testing.T, m *model.Model) (chunks []kafka.Message, man M
 	return chunks, man, Pointer{Version: m.Version, SHA256: man.SHA256, At: time.Now().UTC(), By: pub, Reason: ReasonPublish}
 }
 
-func asMessages(t *testing.T, chunks []kafka.Message, man *Manifest, ptr *Pointer) []kafkatest.Message {
+func asMessages(t *testing.T, chunks []kafkaconn.Message, man *Manifest, ptr *Pointer) []kafkatest.Message {
 	t.Helper()
 	var out []kafkatest.Message
 	for _, c := range chunks {
-		out = append(out, kafkatest.Message{Key: c.Key, Value: c.Value, Headers: c.Headers})
+		out = append(out, kafkatest.Message{Key: c.Key, Value: c.Value, Headers: kafkatest.HeadersOf(c.Headers)})
 	}
 	add := func(key string, v any) {
 		js, err := json.Marshal(v)
@@ -402,12 +401,12 @@ func FuzzCatalogApply(f *testing.F) {
 	f.Add("model/v1/chunk/0", "x", "model/v1", "0/1", sha, "1")
 	f.Fuzz(func(t *testing.T, key, value, blob, chunk, chunkSHA, size string) {
 		c := newCatalog()
-		var headers []kafka.Header
+		var headers []kafkaconn.Header
 		if blob != "" {
-			headers = []kafka.Header{{Key: kafkaconn.HeaderBlob, Value: []byte(blob)}, {Key: kafkaconn.HeaderChunk, Value: []byte(chunk)},
+			headers = []kafkaconn.Header{{Key: kafkaconn.HeaderBlob, Value: []byte(blob)}, {Key: kafkaconn.HeaderChunk, Value: []byte(chunk)},
 				{Key: kafkaconn.HeaderBlobSHA256, Value: []byte(chunkSHA)}, {Key: kafkaconn.HeaderBlobBytes, Value: []byte(size)}}
 		}
-		c.apply(kafka.Message{Key: []byte(key), Value: []byte(value), Headers: headers, Offset: 7}, slogTo(&syncbuf.Buffer{}))
+		c.apply(kafkaconn.Message{Key: []byte(key), Value: []byte(value), Headers: headers, Offset: 7}, slogTo(&syncbuf.Buffer{}))
 		for v, m := range c.manifests {
 			if modelKey(v) != key || checkBlob(v, m.SHA256, m.Bytes, m.Chunks) != nil {
 				t.Fatalf("manifest %+v kept from key %q", m, key)
@@ -421,7 +420,7 @@ func FuzzCatalogApply(f *testing.F) {
 				t.Fatalf("checkpoint %+v kept from key %q", cp, key)
 			}
 		}
-		c.apply(kafka.Message{Key: []byte(key), Offset: 8}, slogTo(&syncbuf.Buffer{})) // its tombstone
+		c.apply(kafkaconn.Message{Key: []byte(key), Offset: 8}, slogTo(&syncbuf.Buffer{})) // its tombstone
 		if len(c.manifests)+len(c.checkpoints)+len(c.chunks) != 0 || c.current != nil {
 			t.Fatalf("a tombstone of %q left %+v", key, c)
 		}

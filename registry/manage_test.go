@@ -30,7 +30,7 @@ var registries = []struct {
 		chunks[1].Value[100] ^= 0x40
 		var msgs []kafkatest.Message
 		for _, c := range chunks {
-			msgs = append(msgs, kafkatest.Message{Key: c.Key, Value: c.Value, Headers: c.Headers})
+			msgs = append(msgs, kafkatest.Message{Key: c.Key, Value: c.Value, Headers: kafkatest.HeadersOf(c.Headers)})
 		}
 		msgs = append(msgs, kafkatest.Message{Key: []byte(modelKey(m.Version)), Value: []byte(mustJSON(t, man))})
 		if err := kafkaProduce(r.(*Kafka), msgs); err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -39,7 +39,7 @@ type KafkaSink struct {
 // keys and values.
 type jsonMessages struct {
 	buf  []byte
-	msgs []kafka.Message
+	msgs []kafkaconn.Message
 }
 
 var _ AsyncWriter = (*KafkaSink)(nil)
@@ -47,7 +47,7 @@ var _ AsyncWriter = (*KafkaSink)(nil)
 // NewKafka returns a Sink writing to cfg.Topic. It does not contact the
 // brokers: the first Write does.
 func NewKafka(cfg KafkaWriterConfig) (*KafkaSink, error) {
-	w, err := newKafkaWriter(cfg)
+	w, err := newKafkaWriter(cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
@@ -152,7 +152,7 @@ func (s *KafkaSink) encode(rec arrow.Record) *jsonMessages {
 		if len(key) == 0 {
 			key = nil
 		}
-		msgs = append(msgs, kafka.Message{Key: key, Value: value})
+		msgs = append(msgs, kafkaconn.Message{Key: key, Value: value})
 	}
 	m.buf, m.msgs = buf, msgs
 	return m

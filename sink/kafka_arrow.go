@@ -13,8 +13,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/segmentio/kafka-go"
 
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -33,8 +33,8 @@ import (
 type KafkaArrowSink struct {
 	topic    string
 	w        *kafkaWriter
-	client   *kafka.Client
-	balancer kafka.Balancer // of rows, by their id
+	client   *kafkaconn.Client
+	balancer kafkaconn.KeyPartitioner // of rows, by their id
 	mem      memory.Allocator
 	schema   *arrow.Schema // the last schema checked to be an output schema
 	key      []byte
@@ -47,13 +47,8 @@ var _ AsyncWriter = (*KafkaArrowSink)(nil)
 // records of groups of rows (nil: a Go allocator). It does not contact
 // the brokers: the first Write does.
 func NewKafkaArrow(cfg KafkaWriterConfig, mem memory.Allocator) (*KafkaArrowSink, error) {
-	balancer := cfg.Balancer
-	if balancer == nil {
-		balancer = &kafka.Hash{}
-	}
 	// The sink chooses each message's partition and says so in it.
-	cfg.Balancer = kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })
-	w, err := newKafkaWriter(cfg)
+	w, err := newKafkaWriter(cfg, true)
 	if err != nil {
 		return nil, fmt.Errorf("kafka arrow sink: %w", err)
 	}
@@ -61,11 +56,10 @@ func NewKafkaArrow(cfg KafkaWriterConfig, mem memory.Allocator) (*KafkaArrowSink
 		mem = memory.NewGoAllocator()
 	}
 	return &KafkaArrowSink{
-		topic:    cfg.Topic,
-		w:        w,
-		client:   &kafka.Client{Addr: cfg.Conn.Addr(), Transport: w.transport},
-		balancer: balancer,
-		mem:      mem,
+		topic:  cfg.Topic,
+		w:      w,
+		client: w.w.Client(),
+		mem:    mem,
 	}, nil
 }
 
@@ -135,10 +129,10 @@ func (s *KafkaArrowSink) start(ctx, flightCtx context.Context, rec arrow.Record)
 // flight's goroutine: it uses none of the sink's changing state.
 func (s *KafkaArrowSink) send(ctx context.Context, todo []scoreGroup) error {
 	for len(todo) > 0 {
-		msgs := make([]kafka.Message, len(todo))
+		msgs := make([]kafkaconn.Message, len(todo))
 		for i, g := range todo {
-			msgs[i] = kafka.Message{Partition: g.partition, Value: g.value,
-				Headers: []kafka.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}}
+			msgs[i] = kafkaconn.Message{Partition: g.partition, Value: g.value,
+				Headers: []kafkaconn.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}}
 		}
 		refused, err := s.w.writeFitting(ctx, msgs)
 		if err != nil {
@@ -222,17 +216,12 @@ func (s *KafkaArrowSink) checkSchema(schema *arrow.Schema) error {
 func (s *KafkaArrowSink) partitions(ctx context.Context) ([]int, error) {
 	var n int
 	err := s.w.retry.Do(ctx, func() error {
-		md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.topic}})
+		md, err := s.client.Metadata(ctx, s.topic)
 		if err != nil {
 			return err
 		}
-		for _, t := range md.Topics {
-			if t.Name == s.topic {
-				n = len(t.Partitions)
-				return t.Error
-			}
-		}
-		return kafka.UnknownTopicOrPartition
+		n = len(md.Topics[0].Partitions)
+		return md.Topics[0].Err
 	}, func(err error, pause time.Duration) {
 		s.w.logger.Warn("kafka: reading the partitions failed, retrying", "topic", s.topic, "in", pause, "err", err)
 	})
@@ -260,7 +249,7 @@ func (s *KafkaArrowSink) group(rec arrow.Record, partitions []int) []scoreGroup 
 			s.key = strconv.AppendInt(s.key[:0], ids.Value(i), 10)
 			key = s.key
 		}
-		p := s.balancer.Balance(kafka.Message{Key: key}, partitions...)
+		p := s.balancer.Partition(key, partitions)
 		byPartition[p] = append(byPartition[p], i)
 	}
 	groups := make([]scoreGroup, 0, len(byPartition))
@@ -279,13 +268,13 @@ func (s *KafkaArrowSink) encode(rec arrow.Record, g scoreGroup, out []scoreGroup
 		return out, err
 	}
 	g.value = value
-	m := kafka.Message{Value: value, Headers: []kafka.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}}
-	if messageBytes(&m) <= s.w.w.BatchBytes {
+	m := kafkaconn.Message{Value: value, Headers: []kafkaconn.Header{{Key: schemas.HeaderContentType, Value: []byte(schemas.ArrowStreamType)}}}
+	if messageBytes(&m) <= s.w.cfg.BatchBytes {
 		return append(out, g), nil
 	}
 	if len(g.rows) == 1 {
 		return out, fmt.Errorf("the score of id %d alone takes %d bytes, more than the writer's %d (BatchBytes)",
-			rec.Column(0).(*array.Int64).Value(g.rows[0]), messageBytes(&m), s.w.w.BatchBytes)
+			rec.Column(0).(*array.Int64).Value(g.rows[0]), messageBytes(&m), s.w.cfg.BatchBytes)
 	}
 	half := len(g.rows) / 2
 	if out, err = s.encode(rec, scoreGroup{partition: g.partition, rows: g.rows[:half]}, out); err != nil {

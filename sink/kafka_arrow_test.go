@@ -124,7 +124,7 @@ func TestKafkaArrowSinkTooLarge(t *testing.T) {
 			t.Errorf("%s: %d messages, want the scores cut into several", tt.topic, len(msgs))
 		}
 		for _, m := range msgs {
-			if size := messageBytes(&m); size > 4096 {
+			if size := kafkaBytes(&m); size > 4096 {
 				t.Errorf("%s: a message of %d bytes", tt.topic, size)
 			}
 		}

@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/schemas"
@@ -58,7 +55,7 @@ var _ DeadLetters = (*KafkaDeadLetters)(nil)
 // NewKafkaDeadLetters returns a DeadLetters writing to cfg.Topic. It does
 // not contact the brokers: the first WriteRejects does.
 func NewKafkaDeadLetters(cfg KafkaWriterConfig) (*KafkaDeadLetters, error) {
-	w, err := newKafkaWriter(cfg)
+	w, err := newKafkaWriter(cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("kafka dead letters: %w", err)
 	}
@@ -79,7 +76,7 @@ func (d *KafkaDeadLetters) WriteRejects(ctx context.Context, rejects []schemas.R
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("kafka dead letters %s: %w", d.topic, err)
 	}
-	msgs := make([]kafka.Message, len(rejects))
+	msgs := make([]kafkaconn.Message, len(rejects))
 	var js bytes.Buffer
 	enc := json.NewEncoder(&js)
 	enc.SetEscapeHTML(false) // as the rejects file writes it
@@ -97,16 +94,16 @@ func (d *KafkaDeadLetters) WriteRejects(ctx context.Context, rejects []schemas.R
 		if r.Source != "" {
 			key = []byte(r.Source)
 		}
-		msgs[i] = kafka.Message{Key: key, Value: value, Headers: []kafka.Header{
+		msgs[i] = kafkaconn.Message{Key: key, Value: value, Headers: []kafkaconn.Header{
 			{Key: HeaderReason, Value: []byte(r.Reason)},
 			{Key: HeaderSource, Value: []byte(r.Source)},
 			{Key: HeaderRow, Value: strconv.AppendInt(nil, r.Row, 10)},
 			{Key: HeaderColumn, Value: []byte(r.Column)},
 		}}
 		if r.ContentType != "" && r.Payload != nil {
-			msgs[i].Headers = append(msgs[i].Headers, kafka.Header{Key: schemas.HeaderContentType, Value: []byte(r.ContentType)})
+			msgs[i].Headers = append(msgs[i].Headers, kafkaconn.Header{Key: schemas.HeaderContentType, Value: []byte(r.ContentType)})
 		}
-		cutToFit(&msgs[i], d.w.w.BatchBytes-recordBatchFraming)
+		cutToFit(&msgs[i], d.w.cfg.BatchBytes-recordBatchFraming)
 	}
 	refused, err := d.w.writeFitting(ctx, msgs)
 	if err != nil {
@@ -130,12 +127,12 @@ func (d *KafkaDeadLetters) WriteRejects(ctx context.Context, rejects []schemas.R
 // cutToFit shortens the value of dead letter m until the writer counts at
 // most limit bytes for it, or the value is empty, and records its original
 // size in the header mvml-truncated. A message that fits is left as is.
-func cutToFit(m *kafka.Message, limit int64) {
+func cutToFit(m *kafkaconn.Message, limit int64) {
 	if messageBytes(m) <= limit {
 		return
 	}
-	if !slices.ContainsFunc(m.Headers, func(h kafka.Header) bool { return h.Key == HeaderTruncated }) {
-		m.Headers = append(m.Headers, kafka.Header{Key: HeaderTruncated, Value: strconv.AppendInt(nil, int64(len(m.Value)), 10)})
+	if !slices.ContainsFunc(m.Headers, func(h kafkaconn.Header) bool { return h.Key == HeaderTruncated }) {
+		m.Headers = append(m.Headers, kafkaconn.Header{Key: HeaderTruncated, Value: strconv.AppendInt(nil, int64(len(m.Value)), 10)})
 	}
 	keep := max(0, int64(len(m.Value))-(messageBytes(m)-limit))
 	// A nil value would be a null message; the value stays empty instead.
@@ -162,16 +159,16 @@ func ReadKafkaDeadLetters(ctx context.Context, conn kafkaconn.Config, topic stri
 	if err := conn.Validate(); err != nil {
 		return nil, fmt.Errorf("reading dead letters of %s: %w", topic, err)
 	}
-	// kafka-go gives a fetch's whole response its MaxWait, and a dead
-	// letter may be close to a megabyte: a short wait would time out and
-	// fetch it again for ever on a loaded host.
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: conn.Brokers, Dialer: conn.Dialer(), Topic: topic, Partition: partition,
-		MaxWait: 2 * time.Second, ReadLagInterval: -1})
+	// A dead letter may be close to a megabyte: the reader's fetches wait
+	// at least kafkaconn.MinFetchWait for it.
+	r, err := conn.NewPartitionReader(kafkaconn.ReaderConfig{Topic: topic, Partition: partition})
+	if err != nil {
+		return nil, fmt.Errorf("reading dead letters of %s/%d: %w", topic, partition, err)
+	}
 	var letters []schemas.RowError
-	var err error
 	for len(letters) < n {
-		var m kafka.Message
-		if m, err = r.ReadMessage(ctx); err != nil {
+		var m kafkaconn.Message
+		if m, err = r.FetchMessage(ctx); err != nil {
 			break
 		}
 		letter := schemas.RowError{Payload: m.Value}

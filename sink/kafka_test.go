@@ -258,13 +258,15 @@ func TestKafkaWriterConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	w := s.w.w
-	if w.RequiredAcks != kafka.RequireAll || w.Async || w.BatchSize != DefaultKafkaBatchSize || w.BatchBytes != DefaultKafkaBatchBytes ||
+	// kafkaconn's TestWriterConfig checks that every write waits for all
+	// in-sync replicas, synchronously, the partition by the key's hash.
+	w := s.w.cfg
+	if w.BatchSize != DefaultKafkaBatchSize || w.BatchBytes != DefaultKafkaBatchBytes ||
 		w.BatchTimeout != DefaultKafkaBatchTimeout || w.WriteTimeout != DefaultKafkaWriteTimeout {
 		t.Errorf("writer %+v", w)
 	}
-	if _, ok := w.Balancer.(*kafka.Hash); !ok {
-		t.Errorf("balancer %T, want *kafka.Hash", w.Balancer)
+	if w.ByPartition {
+		t.Errorf("writer %+v: by partition, want by the key's hash", w)
 	}
 }
 
@@ -463,7 +465,7 @@ func TestKafkaDeadLettersTooLarge(t *testing.T) {
 					}
 					continue
 				case kept == -1:
-					if size := messageBytes(&m); len(m.Value) == 0 || size > limit || size < limit-2*recordBatchFraming {
+					if size := kafkaBytes(&m); len(m.Value) == 0 || size > limit || size < limit-2*recordBatchFraming {
 						t.Errorf("dead letter %d: %d bytes kept, %d counted; want it cut to the writer's %d", i, len(m.Value), size, limit)
 					}
 				case len(m.Value) != kept:
@@ -498,4 +500,13 @@ func TestKafkaSinkTooLarge(t *testing.T) {
 	if err := tiny.Write(context.Background(), rec); err == nil || !strings.Contains(err.Error(), "max.message.bytes") {
 		t.Errorf("Write of scores larger than the topic takes: %v", err)
 	}
+}
+
+// kafkaBytes is messageBytes of m, read by a kafka-go reader of the test.
+func kafkaBytes(m *kafka.Message) int64 {
+	hs := make([]kafkaconn.Header, len(m.Headers))
+	for i, h := range m.Headers {
+		hs[i] = kafkaconn.Header(h)
+	}
+	return messageBytes(&kafkaconn.Message{Key: m.Key, Value: m.Value, Headers: hs})
 }

@@ -3,15 +3,12 @@ package sink
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/mvml/mvml/kafkaconn"
 )
@@ -26,7 +23,7 @@ const (
 
 // KafkaWriterConfig says where a Kafka sink or dead-letter destination
 // writes. Every write waits until all in-sync replicas of the partition
-// leader have the messages (kafka.RequireAll). Messages that fail for a
+// leader have the messages. Messages that fail for a
 // transient reason (a leader election, a broker restarting, a dropped
 // connection: kafkaconn.Transient) are written again as Conn.Retry says;
 // only a failure that persists past it, or another failure, fails the
@@ -50,11 +47,6 @@ type KafkaWriterConfig struct {
 	// synchronous, so each Write waits this long at most once. Default (0)
 	// DefaultKafkaBatchTimeout, 1ms.
 	BatchTimeout time.Duration
-	// Balancer chooses the partition of each message. Default (nil)
-	// &kafka.Hash{}: the FNV-1a hash of the key (Sarama's partitioner), so
-	// one id always lands on one partition; messages without a key are
-	// spread round robin.
-	Balancer kafka.Balancer
 	// WriteTimeout bounds each produce request. Default (0)
 	// DefaultKafkaWriteTimeout, 10s.
 	WriteTimeout time.Duration
@@ -74,15 +66,18 @@ type KafkaWriterConfig struct {
 }
 
 // kafkaWriter is the writer of both Kafka sinks and the dead letters:
-// kafka-go's writer, the transport it owns, the retry of transient
-// failures, which is the only one (kafka-go's own is turned off), and the
-// sinks' flights.
+// kafkaconn's writer, the retry of transient failures, which is the only
+// one, and the sinks' flights. Each message goes to the partition of its
+// key's hash (kafkaconn.WriterConfig.ByPartition says), so one id always
+// lands on one partition; messages without a key are spread round robin.
 type kafkaWriter struct {
-	topic     string
-	w         *kafka.Writer
-	transport *kafka.Transport
-	retry     kafkaconn.Retry
-	logger    *slog.Logger
+	topic  string
+	w      *kafkaconn.Writer
+	retry  kafkaconn.Retry
+	logger *slog.Logger
+	// cfg is the writer's configuration; a message above its BatchBytes
+	// cannot be written.
+	cfg kafkaconn.WriterConfig
 
 	// The flights (fly) write one after the other, each once last, the one
 	// before it, has ended; flying counts their goroutines. ctx bounds the
@@ -97,8 +92,8 @@ type kafkaWriter struct {
 	waiting  []*messagesFlight
 	coalesce bool // KafkaWriterConfig.Coalesce
 
-	// totals adds up kafka-go's statistics, which reset whenever they are
-	// read, and the retries.
+	// totals adds up the writer's statistics, which reset whenever they
+	// are read, and the retries.
 	mu     sync.Mutex
 	totals KafkaWriterStats
 }
@@ -130,8 +125,9 @@ func (k *kafkaWriter) stats() KafkaWriterStats {
 	return k.totals
 }
 
-// newKafkaWriter checks cfg and returns its writer.
-func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
+// newKafkaWriter checks cfg and returns its writer; byPartition sends each
+// message to its Partition rather than by its key.
+func newKafkaWriter(cfg KafkaWriterConfig, byPartition bool) (*kafkaWriter, error) {
 	if err := cfg.Conn.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,33 +138,23 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
 		return nil, fmt.Errorf("BatchSize %d, BatchBytes %d, BatchTimeout %v and WriteTimeout %v must not be negative",
 			cfg.BatchSize, cfg.BatchBytes, cfg.BatchTimeout, cfg.WriteTimeout)
 	}
-	transport := cfg.Conn.Transport()
-	w := &kafka.Writer{
-		Addr:         cfg.Conn.Addr(),
+	// Retries are writeFitting's, bounded by Conn.Retry and the caller's
+	// context: the writer tries each write once.
+	wc := kafkaconn.WriterConfig{
 		Topic:        cfg.Topic,
-		Balancer:     cfg.Balancer,
 		BatchSize:    cmp.Or(cfg.BatchSize, DefaultKafkaBatchSize),
 		BatchBytes:   cmp.Or(cfg.BatchBytes, DefaultKafkaBatchBytes),
 		BatchTimeout: cmp.Or(cfg.BatchTimeout, DefaultKafkaBatchTimeout),
 		WriteTimeout: cmp.Or(cfg.WriteTimeout, DefaultKafkaWriteTimeout),
-		RequiredAcks: kafka.RequireAll,
-		Async:        false,
-		// Retries are writeMessages', bounded by Conn.Retry and the
-		// caller's context; kafka-go's would add a fixed budget below it.
-		MaxAttempts: 1,
-		Transport:   transport,
-	}
-	if w.Balancer == nil {
-		// Not cmp.Or: a kafka.BalancerFunc cannot be compared.
-		w.Balancer = &kafka.Hash{}
+		ByPartition:  byPartition,
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &kafkaWriter{topic: cfg.Topic, w: w, transport: transport, retry: cfg.Conn.Retry, logger: logger,
-		ctx: ctx, cancel: cancel, coalesce: cfg.Coalesce, totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
+	return &kafkaWriter{topic: cfg.Topic, w: cfg.Conn.NewWriter(wc), retry: cfg.Conn.Retry, logger: logger,
+		cfg: wc, ctx: ctx, cancel: cancel, coalesce: cfg.Coalesce, totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
 }
 
 // fly starts write on a goroutine of its own once the flight before has
@@ -202,7 +188,7 @@ func (k *kafkaWriter) fly(ctx context.Context, write func(ctx context.Context) e
 type messagesFlight struct {
 	f       *Flight
 	ctx     context.Context
-	msgs    []kafka.Message
+	msgs    []kafkaconn.Message
 	outcome func(refused []int, err error) error
 	recycle func()
 	taken   bool
@@ -220,7 +206,7 @@ type messagesFlight struct {
 // instead of one each, and the queue does not grow; at full load a flight
 // fills a batch alone and writes as before. The messages keep their order
 // on every partition.
-func (k *kafkaWriter) flyMessages(ctx context.Context, msgs []kafka.Message, outcome func(refused []int, err error) error, recycle func()) *Flight {
+func (k *kafkaWriter) flyMessages(ctx context.Context, msgs []kafkaconn.Message, outcome func(refused []int, err error) error, recycle func()) *Flight {
 	mf := &messagesFlight{f: newFlight(), ctx: ctx, msgs: msgs, outcome: outcome, recycle: recycle}
 	k.mu.Lock()
 	k.waiting = append(k.waiting, mf)
@@ -238,7 +224,7 @@ func (k *kafkaWriter) flyMessages(ctx context.Context, msgs []kafka.Message, out
 		if group == nil {
 			return // an earlier flight took it, and ends it
 		}
-		var all []kafka.Message
+		var all []kafkaconn.Message
 		if len(group) == 1 {
 			all = mf.msgs
 		} else {
@@ -287,7 +273,7 @@ func (k *kafkaWriter) takeWaiting(mf *messagesFlight) []*messagesFlight {
 	n, j := len(mf.msgs), i+1
 	for k.coalesce && mf.ctx.Err() == nil && j < len(k.waiting) {
 		next := k.waiting[j]
-		if next.ctx != mf.ctx || n+len(next.msgs) > k.w.BatchSize {
+		if next.ctx != mf.ctx || n+len(next.msgs) > k.cfg.BatchSize {
 			break
 		}
 		group = append(group, next)
@@ -316,134 +302,22 @@ func (k *kafkaWriter) close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	k.cancel()
-	return kafkaconn.CloseWriter(ctx, k.w, k.transport)
+	return k.w.Close(ctx)
 }
 
-// writeMessages writes batch, retrying the messages that failed for a
-// transient reason as k.retry says, the others not: the messages written
-// are not sent twice. It returns nil, kafka.WriteErrors holding each
-// message's lasting failure (nil for those written), or the failure of the
-// whole call.
-func (k *kafkaWriter) writeMessages(ctx context.Context, batch []kafka.Message) error {
-	// Bookkept only once a message failed: outcome[i] is the lasting
-	// failure of batch[i], and at[j] the index in batch of todo[j] (nil
-	// while todo is batch).
-	var outcome kafka.WriteErrors
-	var at []int
-	todo := batch
-	err := k.retry.Do(ctx, func() error {
-		err := k.w.WriteMessages(ctx, todo...)
-		var perMessage kafka.WriteErrors
-		if !errors.As(err, &perMessage) || len(perMessage) != len(todo) {
-			return err
-		}
-		if outcome == nil {
-			outcome = make(kafka.WriteErrors, len(batch))
-		}
-		var again []kafka.Message
-		var againAt []int
-		var transient error
-		for j, e := range perMessage {
-			i := j
-			if at != nil {
-				i = at[j]
-			}
-			if e != nil && kafkaconn.Transient(e) {
-				again, againAt, transient = append(again, todo[j]), append(againAt, i), e
-			} else {
-				outcome[i] = e
-			}
-		}
-		todo, at = again, againAt
-		return transient
-	}, func(err error, pause time.Duration) {
+// writeFitting writes msgs as kafkaconn.Writer.WriteFitting does,
+// retrying transient failures as k.retry says: it returns the indexes of
+// the messages refused as too large even alone; everything else was
+// written.
+func (k *kafkaWriter) writeFitting(ctx context.Context, msgs []kafkaconn.Message) (refused []int, err error) {
+	return k.w.WriteFitting(ctx, k.retry, msgs, func(err error, pause time.Duration, messages int) {
 		k.mu.Lock()
 		k.totals.Retries++
 		k.mu.Unlock()
-		k.logger.Warn("kafka: write failed, retrying", "topic", k.topic, "messages", len(todo), "in", pause, "err", err)
+		k.logger.Warn("kafka: write failed, retrying", "topic", k.topic, "messages", messages, "in", pause, "err", err)
 	})
-	switch {
-	case err != nil:
-		return err
-	case slices.ContainsFunc(outcome, func(e error) bool { return e != nil }):
-		return outcome
-	}
-	return nil
 }
 
-// writeFitting writes msgs and, where the broker refuses a batch
-// as too large (its message.max.bytes below the writer's BatchBytes, or
-// several messages of one partition adding up past it), writes the
-// refused messages again in halves, down to single messages. It returns
-// the indexes of the messages the broker or the writer refuses even
-// alone; everything else was written. Any other failure is returned as is.
-func (k *kafkaWriter) writeFitting(ctx context.Context, msgs []kafka.Message) (refused []int, err error) {
-	idx := make([]int, 0, len(msgs))
-	for i := range msgs {
-		// kafka-go refuses the whole call, writing nothing, for one
-		// message above BatchBytes: keep such messages out of it.
-		if messageBytes(&msgs[i]) > k.w.BatchBytes {
-			refused = append(refused, i)
-		} else {
-			idx = append(idx, i)
-		}
-	}
-	more, err := k.writeHalving(ctx, msgs, idx)
-	refused = append(refused, more...)
-	slices.Sort(refused)
-	return refused, err
-}
-
-// writeHalving writes the messages msgs[idx] and those of them the broker
-// refuses as too large again in halves; it returns the indexes refused
-// alone.
-func (k *kafkaWriter) writeHalving(ctx context.Context, msgs []kafka.Message, idx []int) ([]int, error) {
-	if len(idx) == 0 {
-		return nil, nil
-	}
-	batch := make([]kafka.Message, len(idx))
-	for j, i := range idx {
-		batch[j] = msgs[i]
-	}
-	err := k.writeMessages(ctx, batch)
-	if err == nil {
-		return nil, nil
-	}
-	var perMessage kafka.WriteErrors
-	if !errors.As(err, &perMessage) || len(perMessage) != len(batch) {
-		return nil, err
-	}
-	var tooLarge []int
-	for j, e := range perMessage {
-		switch {
-		case e == nil:
-		case errors.Is(e, kafka.MessageSizeTooLarge) || errors.Is(e, kafka.RecordListTooLarge):
-			tooLarge = append(tooLarge, idx[j])
-		default:
-			return nil, err
-		}
-	}
-	// The broker answers for a whole batch: a message refused with no
-	// other was refused alone.
-	if len(tooLarge) == 1 {
-		return tooLarge, nil
-	}
-	half := len(tooLarge) / 2
-	refused, err := k.writeHalving(ctx, msgs, tooLarge[:half])
-	if err != nil {
-		return nil, err
-	}
-	rest, err := k.writeHalving(ctx, msgs, tooLarge[half:])
-	return append(refused, rest...), err
-}
-
-// messageBytes is at least the size kafka-go's writer counts for m against
-// BatchBytes: the message framing of Kafka's v1 format and the headers
-// with the longest varint lengths.
-func messageBytes(m *kafka.Message) int64 {
-	n := 4 + 1 + 1 + 8 + 4 + len(m.Key) + 4 + len(m.Value) + binary.MaxVarintLen32
-	for _, h := range m.Headers {
-		n += 2*binary.MaxVarintLen32 + len(h.Key) + len(h.Value)
-	}
-	return int64(n)
-}
+// messageBytes is at least the size the writer counts for m against
+// BatchBytes (kafkaconn.MessageBytes).
+func messageBytes(m *kafkaconn.Message) int64 { return kafkaconn.MessageBytes(m) }

@@ -7,8 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 )
 
@@ -23,13 +21,13 @@ import (
 // encoding fits in chunkSize bytes (0 means kafkaconn.DefaultChunkSize,
 // below the brokers' default message.max.bytes), the chunks of a blob
 // otherwise.
-func Messages(d *Delta, chunkSize int) ([]kafka.Message, error) {
+func Messages(d *Delta, chunkSize int) ([]kafkaconn.Message, error) {
 	data, err := d.Encode()
 	if err != nil {
 		return nil, err
 	}
 	if len(data) <= cmp.Or(chunkSize, kafkaconn.DefaultChunkSize) {
-		return []kafka.Message{{Key: []byte(d.Replica), Value: data}}, nil
+		return []kafkaconn.Message{{Key: []byte(d.Replica), Value: data}}, nil
 	}
 	msgs, err := kafkaconn.BlobMessages(d.Replica, data, nil, chunkSize)
 	if err != nil {
@@ -62,7 +60,7 @@ func NewStream() *Stream {
 // chunk of one, a blob whose chunks do not add up and a delta that does
 // not decode are errors, wrapping ErrCorruptDelta and naming the offset,
 // that cost that message or blob alone.
-func (s *Stream) Add(msg kafka.Message) (d *Delta, first int64, err error) {
+func (s *Stream) Add(msg kafkaconn.Message) (d *Delta, first int64, err error) {
 	c, value, err := s.asm.Add(msg)
 	id := openBlob{c.Blob, c.SHA256}
 	first = msg.Offset

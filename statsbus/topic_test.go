@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/mvml/mvml/kafkaconn"
 )
 
 // from is d as replica's delta number seq.
@@ -19,7 +19,7 @@ func from(d *Delta, replica string, seq uint64) *Delta {
 }
 
 // at gives msgs consecutive offsets from first.
-func at(first int64, msgs []kafka.Message) []kafka.Message {
+func at(first int64, msgs []kafkaconn.Message) []kafkaconn.Message {
 	for i := range msgs {
 		msgs[i].Offset = first + int64(i)
 	}
@@ -53,11 +53,11 @@ func TestStream(t *testing.T) {
 	if len(chunks) < 3 || !strings.HasPrefix(string(chunks[0].Key), "big/chunk/") {
 		t.Fatalf("a delta above the chunk size: %d messages, first key %q", len(chunks), chunks[0].Key)
 	}
-	garbage := kafka.Message{Key: []byte("x"), Value: []byte("not a delta")}
+	garbage := kafkaconn.Message{Key: []byte("x"), Value: []byte("not a delta")}
 	// chunk 0, the small delta, garbage, the other chunks, then every
 	// chunk again (a producer's retry: the delta again, for the ledger to
 	// drop).
-	msgs := append([]kafka.Message{chunks[0], one[0], garbage}, chunks[1:]...)
+	msgs := append([]kafkaconn.Message{chunks[0], one[0], garbage}, chunks[1:]...)
 	msgs = at(100, append(msgs, chunks...))
 	s := NewStream()
 	var got []string

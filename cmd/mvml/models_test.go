@@ -108,7 +108,7 @@ func damagedPublication(t *testing.T, path string) []kafkatest.Message {
 	ptr, _ := json.Marshal(registry.Pointer{Version: m.Version, SHA256: sha, Reason: registry.ReasonPublish})
 	var msgs []kafkatest.Message
 	for _, c := range chunks {
-		msgs = append(msgs, kafkatest.Message{Key: c.Key, Value: c.Value[:len(c.Value)-1], Headers: c.Headers})
+		msgs = append(msgs, kafkatest.Message{Key: c.Key, Value: c.Value[:len(c.Value)-1], Headers: kafkatest.HeadersOf(c.Headers)})
 	}
 	return append(msgs, kafkatest.Message{Key: []byte("model/" + m.Version), Value: man}, kafkatest.Message{Key: []byte("current"), Value: ptr})
 }

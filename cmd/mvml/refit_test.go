@@ -67,7 +67,7 @@ func (r *statsReplica) publish(t *testing.T, c *kafkatest.Cluster, views []*mat.
 		t.Fatal(err)
 	}
 	for _, m := range msgs {
-		c.Produce(t, "stats", kafkatest.Message{Key: m.Key, Value: m.Value, Headers: m.Headers})
+		c.Produce(t, "stats", kafkatest.Message{Key: m.Key, Value: m.Value, Headers: kafkatest.HeadersOf(m.Headers)})
 	}
 }
 

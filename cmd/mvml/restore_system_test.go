@@ -55,7 +55,7 @@ func statsPublished(t *testing.T, c *kafkatest.Cluster, topic string) (rows floa
 	t.Helper()
 	stream := statsbus.NewStream()
 	for _, msg := range c.ConsumeAll(t, topic) {
-		d, _, err := stream.Add(msg)
+		d, _, err := stream.Add(connMessage(msg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -493,4 +493,13 @@ func benchModel(b *testing.B) string {
 		b.Fatalf("mvml train: exit %d: %s", code, stderr.String())
 	}
 	return model
+}
+
+// connMessage is m, read by a kafka-go reader of the test, as kafkaconn's.
+func connMessage(m kafka.Message) kafkaconn.Message {
+	hs := make([]kafkaconn.Header, len(m.Headers))
+	for i, h := range m.Headers {
+		hs[i] = kafkaconn.Header(h)
+	}
+	return kafkaconn.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: hs, Time: m.Time}
 }

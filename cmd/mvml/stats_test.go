@@ -40,7 +40,7 @@ func mergeStats(t *testing.T, c *kafkatest.Cluster, topic string, base *model.Mo
 	stream := statsbus.NewStream()
 	var ledger statsbus.Ledger
 	for _, msg := range c.ConsumeAll(t, topic) {
-		d, _, err := stream.Add(msg)
+		d, _, err := stream.Add(connMessage(msg))
 		if err != nil {
 			t.Fatalf("stats topic offset %d: %v", msg.Offset, err)
 		}

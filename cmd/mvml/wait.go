@@ -12,7 +12,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	prommodel "github.com/prometheus/common/model"
-	"github.com/segmentio/kafka-go"
+
+	"github.com/mvml/mvml/kafkaconn"
 )
 
 // Defaults of mvml wait.
@@ -114,7 +115,8 @@ func runWait(ctx context.Context, a *app, args []string) error {
 		if err != nil {
 			return err
 		}
-		client := &kafka.Client{Addr: conn.Addr(), Transport: conn.Transport()}
+		client := conn.NewClient(0)
+		defer client.Close()
 		var names []string
 		if *topics != "" {
 			names = strings.Split(*topics, ",")
@@ -191,10 +193,10 @@ func metricsMeet(ctx context.Context, url string, conds []metricCondition) (bool
 
 // brokersAnswer says whether the brokers answer a metadata request and
 // have the topics named.
-func brokersAnswer(ctx context.Context, client *kafka.Client, topics []string) (bool, string) {
+func brokersAnswer(ctx context.Context, client *kafkaconn.Client, topics []string) (bool, string) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	meta, err := client.Metadata(rctx, &kafka.MetadataRequest{Topics: topics})
+	meta, err := client.Metadata(rctx, topics...)
 	if err != nil {
 		return false, fmt.Sprintf("the brokers do not answer: %v", err)
 	}
@@ -202,7 +204,7 @@ func brokersAnswer(ctx context.Context, client *kafka.Client, topics []string) (
 	for _, name := range topics {
 		found := false
 		for _, t := range meta.Topics {
-			found = found || t.Name == name && t.Error == nil && len(t.Partitions) > 0
+			found = found || t.Name == name && t.Err == nil && len(t.Partitions) > 0
 		}
 		if !found {
 			missing = append(missing, name)
@@ -211,5 +213,5 @@ func brokersAnswer(ctx context.Context, client *kafka.Client, topics []string) (
 	if len(missing) > 0 {
 		return false, "topics missing: " + strings.Join(missing, ", ")
 	}
-	return true, fmt.Sprintf("%d brokers answer", len(meta.Brokers))
+	return true, fmt.Sprintf("%d brokers answer", meta.Brokers)
 }

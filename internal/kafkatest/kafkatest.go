@@ -293,3 +293,19 @@ func (c *Cluster) EndOffsets(tb testing.TB, topic string) []int64 {
 	}
 	return ends
 }
+
+// HeadersOf is hs, headers of a type of their own with kafka-go's fields
+// (kafkaconn.Header, which this package cannot import), as kafka-go's.
+func HeadersOf[H ~struct {
+	Key   string
+	Value []byte
+}](hs []H) []kafka.Header {
+	if hs == nil {
+		return nil
+	}
+	out := make([]kafka.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafka.Header(h)
+	}
+	return out
+}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline/internal/gate"
@@ -42,7 +40,7 @@ var errNotActive = errors.New("no longer the active refitter")
 // one generation of the group.
 type leader struct {
 	r   *Role
-	gen *kafka.Generation
+	gen *kafkaconn.Generation
 	// lin is the statistics of the lineage refitted.
 	lin *lineageState
 	// cur is the store's current model as last read: a refit's warm start
@@ -122,7 +120,7 @@ func (s *lineageState) total(decay float64) (*model.Accumulator, error) {
 // generation ended: it returns nil at once, publishing nothing more) or
 // what it needs cannot be had; with Once it returns after its refit, and
 // fails when ctx ends before.
-func (r *Role) lead(ctx context.Context, gen *kafka.Generation) error {
+func (r *Role) lead(ctx context.Context, gen *kafkaconn.Generation) error {
 	r.metrics.set(refitMetricActive, 1)
 	r.setRole(roleActive, "active: reading the current model of the model store")
 	r.logger.Info("refit: active", "group", r.cfg.Group, "generation", gen.ID)
@@ -148,8 +146,8 @@ func (l *leader) run(ctx context.Context) error {
 	}
 	l.end, l.committed = end, first
 	for _, p := range gen.Assignments[r.cfg.StatsTopic] {
-		if p.ID == 0 && p.Offset >= 0 {
-			l.committed = p.Offset
+		if p.Partition == 0 && p.Committed >= 0 {
+			l.committed = p.Committed
 		}
 	}
 	cur, err := l.waitCurrent(ctx)
@@ -200,20 +198,20 @@ func (l *leader) run(ctx context.Context) error {
 // fetch reads the next messages of the stats topic, waiting for one up to
 // statsFetchWait or until a refit comes due. An offset the topic does not
 // hold any more is logged and the topic read on from where it can be.
-func (l *leader) fetch(ctx context.Context) ([]kafka.Message, error) {
+func (l *leader) fetch(ctx context.Context) ([]kafkaconn.Message, error) {
 	wait := statsFetchWait
 	if at, ok := l.dueAt(); ok {
 		wait = max(time.Millisecond, min(wait, time.Until(at)))
 	}
-	var msgs []kafka.Message
+	var msgs []kafkaconn.Message
 	err := l.waitTransient(ctx, "reading the stats topic", func() (err error) {
-		msgs, err = kafkaconn.Fetch(ctx, l.r.client, l.r.cfg.StatsTopic, 0, l.lin.next, statsFetchBytes, wait)
+		msgs, err = l.r.client.Fetch(ctx, l.r.cfg.StatsTopic, 0, l.lin.next, statsFetchBytes, wait)
 		return err
 	})
 	switch {
 	case ctx.Err() != nil:
 		return nil, nil
-	case errors.Is(err, kafka.OffsetOutOfRange):
+	case errors.Is(err, kafkaconn.ErrOffsetOutOfRange):
 		return nil, l.seekKept(ctx)
 	case err != nil:
 		return nil, fmt.Errorf("refit: reading stats topic %s at offset %d: %w", l.r.cfg.StatsTopic, l.lin.next, err)
@@ -250,7 +248,7 @@ func (l *leader) seekKept(ctx context.Context) error {
 func (l *leader) statsOffsets(ctx context.Context) (first, end int64, err error) {
 	topic := l.r.cfg.StatsTopic
 	err = l.waitTransient(ctx, "listing the stats topic's offsets", func() (err error) {
-		first, end, err = kafkaconn.Offsets(ctx, l.r.client, topic, 0)
+		first, end, err = l.r.client.Offsets(ctx, topic, 0)
 		return err
 	})
 	if err != nil {
@@ -380,7 +378,7 @@ func (l *leader) waitTransient(ctx context.Context, what string, op func() error
 // take takes the next message of the stats topic: part of a delta, or a
 // delta to merge, drop, refuse or skip. No message can stop the
 // refitter: one that is not a delta is counted and logged.
-func (l *leader) take(ctx context.Context, msg kafka.Message) error {
+func (l *leader) take(ctx context.Context, msg kafkaconn.Message) error {
 	lin := l.lin
 	if msg.Offset < lin.next {
 		return nil // fetched before a seek
@@ -658,16 +656,8 @@ func (l *leader) commit(ctx context.Context, offset int64) error {
 	topic := l.r.cfg.StatsTopic
 	var gone error
 	err := l.r.retry(ctx, "committing the stats topic offset", func() error {
-		resp, err := l.r.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
-			GroupID: l.r.cfg.Group, GenerationID: int(l.gen.ID), MemberID: l.gen.MemberID,
-			Topics: map[string][]kafka.OffsetCommit{topic: {{Partition: 0, Offset: offset}}},
-		})
-		if err == nil {
-			for _, p := range resp.Topics[topic] {
-				err = cmp.Or(err, p.Error)
-			}
-		}
-		if errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.RebalanceInProgress) {
+		err := l.r.client.CommitOffsets(ctx, l.r.cfg.Group, l.gen.ID, l.gen.MemberID, topic, []kafkaconn.OffsetCommit{{Partition: 0, Offset: offset}})
+		if kafkaconn.GenerationGone(err) {
 			// kafkaconn counts these transient, for a client that rejoins;
 			// this generation is over.
 			gone = err

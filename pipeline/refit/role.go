@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline/internal/metrics"
@@ -125,10 +123,9 @@ type Role struct {
 	cfg    Config
 	logger *slog.Logger
 	dir    *registry.Dir
-	client *kafka.Client
-	// transport is the client's, closed when Run returns.
-	transport *kafka.Transport
-	metrics   refitMetrics
+	// client is closed when Run returns.
+	client  *kafkaconn.Client
+	metrics refitMetrics
 	// metricsHandler serves /metrics from a registry of the refitter's own.
 	metricsHandler http.Handler
 	running        atomic.Bool
@@ -201,8 +198,7 @@ func New(cfg Config) (*Role, error) {
 			return nil, fmt.Errorf("refit: %w", err)
 		}
 	}
-	r.transport = cfg.Conn.Transport()
-	r.client = &kafka.Client{Addr: cfg.Conn.Addr(), Transport: r.transport, Timeout: refitterRequestTimeout}
+	r.client = cfg.Conn.NewClient(refitterRequestTimeout)
 	return r, nil
 }
 
@@ -210,7 +206,7 @@ func New(cfg Config) (*Role, error) {
 // ends (it then returns nil), the stats topic cannot be used, or, with
 // Once, its one refit is published or fails. Meanwhile it serves HTTP.
 func (r *Role) Run(ctx context.Context) error {
-	defer r.transport.CloseIdleConnections()
+	defer r.client.Close()
 	if err := checkStatsTopic(ctx, r.client, r.cfg.StatsTopic, r.retry); err != nil {
 		return fmt.Errorf("refit: %w", err)
 	}
@@ -222,15 +218,14 @@ func (r *Role) Run(ctx context.Context) error {
 func (r *Role) run(ctx context.Context) error {
 	r.running.Store(true)
 	defer r.running.Store(false)
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: r.cfg.Group, Brokers: r.cfg.Conn.Brokers, Dialer: r.cfg.Conn.Dialer(), Topics: []string{r.cfg.StatsTopic},
-		GroupBalancers: []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
+	group, err := r.cfg.Conn.NewGroup(kafkaconn.GroupConfig{
+		ID: r.cfg.Group, Topics: []string{r.cfg.StatsTopic},
 		// A tenth of the session: several heartbeats may be lost before
 		// the coordinator gives up on an active refitter.
 		HeartbeatInterval: r.cfg.SessionTimeout / 10, SessionTimeout: r.cfg.SessionTimeout,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			r.logger.Warn("refit: kafka: "+fmt.Sprintf(msg, args...), "group", r.cfg.Group)
-		}),
+		OnError: func(text string) {
+			r.logger.Warn("refit: kafka: "+text, "group", r.cfg.Group)
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("refit: %w", err)
@@ -242,7 +237,7 @@ func (r *Role) run(ctx context.Context) error {
 		// A standby stays one while Next waits for the next generation.
 		gen, err := group.Next(ctx)
 		switch {
-		case ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed):
+		case ctx.Err() != nil || errors.Is(err, kafkaconn.ErrGroupClosed):
 			return nil
 		case err != nil && kafkaconn.Transient(err):
 			r.setRole(roleJoining, "joining group "+r.cfg.Group+": "+err.Error())
@@ -250,7 +245,7 @@ func (r *Role) run(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("refit: joining consumer group %s: %w", r.cfg.Group, err)
 		}
-		if !slices.ContainsFunc(gen.Assignments[r.cfg.StatsTopic], func(p kafka.PartitionAssignment) bool { return p.ID == 0 }) {
+		if !slices.ContainsFunc(gen.Assignments[r.cfg.StatsTopic], func(p kafkaconn.Assigned) bool { return p.Partition == 0 }) {
 			if r.cfg.Once {
 				return fmt.Errorf("refit: another member of group %s is active on stats topic %s: --once runs while no refitter does", r.cfg.Group, r.cfg.StatsTopic)
 			}

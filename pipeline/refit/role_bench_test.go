@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
+	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/statsbus"
 )
@@ -29,7 +28,7 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 	}
 	d := makeData(spec, deltas*rows, 32)
 	views := d.matrices()
-	var msgs []kafka.Message
+	var msgs []kafkaconn.Message
 	replicas := []*replicaSim{newReplicaSim(b, "serve-0", base), newReplicaSim(b, "serve-1", base), newReplicaSim(b, "serve-2", base)}
 	for i := range deltas {
 		r := replicas[i%len(replicas)]

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/segmentio/kafka-go"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
@@ -172,7 +171,7 @@ func (r *replicaSim) send(t testing.TB, c *kafkatest.Cluster, d *statsbus.Delta)
 	}
 	out := make([]kafkatest.Message, len(msgs))
 	for i, m := range msgs {
-		out[i] = kafkatest.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}
+		out[i] = kafkatest.Message{Key: m.Key, Value: m.Value, Headers: kafkatest.HeadersOf(m.Headers)}
 	}
 	c.Produce(t, "stats", out...)
 }
@@ -546,8 +545,8 @@ func TestRefitterFenceRefusesAnEndedGeneration(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	member := func() *kafka.ConsumerGroup {
-		g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: cfg.Group, Brokers: f.c.Brokers, Topics: []string{"stats"},
+	member := func() *kafkaconn.Group {
+		g, err := kafkaconn.Config{Brokers: f.c.Brokers}.NewGroup(kafkaconn.GroupConfig{ID: cfg.Group, Topics: []string{"stats"},
 			HeartbeatInterval: 100 * time.Millisecond, SessionTimeout: kfakeSessionTimeout})
 		if err != nil {
 			t.Fatal(err)

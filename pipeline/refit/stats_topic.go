@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/statsbus"
@@ -79,10 +77,10 @@ func OpenStatsTopic(ctx context.Context, cfg StatsTopicConfig) (*StatsTopic, err
 // checkStatsTopic refuses a stats topic that does not exist or has more
 // than one partition, retrying the look-up as retry does: the publishers
 // and the refitter check it alike.
-func checkStatsTopic(ctx context.Context, client *kafka.Client, topic string, retry func(ctx context.Context, what string, op func() error) error) error {
+func checkStatsTopic(ctx context.Context, client *kafkaconn.Client, topic string, retry func(ctx context.Context, what string, op func() error) error) error {
 	var n int
 	err := retry(ctx, "reading the stats topic's metadata", func() (err error) {
-		n, err = kafkaconn.Partitions(ctx, client, topic)
+		n, err = client.Partitions(ctx, topic)
 		return err
 	})
 	switch {
@@ -146,7 +144,7 @@ func (s *StatsTopic) Published(ctx context.Context, lineage string) (statsbus.Ra
 	}
 	var first, end int64
 	err = s.retry(ctx, "listing offsets", func() (err error) {
-		first, end, err = kafkaconn.Offsets(ctx, s.clients.Client, s.cfg.Topic, 0)
+		first, end, err = s.clients.Client.Offsets(ctx, s.cfg.Topic, 0)
 		return err
 	})
 	if err != nil {
@@ -156,9 +154,9 @@ func (s *StatsTopic) Published(ctx context.Context, lineage string) (statsbus.Ra
 	stream := statsbus.NewStream()
 	deltas := 0
 	for next := from; next < end; {
-		var msgs []kafka.Message
+		var msgs []kafkaconn.Message
 		err := s.retry(ctx, "reading", func() (err error) {
-			msgs, err = kafkaconn.Fetch(ctx, s.clients.Client, s.cfg.Topic, 0, next, statsFetchBytes, statsFetchWait)
+			msgs, err = s.clients.Client.Fetch(ctx, s.cfg.Topic, 0, next, statsFetchBytes, statsFetchWait)
 			return err
 		})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/segmentio/kafka-go"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
@@ -191,4 +192,13 @@ func prefixRows(d *dataset, rows int) [][]float64 {
 		out[l] = v[:rows*d.dims[l]]
 	}
 	return out
+}
+
+// connMessage is m, read by a kafka-go reader of the test, as kafkaconn's.
+func connMessage(m kafka.Message) kafkaconn.Message {
+	hs := make([]kafkaconn.Header, len(m.Headers))
+	for i, h := range m.Headers {
+		hs[i] = kafkaconn.Header(h)
+	}
+	return kafkaconn.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: hs, Time: m.Time}
 }

@@ -315,7 +315,7 @@ func readDeltas(t *testing.T, c *kafkatest.Cluster, m *model.Model) (*model.Accu
 	var published statsbus.Ranges
 	stream := statsbus.NewStream()
 	for _, msg := range c.ConsumeAll(t, "stats") {
-		delta, _, err := stream.Add(msg)
+		delta, _, err := stream.Add(connMessage(msg))
 		if err != nil {
 			t.Fatal(err)
 		}

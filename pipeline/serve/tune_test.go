@@ -49,7 +49,7 @@ func TestServePublishesFoldStatistics(t *testing.T) {
 	}
 	stream := statsbus.NewStream()
 	for _, msg := range c.ConsumeAll(t, "stats") {
-		delta, _, err := stream.Add(msg)
+		delta, _, err := stream.Add(connMessage(msg))
 		if err != nil {
 			t.Fatal(err)
 		}

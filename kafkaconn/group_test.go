@@ -1,4 +1,4 @@
-package ingest
+package kafkaconn
 
 import (
 	"maps"
