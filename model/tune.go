@@ -152,8 +152,9 @@ type TuneRow struct {
 // Candidate.Apply) on the accumulator's folds, from their statistics
 // alone, and fits the one chosen on all the rows. For every fold f with
 // rows and every candidate, the heads are fitted on the sums of all the
-// other folds, exactly as a refit of those rows would fit them, and the
-// squared loss of their decisions on fold f's rows comes from fold f's
+// other folds as a refit of those rows would fit them (with a fixed
+// metric and weights to rounding: fixedFits, cholCV), and the squared
+// loss of their decisions on fold f's rows comes from fold f's
 // sums (Model.Loss): the loss that scoring every held-out row would give,
 // without a row kept. The candidate of least total loss is chosen; losses
 // within TieTolerance (relative) of the least count as ties, which go to
