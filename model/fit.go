@@ -198,7 +198,31 @@ func newStart(ctx context.Context, in *fitInput, cfg Config, warm *Solution) (*s
 // a solver) of the same order that is no longer needed, when not nil
 // (newSolverFrom).
 func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
+	s, err := newStartMetric(ctx, in, cfg, warm, reuse, false)
+	if err != nil {
+		return nil, err
+	}
+	s.refactor()
+	if err := s.factorize(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newStartMetric is the part of newStartFrom that sets the initial
+// metric, its factor and the weights with B(w) and b(w), without P, L and
+// the factorisation of P + λI (s.factored is false, s.p and s.lower
+// unset): for cross-validation's fixedFits, which reads only Ã, w, B(w)
+// and the statistics.
+//
+// With fast set, a metric other than I is factorised by cholCV, without
+// a condition estimate (the trace's Cond is left 0): for fixed fits,
+// whose loss reads neither. The factor is then potrfUpper's to rounding,
+// not its bits, and the jitter it needs (initMetric) the same but at
+// the edge of positive definiteness.
+func newStartMetric(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver, fast bool) (*solver, error) {
 	s := newSolverFrom(in.solver, nil, cfg, reuse)
+	s.fastMetric = fast
 	s.ctx = ctx
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
@@ -211,10 +235,6 @@ func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution,
 		copy(w, warm.W)
 	}
 	s.setWeights(w)
-	s.refactor()
-	if err := s.factorize(); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -292,6 +312,14 @@ type solver struct {
 	factored bool
 
 	cond0 float64 // condition number estimate of the initial metric
+	// identCond is the condition number estimate of the identity of
+	// order d (mode identity's metric), 0 until factorMetric has made it:
+	// a function of d alone, handed on to the solvers that reuse this
+	// one's matrices (newSolverFrom), such as the starts of the next folds.
+	identCond float64
+	// fastMetric says that factorMetric factorises a metric other than I
+	// by cholCV and estimates no condition number (newStartMetric).
+	fastMetric bool
 	// sparseMu is where the next sparse step search starts: Config.Mu, or
 	// twice the last accepted step when that step needed backtracking.
 	sparseMu float64
@@ -313,6 +341,7 @@ func newSolverFrom(st *Stats, cols []int, cfg Config, done *solver) *solver {
 	if done != nil && done.d == d {
 		s.u, s.lower, s.t, s.tinv, s.p, s.m = done.u, done.lower, done.t, done.tinv, done.p, done.m
 		s.spare, s.scratch, s.prevA = done.spare, done.scratch, done.prevA
+		s.identCond = done.identCond
 	} else {
 		s.u, s.lower = mat.NewTriDense(d, mat.Upper, nil), mat.NewTriDense(d, mat.Lower, nil)
 		s.t, s.tinv, s.p = mat.NewDense(d, d, nil), mat.NewDense(d, d, nil), mat.NewDense(d, d, nil)
@@ -478,9 +507,20 @@ func (s *solver) factorMetric() bool {
 			clear(row)
 			row[0] = 1
 		}
-		cond := condition(s.u, 1) // ‖I‖₁ = 1
+		if s.identCond == 0 {
+			s.identCond = condition(s.u, 1) // ‖I‖₁ = 1
+		}
+		cond := s.identCond
 		s.cond, s.cond0, s.trace.Cond = cond, cond, cond
 		return true
+	}
+	if s.fastMetric {
+		ur, ar := s.u.RawTriangular(), s.a.RawSymmetric()
+		for i := 0; i < s.d; i++ {
+			copy(ur.Data[i*ur.Stride+i:i*ur.Stride+s.d], ar.Data[i*ar.Stride+i:i*ar.Stride+s.d])
+		}
+		// cholCV writes Uᵀ below the diagonal, which u, upper, ignores.
+		return cholCV(blas64.Symmetric{N: s.d, Stride: ur.Stride, Uplo: blas.Upper, Data: ur.Data})
 	}
 	cond, ok := factorUpper(s.u, s.a)
 	if ok {
@@ -493,14 +533,17 @@ func (s *solver) factorMetric() bool {
 func (s *solver) setWeights(w []float64) {
 	s.w = w
 	s.bw = mat.NewDense(s.d, s.d, nil) // a new one: heads share their start's
+	sr, br := s.st.S.RawSymmetric(), s.bw.RawMatrix()
 	for i := 0; i < s.d; i++ {
 		wi := w[s.viewOf(i)]
-		for j := i; j < s.d; j++ {
-			v := wi * w[s.viewOf(j)] * s.st.S.At(i, j)
-			s.bw.Set(i, j, v)
-			s.bw.Set(j, i, v)
+		srow, brow := sr.Data[i*sr.Stride:i*sr.Stride+s.d], br.Data[i*br.Stride:i*br.Stride+s.d]
+		for l := range w {
+			for j := max(i, s.off[l]); j < s.off[l+1]; j++ {
+				brow[j] = wi * w[l] * srow[j]
+			}
 		}
 	}
+	mirrorUpper(br.Data, s.d, br.Stride)
 	s.weighTargets()
 }
 
@@ -593,10 +636,8 @@ func relChange(x, y mat.Matrix) float64 {
 func (s *solver) refactor() {
 	s.factored = false
 	lr, ur := s.lower.RawTriangular(), s.u.RawTriangular()
+	transposeUpper(lr.Data, lr.Stride, ur.Data, ur.Stride, s.d)
 	for i := 0; i < s.d; i++ {
-		for j := i; j < s.d; j++ {
-			lr.Data[j*lr.Stride+i] = ur.Data[i*ur.Stride+j]
-		}
 		clear(lr.Data[i*lr.Stride+i+1 : i*lr.Stride+s.d]) // congruence reads L as a square
 	}
 	s.tIdentity = true
