@@ -7,7 +7,7 @@ COUNT     ?= 6
 ROUNDS    ?= 3
 
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
-OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline
+OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline/...
 
 .PHONY: help build build-openblas test test-short test-noasm test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-kernels bench-train bench-arrow bench-serve bench-fleet demo fuzz reproduce docs clean
 
@@ -127,8 +127,8 @@ bench-train:
 # their ratio is measured under the same load; benchstat summarises COUNT runs.
 bench-arrow:
 	@mkdir -p bin
-	$(GO) test -c -o bin/pipeline.test ./pipeline
-	bin/pipeline.test -test.run '^$$' -test.bench 'BenchmarkServeKafkaArrow' -test.benchtime 1x -test.count $(COUNT) | tee bench-arrow.out
+	$(GO) test -c -o bin/serve.test ./pipeline/serve
+	bin/serve.test -test.run '^$$' -test.bench 'BenchmarkServeKafkaArrow' -test.benchtime 1x -test.count $(COUNT) | tee bench-arrow.out
 	$(BENCHSTAT) bench-arrow.out
 
 bench-serve:
@@ -152,7 +152,7 @@ reproduce:
 
 docs:
 	$(GO) test -count=1 -run '^TestConfigReferenceInREADME$$' ./cmd/mvml -update-readme
-	$(GO) test -count=1 -run '^TestMetricsTableInREADME$$' ./pipeline -update-readme
+	$(GO) test -count=1 -run '^TestMetricsTableInREADME$$' ./pipeline/serve -update-readme
 
 clean:
 	rm -rf bin bench.out bench-blas.out bench-arrow.out bench-serve*.out

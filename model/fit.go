@@ -191,7 +191,14 @@ func newFitInput(st *Stats, cfg Config, units labelUnits) (*fitInput, error) {
 // one-vs-all fit share one start, each continuing from a copy
 // (solver.head), instead of computing it once per class.
 func newStart(ctx context.Context, in *fitInput, cfg Config, warm *Solution) (*solver, error) {
-	s := newSolver(in.solver, nil, cfg)
+	return newStartFrom(ctx, in, cfg, warm, nil)
+}
+
+// newStartFrom is newStart working in the matrices of reuse, a start (or
+// a solver) of the same order that is no longer needed, when not nil
+// (newSolverFrom).
+func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
+	s := newSolverFrom(in.solver, nil, cfg, reuse)
 	s.ctx = ctx
 	if err := s.initMetric(warm); err != nil {
 		return nil, err

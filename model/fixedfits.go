@@ -29,10 +29,12 @@ type fixedFits struct {
 	score *Stats
 	// ident says that L = I (mode identity, see factorMetric).
 	ident bool
-	// lsq is L as a square (its upper part zero), nil when ident.
-	lsq blas64.General
-	// lbT is (Lᵀb(w))ᵀ for all target columns (k×D).
-	lbT *mat.Dense
+	// lsq is L as a square (its upper part zero), usq Lᵀ as one (its
+	// lower part zero), unset when ident.
+	lsq, usq blas64.General
+	// lbT is (Lᵀb(w))ᵀ for all target columns (k×D), bT b(w)ᵀ when
+	// L is not the identity.
+	lbT, bT *mat.Dense
 	// m is P + λI, factorised in place, for a λ other than the start's.
 	m blas64.Symmetric
 	// zT holds the solution of (P + λI)z = Lᵀb(w) as rows; gT is g̃ᵀ
@@ -56,13 +58,30 @@ func allFinite(vals []float64) bool {
 	return true
 }
 
+// newFixedFits returns the fits of one fold's start, scored on score.
 func newFixedFits(in *fitInput, start *solver, k int, score *Stats) *fixedFits {
+	return newFixedFitsFrom(in, start, k, score, nil)
+}
+
+// newFixedFitsFrom is newFixedFits working in the matrices of reuse, the
+// fits of another fold of the same order and outputs that are no longer
+// needed, when not nil.
+func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *fixedFits) *fixedFits {
 	d := start.d
-	f := &fixedFits{in: in, start: start, score: score, ident: start.cfg.Mode == ModeIdentity,
-		lbT: mat.NewDense(k, d, nil), zT: mat.NewDense(k, d, nil), gamma: mat.NewDense(k, d, nil), sg: mat.NewDense(k, d, nil)}
+	f := &fixedFits{in: in, start: start, score: score, ident: start.cfg.Mode == ModeIdentity}
+	if reuse != nil && reuse.start.d == d && reuse.lbT.RawMatrix().Rows == k {
+		f.lbT, f.zT, f.gamma, f.sg, f.bT, f.m, f.full, f.usq = reuse.lbT, reuse.zT, reuse.gamma, reuse.sg, reuse.bT, reuse.m, reuse.full, reuse.usq
+		f.gT = reuse.gT
+	} else {
+		f.lbT, f.zT, f.gamma, f.sg = mat.NewDense(k, d, nil), mat.NewDense(k, d, nil), mat.NewDense(k, d, nil), mat.NewDense(k, d, nil)
+		f.full = blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
+	}
 	bT := f.lbT
 	if !f.ident {
-		bT = mat.NewDense(k, d, nil)
+		if f.bT == nil {
+			f.bT = mat.NewDense(k, d, nil)
+		}
+		bT = f.bT
 	}
 	for i := 0; i < d; i++ {
 		wi := start.w[start.viewOf(i)]
@@ -70,16 +89,28 @@ func newFixedFits(in *fitInput, start *solver, k int, score *Stats) *fixedFits {
 			bT.Set(c, i, wi*start.st.C.At(i, c))
 		}
 	}
-	f.gT = f.zT
-	if !f.ident {
+	if f.ident {
+		f.gT = f.zT
+	} else {
 		lr := start.lower.RawTriangular()
 		f.lsq = blas64.General{Rows: d, Cols: d, Stride: lr.Stride, Data: lr.Data}
 		// (Lᵀb)ᵀ = bᵀL.
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, bT.RawMatrix(), f.lsq, 0, f.lbT.RawMatrix())
-		f.gT = mat.NewDense(k, d, nil)
+		if f.usq.Data == nil {
+			f.usq = blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
+		}
+		for i := 0; i < d; i++ {
+			row := f.usq.Data[i*d : (i+1)*d]
+			clear(row[:i])
+			for j := i; j < d; j++ {
+				row[j] = lr.Data[j*lr.Stride+i]
+			}
+		}
+		if f.gT == nil || f.gT == f.zT {
+			f.gT = mat.NewDense(k, d, nil)
+		}
 	}
 	sr := score.S.RawSymmetric()
-	f.full = blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
 	for i := 0; i < d; i++ {
 		for j := i; j < d; j++ {
 			v := sr.Data[i*sr.Stride+j]
@@ -115,7 +146,7 @@ func (f *fixedFits) loss(cfg Config) (float64, error) {
 	cholSolveRows(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: fac.Data}, f.zT.RawMatrix())
 	if !f.ident {
 		// g̃ = Lz: g̃ᵀ = zᵀLᵀ.
-		blas64.Gemm(blas.NoTrans, blas.Trans, 1, f.zT.RawMatrix(), f.lsq, 0, f.gT.RawMatrix())
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, f.zT.RawMatrix(), f.usq, 0, f.gT.RawMatrix())
 	}
 	st, icpt := f.in.labels, f.sol.Intercept
 	clear(icpt)
@@ -161,7 +192,9 @@ func (f *fixedFits) loss(cfg Config) (float64, error) {
 
 // cholSolveRows solves UᵀU x = b in place for every row b of x (k×n),
 // U upper triangular: cholSolveCols for right-hand sides stored as rows,
-// blocked so that all but the diagonal blocks' solves are Gemms.
+// blocked so that all but the diagonal blocks' solves are Gemms. It
+// writes Uᵀ into the strictly lower triangle of u's storage, which an
+// upper triangular matrix does not read.
 func cholSolveRows(u blas64.Triangular, x blas64.General) {
 	n, lda, k := u.N, u.Stride, x.Rows
 	tri := func(j, jb int) blas64.Triangular {
@@ -183,11 +216,19 @@ func cholSolveRows(u blas64.Triangular, x blas64.General) {
 			solveTri(tri(j, jb), blas.Trans, x.Data[r*x.Stride+j:r*x.Stride+j+jb])
 		}
 	}
-	// Ux = z, as xᵀUᵀ = zᵀ: block column J from the blocks after it.
+	// Ux = z, as xᵀUᵀ = zᵀ: block column J from the blocks after it, by
+	// products with Uᵀ's blocks, copied into the lower triangle, where the
+	// BLAS's Dgemm runs its fast kernels (a product with a transposed
+	// right operand it computes by dot products).
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			u.Data[j*lda+i] = u.Data[i*lda+j]
+		}
+	}
 	for j := (n - 1) / cholSolveBlock * cholSolveBlock; j >= 0; j -= cholSolveBlock {
 		jb := min(cholSolveBlock, n-j)
 		if rest := n - j - jb; rest > 0 {
-			blas64.Gemm(blas.NoTrans, blas.Trans, -1, xcols(j+jb, rest), ublock(j, j+jb, jb, rest), 1, xcols(j, jb))
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, xcols(j+jb, rest), ublock(j+jb, j, rest, jb), 1, xcols(j, jb))
 		}
 		for r := range k {
 			solveTri(tri(j, jb), blas.NoTrans, x.Data[r*x.Stride+j:r*x.Stride+j+jb])

@@ -203,6 +203,30 @@ func (s *Stats) Clone() *Stats {
 	return c
 }
 
+// copyFrom sets s to a copy of o, residues included: Clone into s's own
+// storage, which must be of o's shape and have residues when o has.
+func (s *Stats) copyFrom(o *Stats) {
+	s.N = o.N
+	s.S.CopySym(o.S)
+	s.C.Copy(o.C)
+	copy(s.YtY, o.YtY)
+	copy(s.USum, o.USum)
+	copy(s.YSum, o.YSum)
+	if o.res != nil {
+		copy(s.res.s, o.res.s)
+		copy(s.res.c, o.res.c)
+		copy(s.res.yty, o.res.yty)
+		copy(s.res.uSum, o.res.uSum)
+		copy(s.res.ySum, o.res.ySum)
+	} else if s.res != nil {
+		clear(s.res.s)
+		clear(s.res.c)
+		clear(s.res.yty)
+		clear(s.res.uSum)
+		clear(s.res.ySum)
+	}
+}
+
 // derived returns a copy of the values without their residues, for
 // statistics computed from these (centred, in label units), which a fit
 // reads and nothing adds to.

@@ -205,8 +205,8 @@ func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, 
 	errs := make([][]error, len(a.folds))
 	var fatal error
 	var mu sync.Mutex
-	eachFold(filled, func(f int) {
-		l, e, err := a.crossFold(ctx, f, cfgs, warm, a.folds[f])
+	eachFold(filled, func(w *foldWork, f int) {
+		l, e, err := a.crossFold(ctx, w, f, cfgs, warm, a.folds[f])
 		mu.Lock()
 		defer mu.Unlock()
 		losses[f], errs[f] = l, e
@@ -276,8 +276,8 @@ func (a *Accumulator) CrossLosses(ctx context.Context, fit Config, warm *Model, 
 	}
 	out := make([]float64, len(a.folds))
 	errs := make([]error, len(a.folds))
-	eachFold(filled, func(f int) {
-		l, e, err := a.crossFold(ctx, f, []Config{fit}, warm, on.folds[f])
+	eachFold(filled, func(w *foldWork, f int) {
+		l, e, err := a.crossFold(ctx, w, f, []Config{fit}, warm, on.folds[f])
 		if err == nil {
 			out[f], err = l[0], e[0]
 		}
@@ -333,14 +333,16 @@ func simpler(a, b Config) bool {
 }
 
 // eachFold calls fn for every fold of folds on up to GOMAXPROCS
-// goroutines and returns when all calls have.
-func eachFold(folds []int, fn func(f int)) {
+// goroutines and returns when all calls have. Each goroutine passes fn
+// its own foldWork, from one fold to the next.
+func eachFold(folds []int, fn func(w *foldWork, f int)) {
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(folds)) {
 		wg.Go(func() {
+			var w foldWork
 			for f := range next {
-				fn(f)
+				fn(&w, f)
 			}
 		})
 	}
@@ -351,24 +353,46 @@ func eachFold(folds []int, fn func(f int)) {
 	wg.Wait()
 }
 
+// foldWork is what crossFold keeps from one fold to the next on one
+// goroutine: the matrices of the last fold's sums and fits, which the
+// next fold's write over instead of allocating their own (about a dozen
+// D×D matrices a fold). Nothing of one fold is read by the next.
+type foldWork struct {
+	train *Stats
+	start *solver
+	done  *solver
+	fixed *fixedFits
+}
+
 // crossFold fits every configuration on the sums of all folds but f and
 // returns their losses on the rows of score (fold f's or another
 // accumulator's fold f), with the error of each configuration that could
 // not be fitted; a failure that is not the candidate's (a cancelled ctx)
-// is the third result.
-func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm *Model, score *Stats) ([]float64, []error, error) {
+// is the third result. It works in w's matrices and leaves its own there.
+func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []Config, warm *Model, score *Stats) ([]float64, []error, error) {
 	losses, errs := make([]float64, len(cfgs)), make([]error, len(cfgs))
-	train := mergeFolds(a.folds, f)
+	train := mergeFoldsInto(w.train, a.folds, f)
+	w.train = train
 	units := a.m.labelUnits()
 	in, err := newFitInput(train, cfgs[0], units)
 	if err != nil {
 		return nil, nil, err
 	}
-	var start, done *solver // done: the last fit's, whose working matrices the next reuses
+	done := w.done // the last fit's, whose working matrices the next reuses
+	var start *solver
 	var startErr error
 	var fixed *fixedFits // made for the first configuration isFixed
+	defer func() {
+		w.done = done
+		if fixed != nil {
+			w.fixed = fixed
+		}
+	}()
 	if warm == nil {
-		start, startErr = newStart(ctx, in, cfgs[0], nil)
+		start, startErr = newStartFrom(ctx, in, cfgs[0], nil, w.start)
+		if start != nil {
+			w.start = start
+		}
 	}
 	for i, cfg := range cfgs {
 		if err := ctx.Err(); err != nil {
@@ -380,7 +404,7 @@ func (a *Accumulator) crossFold(ctx context.Context, f int, cfgs []Config, warm 
 		}
 		if start != nil && isFixed(cfg) {
 			if fixed == nil {
-				fixed = newFixedFits(in, start, train.Outputs(), score)
+				fixed = newFixedFitsFrom(in, start, train.Outputs(), score, w.fixed)
 			}
 			losses[i], errs[i] = fixed.loss(cfg)
 			continue

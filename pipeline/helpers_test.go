@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -283,8 +282,6 @@ func (p *peakAllocator) Free(b []byte) {
 	p.grow(-int64(len(b)))
 	p.Allocator.Free(b)
 }
-
-func tempPath(t testing.TB, name string) string { return filepath.Join(t.TempDir(), name) }
 
 // trainWith is model.DefaultTrainConfig changed by set, so that a test
 // names only the values it is about.

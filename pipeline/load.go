@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/rows"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -81,7 +81,7 @@ func heldBytes(rows int64, dims int) int64 {
 // rows held would take more than maxBytes (0: no bound), for inputs
 // whose rows could not be counted before.
 func loadLabelledUpTo(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, maxBytes int64) ([]*mat.Dense, []float64, []origin, []int64, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	dims := 0
 	for _, d := range spec.Dims() {
 		dims += d
@@ -153,7 +153,7 @@ var errNoRows = errors.New("the inputs hold no rows")
 // silently filtered set would mislead; unlike it, it keeps only two numbers
 // per row in memory.
 func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts Options) (truth, pred []float64, err error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	scorer := m.NewScorer()
 	var dec mat.Dense
 	nViews := len(m.Spec.Views)
@@ -165,7 +165,7 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 		// A metric over a NaN would be NaN: such a row is refused as a
 		// bad row is.
 		if u := scorer.Predict(pred[start:], &dec, nil, model.ViewsOf(rec, nViews)); len(u) > 0 {
-			bad := unscorableRow(b, u[0])
+			bad := rows.Unscorable(b, u[0])
 			return &bad
 		}
 		truth = append(truth, schemas.Labels(rec).Float64Values()...)
@@ -187,7 +187,7 @@ func PredictLabelled(ctx context.Context, m *model.Model, inputs []string, opts 
 // (readChecked, one batch ahead), so that a streamed training decodes while
 // it computes its kernels and sums.
 func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, opts Options, fn func(b ingest.Batch) error) (err error) {
-	src, err := open(ctx, opts.ingestOptions(true))
+	src, err := open(ctx, opts.IngestOptions(true))
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func eachLabelled(ctx context.Context, spec *schemas.ViewSpec, open SourceFunc, 
 	return nil
 }
 
-// checked is a batch whose rows all decoded and passed badRows, or the
+// checked is a batch whose rows all decoded and passed rows.Bad, or the
 // error that ends the read.
 type checked struct {
 	b   ingest.Batch
@@ -239,7 +239,7 @@ func readChecked(ctx context.Context, spec *schemas.ViewSpec, src ingest.Source,
 			return
 		}
 		if err == nil {
-			if bad, _ := badRows(spec, b, true); len(bad) > 0 {
+			if bad, _ := rows.Bad(spec, b, true); len(bad) > 0 {
 				b.Record.Release()
 				err = &bad[0]
 			}
@@ -256,38 +256,4 @@ func readChecked(ctx context.Context, spec *schemas.ViewSpec, src ingest.Source,
 			return
 		}
 	}
-}
-
-// withPayload gives e, the bad row of b's record row i, the row as its
-// input format carries one, when it can (ingest.Batch.RowPayload).
-func withPayload(e *schemas.RowError, b ingest.Batch, i int) {
-	if b.RowPayload != nil {
-		e.Payload, e.ContentType = b.RowPayload(i)
-	}
-}
-
-// badRows lists the bad rows of a batch in input order: the rows ingest
-// could not decode and the rows of its record that CheckRecord refuses,
-// located by input row. skip marks the refused record rows (nil when there
-// are none).
-func badRows(spec *schemas.ViewSpec, b ingest.Batch, needLabel bool) (bad []schemas.RowError, skip []bool) {
-	checked := schemas.CheckRecord(b.Record, spec, needLabel, b.Source, 0)
-	if len(b.Rejects) == 0 && len(checked) == 0 {
-		return nil, nil
-	}
-	bad = slices.Clone(b.Rejects)
-	if len(checked) > 0 {
-		skip = make([]bool, b.Record.NumRows())
-		for _, e := range checked {
-			skip[e.Row] = true
-			// CheckRecord counts record rows; rejected rows were taken
-			// out of the record, so map back to the input row.
-			i := int(e.Row)
-			e.Source, e.Row = b.RowSource(i), b.Rows[i]
-			withPayload(&e, b, i)
-			bad = append(bad, e)
-		}
-		slices.SortStableFunc(bad, func(x, y schemas.RowError) int { return cmp.Compare(x.Row, y.Row) })
-	}
-	return bad, skip
 }

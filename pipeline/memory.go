@@ -120,9 +120,19 @@ type Estimate struct {
 	// that of a streamed one: the sample, not the rows.
 	Held, Streamed int64
 	// Fit is the fit's part of both: statistics, feature maps and the
-	// solvers' matrices.
+	// solvers' matrices, Tune included.
 	Fit int64
+	// Tune is what tuning from fold statistics adds to Fit (0 without
+	// folds): the fold sums and the cross-validation's matrices.
+	Tune int64
 }
+
+// tuneWorkerMats is the D×D matrices one goroutine of the
+// cross-validation (model.Accumulator.Tune, a fold at a time) holds: the
+// other folds' sums merged (with their residues) and centred, a cold
+// start's solver and a head's (about ten each), and the held-out sums and
+// the shifted system of the fixed-metric fits.
+const tuneWorkerMats = 26
 
 // EstimateTrain estimates what training on rows rows of views whose
 // dimensions add to dims needs with p landmarks per view, k target columns
@@ -131,12 +141,27 @@ type Estimate struct {
 // grow; the fit holds the statistics S (D×D, D = views·p, with its
 // residues and centred copies) and about ten D×D matrices per solver, one
 // for the shared start and one for each head fitted at once (one per CPU).
+// It is EstimateTrainFolds of one fold: a training that does not tune.
 func EstimateTrain(rows int64, views, dims, p, k, sample int) Estimate {
+	return EstimateTrainFolds(rows, views, dims, p, k, sample, 1)
+}
+
+// EstimateTrainFolds is EstimateTrain for a training that keeps folds
+// fold sums and tunes from them (TrainJob.Tune) when folds > 1: each fold
+// keeps its own S and residues (2·folds·D² numbers, O(K·(vp)²)), and the
+// cross-validation fits on up to min(folds, CPUs) goroutines at once,
+// tuneWorkerMats D×D matrices each, before the chosen candidate's fit.
+func EstimateTrainFolds(rows int64, views, dims, p, k, sample, folds int) Estimate {
 	d := float64(views) * float64(p)
 	workers := float64(min(runtime.GOMAXPROCS(0), max(k, 1)))
 	mats := 5 + 10*(1+workers)
 	feats := float64(views) * 4 * float64(p) * float64(p)
-	fit := 8*(mats*d*d+feats+d*float64(k)*4) + chunkBytes
+	var tune float64
+	if folds > 1 {
+		cv := float64(min(runtime.GOMAXPROCS(0), folds))
+		tune = 8 * (2*float64(folds) + tuneWorkerMats*cv) * d * d
+	}
+	fit := 8*(mats*d*d+feats+d*float64(k)*4) + chunkBytes + tune
 	held := float64(rows) * (16*float64(dims) + heldRowBytes)
 	streamed := float64(min(int64(sample), rows)) * 16 * float64(dims)
 	clamp := func(v float64) int64 { return int64(min(v, math.MaxInt64/2)) }
@@ -144,6 +169,7 @@ func EstimateTrain(rows int64, views, dims, p, k, sample int) Estimate {
 		Held:     clamp(processBytes + held + fit),
 		Streamed: clamp(processBytes + streamed + fit),
 		Fit:      clamp(fit),
+		Tune:     clamp(tune),
 	}
 }
 
@@ -183,15 +209,19 @@ func (job TrainJob) resolveLandmarks(rows int64) (model.TrainConfig, int, error)
 	return cfg, p, nil
 }
 
-// estimate is EstimateTrain for the job's views, rows rows and p
-// landmarks per view.
+// estimate is EstimateTrainFolds for the job's views, rows rows, p
+// landmarks per view and folds (one unless it tunes).
 func (job TrainJob) estimate(rows int64, p int) Estimate {
 	dims := job.Spec.Dims()
 	total := 0
 	for _, d := range dims {
 		total += d
 	}
-	return EstimateTrain(rows, len(dims), total, p, outputsGuess, job.sampleSize())
+	folds := 1
+	if job.tuning() {
+		folds = job.folds()
+	}
+	return EstimateTrainFolds(rows, len(dims), total, p, outputsGuess, job.sampleSize(), folds)
 }
 
 // landmarksGuess is the landmark count per view before the rows are
@@ -230,15 +260,10 @@ func (job TrainJob) planMemory(rows int64) (TrainJob, error) {
 	if err != nil {
 		return job, err
 	}
-	dims := job.Spec.Dims()
-	total := 0
-	for _, d := range dims {
-		total += d
-	}
 	if job.Stream {
 		return job, job.checkStreamed(rows, p)
 	}
-	est := EstimateTrain(rows, len(dims), total, p, outputsGuess, job.sampleSize())
+	est := job.estimate(rows, p)
 	if !b.Auto || !b.overHold(est) {
 		return job, job.checkHeld(rows, est)
 	}
@@ -260,11 +285,15 @@ func (job TrainJob) planMemory(rows int64) (TrainJob, error) {
 // the limit.
 func (job TrainJob) checkHeld(rows int64, est Estimate) error {
 	b := job.Memory
-	job.Logger.Debug("memory estimate", "rows", rows, "held_need", est.Held, "limit", b.Limit)
+	job.Logger.Debug("memory estimate", "rows", rows, "held_need", est.Held, "tune", est.Tune, "limit", b.Limit)
 	if b.Limit == 0 || est.Held <= b.Limit {
 		return nil
 	}
-	e := &MemoryError{What: fmt.Sprintf("holding %d rows in memory", rows), Need: est.Held, Limit: b.Limit, LimitFrom: b.LimitFrom}
+	what := fmt.Sprintf("holding %d rows in memory", rows)
+	if est.Tune > 0 {
+		what += fmt.Sprintf(" and tuning over %d folds (%s)", job.folds(), Bytes(est.Tune))
+	}
+	e := &MemoryError{What: what, Need: est.Held, Limit: b.Limit, LimitFrom: b.LimitFrom}
 	if len(job.Grid) == 0 && job.Like == nil && est.Streamed <= b.Limit {
 		e.Alternatives = append(e.Alternatives, fmt.Sprintf("--stream (about %s)", Bytes(est.Streamed)))
 	}
@@ -280,27 +309,26 @@ func (job TrainJob) checkStreamed(rows int64, p int) error {
 	if b.Limit == 0 {
 		return nil
 	}
-	dims := job.Spec.Dims()
-	total := 0
-	for _, d := range dims {
-		total += d
-	}
-	est := EstimateTrain(rows, len(dims), total, p, outputsGuess, job.sampleSize())
-	job.Logger.Debug("memory estimate", "rows", rows, "landmarks", p, "streamed_need", est.Streamed, "limit", b.Limit)
+	est := job.estimate(rows, p)
+	job.Logger.Debug("memory estimate", "rows", rows, "landmarks", p, "streamed_need", est.Streamed, "tune", est.Tune, "limit", b.Limit)
 	if est.Streamed <= b.Limit {
 		return nil
 	}
-	e := &MemoryError{What: fmt.Sprintf("a streamed fit of %d views × %d landmarks", len(dims), p), Need: est.Streamed, Limit: b.Limit, LimitFrom: b.LimitFrom}
+	what := fmt.Sprintf("a streamed fit of %d views × %d landmarks", len(job.Spec.Views), p)
+	if est.Tune > 0 {
+		what += fmt.Sprintf(" tuning over %d folds (%s)", job.folds(), Bytes(est.Tune))
+	}
+	e := &MemoryError{What: what, Need: est.Streamed, Limit: b.Limit, LimitFrom: b.LimitFrom}
 	lo, hi := 1, p // the largest count that fits, by bisection
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if EstimateTrain(rows, len(dims), total, mid, outputsGuess, job.sampleSize()).Streamed <= b.Limit {
+		if job.estimate(rows, mid).Streamed <= b.Limit {
 			lo = mid
 		} else {
 			hi = mid - 1
 		}
 	}
-	if lo >= 2 && EstimateTrain(rows, len(dims), total, lo, outputsGuess, job.sampleSize()).Streamed <= b.Limit {
+	if lo >= 2 && job.estimate(rows, lo).Streamed <= b.Limit {
 		e.Alternatives = append(e.Alternatives, fmt.Sprintf("--landmarks %d", lo))
 	}
 	e.Alternatives = append(e.Alternatives, "--memory-limit "+flagBytes(roundUp(est.Streamed)))

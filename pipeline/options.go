@@ -24,7 +24,9 @@ type Options struct {
 	Progress func(rows int64)
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults is o with its defaults in place of its zero values: a Go
+// allocator, a logger that discards, a Progress that does nothing.
+func (o Options) WithDefaults() Options {
 	if o.Allocator == nil {
 		o.Allocator = memory.NewGoAllocator()
 	}
@@ -37,6 +39,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) ingestOptions(requireLabel bool) ingest.Options {
+// IngestOptions are the options of ingest's sources for o, requiring a
+// label on every row with requireLabel.
+func (o Options) IngestOptions(requireLabel bool) ingest.Options {
 	return ingest.Options{BatchSize: o.BatchSize, Allocator: o.Allocator, RequireLabel: requireLabel, Logger: o.Logger}
 }

@@ -1,24 +1,21 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"golang.org/x/sync/errgroup"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/arrowalloc"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/rows"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -132,7 +129,7 @@ func (c ScoreConfig) resolve() (ScoreConfig, error) {
 	case c.QueueDepth == 0:
 		c.QueueDepth = 2 * c.Workers
 	}
-	c.Options = c.Options.withDefaults()
+	c.Options = c.Options.WithDefaults()
 	return c, nil
 }
 
@@ -166,7 +163,7 @@ func Score(ctx context.Context, cfg ScoreConfig) (Counts, error) {
 		return Counts{}, err
 	}
 	m := cfg.Model
-	src, err := ingest.Open(ctx, m.Spec, cfg.Inputs, cfg.ingestOptions(false))
+	src, err := ingest.Open(ctx, m.Spec, cfg.Inputs, cfg.IngestOptions(false))
 	if err != nil {
 		return Counts{}, err
 	}
@@ -305,7 +302,7 @@ func (j *scoreJob) read(ctx context.Context, slots chan<- struct{}, batches chan
 // keeps taking batches, unscored, so that the reader is never stuck
 // holding one.
 func (j *scoreJob) score(ctx context.Context, batches <-chan inputBatch, results chan<- scoredBatch) {
-	s := newBatchScorer(j.cfg.Model, j.schema, j.cfg.Allocator)
+	s := rows.NewScorer(j.cfg.Model, j.schema, j.cfg.Allocator)
 	for b := range batches {
 		r := j.scoreBatch(s, b)
 		select {
@@ -320,122 +317,18 @@ func (j *scoreJob) score(ctx context.Context, batches <-chan inputBatch, results
 	}
 }
 
-func (j *scoreJob) scoreBatch(s *batchScorer, b inputBatch) scoredBatch {
+func (j *scoreJob) scoreBatch(s *rows.Scorer, b inputBatch) scoredBatch {
 	defer b.Record.Release()
 	r := scoredBatch{seq: b.seq, in: int64(len(b.Rows) + len(b.Rejects))}
 	var skip []bool
-	r.bad, skip = badRows(j.cfg.Model.Spec, b.Batch, false)
+	r.bad, skip = rows.Bad(j.cfg.Model.Spec, b.Batch, false)
 	if j.cfg.OnError == OnErrorFail && len(r.bad) > 0 {
 		return r // the writer stops the job here; scoring would be wasted
 	}
 	var unscorable []schemas.RowError
-	r.scores, unscorable, _ = s.scoreRows(b.Batch, skip, false)
-	r.bad = mergeRowErrors(r.bad, unscorable)
+	r.scores, unscorable, _ = s.Score(b.Batch, skip, false)
+	r.bad = rows.Merge(r.bad, unscorable)
 	return r
-}
-
-// batchScorer scores canonical records with one model into output records
-// of schema (schemas.OutputSchema; with contributions when the schema has
-// their column). It reuses its buffers; not safe for concurrent use.
-type batchScorer struct {
-	model   *model.Model
-	scorer  *model.Scorer
-	dec     mat.Dense
-	contrib *mat.Dense
-	pred    []float64
-	// u holds the projected features of the last batch scored with them
-	// kept (scoreRows' project), a row per record row.
-	u   mat.Dense
-	out *schemas.OutputBuilder
-}
-
-func newBatchScorer(m *model.Model, schema *arrow.Schema, mem memory.Allocator) *batchScorer {
-	s := &batchScorer{model: m, scorer: m.NewScorer(), out: schemas.NewOutputBuilder(mem, schema)}
-	if schema.HasField(schemas.FieldContributions) {
-		s.contrib = &mat.Dense{}
-	}
-	return s
-}
-
-// scoreRows scores the rows of b's record not marked in skip (nil: all
-// rows). It returns their output record, or nil when no row is left; the
-// rows whose decision or contributions are not finite numbers (values too
-// large for the model), which are left out of it, as bad rows located in
-// b's input; and skip marking those rows too (allocated when needed).
-// With project, it keeps the rows' projected features in s.u and scores
-// from them, so that each row's kernels are computed once for the score,
-// the refit statistics and the join of late labels.
-func (s *batchScorer) scoreRows(b ingest.Batch, skip []bool, project bool) (arrow.Record, []schemas.RowError, []bool) {
-	rec := b.Record
-	n := int(rec.NumRows())
-	kept := n
-	for _, bad := range skip {
-		if bad {
-			kept--
-		}
-	}
-	if kept == 0 {
-		return nil, nil, skip
-	}
-	m := s.model
-	// Rows are scored independently, so the few bad rows are scored
-	// along with the others and left out below.
-	s.pred = slices.Grow(s.pred[:0], n)[:n]
-	var unscorable []schemas.RowError
-	views := model.ViewsOf(rec, len(m.Spec.Views))
-	var bad []model.Unscorable
-	if project {
-		bad = s.scorer.ProjectPredict(&s.u, s.pred, &s.dec, s.contrib, views)
-	} else {
-		bad = s.scorer.Predict(s.pred, &s.dec, s.contrib, views)
-	}
-	for _, u := range bad {
-		if skip != nil && skip[u.Row] {
-			continue
-		}
-		if skip == nil {
-			skip = make([]bool, n)
-		}
-		skip[u.Row] = true
-		kept--
-		unscorable = append(unscorable, unscorableRow(b, u))
-	}
-	if kept == 0 {
-		return nil, unscorable, skip
-	}
-	s.out.Reserve(kept)
-	ids := schemas.IDs(rec).Int64Values()
-	var contrib []float64
-	for i := range n {
-		if skip != nil && skip[i] {
-			continue
-		}
-		if s.contrib != nil {
-			contrib = s.contrib.RawRowView(i)
-		}
-		s.out.Append(ids[i], m.Version, s.pred[i], s.dec.RawRowView(i), contrib)
-	}
-	return s.out.NewRecord(), unscorable, skip
-}
-
-// unscorableRow is the bad row of b that Scorer.Predict reported as u,
-// located in the input, with the row as its input format carries one.
-func unscorableRow(b ingest.Batch, u model.Unscorable) schemas.RowError {
-	e := *u.RowError()
-	e.Source, e.Row = b.RowSource(u.Row), b.Rows[u.Row]
-	withPayload(&e, b, u.Row)
-	return e
-}
-
-// mergeRowErrors merges two lists of bad rows, each in input order, into
-// one in input order.
-func mergeRowErrors(a, b []schemas.RowError) []schemas.RowError {
-	if len(b) == 0 {
-		return a
-	}
-	out := append(slices.Clone(a), b...)
-	slices.SortStableFunc(out, func(x, y schemas.RowError) int { return cmp.Compare(x.Row, y.Row) })
-	return out
 }
 
 // write takes scored batches in any order and writes them in input order.

@@ -401,7 +401,7 @@ func TestWriterRestoresOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := &scoreJob{cfg: ScoreConfig{Options: Options{}.withDefaults()}, out: out, schema: schema}
+	job := &scoreJob{cfg: ScoreConfig{Options: Options{}.WithDefaults()}, out: out, schema: schema}
 	order := []int64{3, 1, 0, 4, 2}
 	slots := make(chan struct{}, len(order))
 	results := make(chan scoredBatch, len(order))

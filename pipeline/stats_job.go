@@ -39,7 +39,7 @@ func FileRangeTopic(path string) string { return "file:" + path }
 // A shard killed mid-pass and started again counts no row twice: its
 // deltas are numbered within an epoch that is not random but derived from
 // what the shard reads (the base model's lineage, the shard, DeltaRows,
-// and its files' names, sizes and modification times), and their
+// Folds, and its files' names, sizes and modification times), and their
 // boundaries fall every DeltaRows rows of the shard's files, whatever the
 // batch size; so the shard started again publishes the deltas it
 // published before with the same epoch, sequence numbers and rows, which
@@ -65,7 +65,7 @@ type StatsJob struct {
 	DeltaRows int64
 	// Folds, when more than 1, keeps the statistics of every delta as
 	// that many fold sums, each row's fold chosen by its record id
-	// (model.FoldOf), for a refitter that tunes (RefitterConfig.Tune):
+	// (model.FoldOf), for a refitter that tunes (refit.Config.Tune):
 	// Folds times the size of a delta. Default (0) one, today's deltas.
 	// The refitter refuses deltas of another number of folds than its own.
 	Folds int
@@ -92,7 +92,7 @@ type StatsResult struct {
 // publishes the statistics of their rows every DeltaRows rows and at the
 // end. A shard without files publishes nothing.
 func RunStats(ctx context.Context, job StatsJob) (StatsResult, error) {
-	job.Options = job.Options.withDefaults()
+	job.Options = job.Options.WithDefaults()
 	if job.Shards == 0 {
 		job.Shards = 1
 	}
@@ -115,7 +115,7 @@ func RunStats(ctx context.Context, job StatsJob) (StatsResult, error) {
 	}
 	g := &gatherer{job: job, nViews: len(job.Base.Spec.Views), acc: job.newAccumulator(), res: StatsResult{
 		Replica: fmt.Sprintf("mvml-stats-%d-of-%d", job.Shard, job.Shards),
-		Epoch:   statsEpoch(job.Base.Lineage(), job.Shard, job.Shards, job.DeltaRows, mine),
+		Epoch:   statsEpoch(job.Base.Lineage(), job.Shard, job.Shards, job.DeltaRows, job.Folds, mine),
 	}}
 	job.Logger.Info("statistics pass", "shard", job.Shard, "shards", job.Shards, "files", len(mine), "of", all,
 		"replica", g.res.Replica, "epoch", g.res.Epoch)
@@ -185,13 +185,19 @@ type shardFile struct {
 }
 
 // statsEpoch is the epoch of a shard's deltas: a hash of what the shard
-// reads and how it cuts its deltas, so that the shard started again
-// names its deltas as before (the refitter drops them as repeats), and a
-// shard of other files or cuts does not. It has the form of
-// statsbus.NewEpoch's.
-func statsEpoch(lineage string, shard, shards int, deltaRows int64, files []shardFile) string {
+// reads and how it cuts its deltas, fold sums included, so that the
+// shard started again names its deltas as before (the refitter drops them
+// as repeats), and a shard of other files, cuts or number of folds does
+// not: deltas of K fold sums are other deltas than those of one. One fold
+// (folds ≤ 1) hashes as before folds existed, so that such a shard's
+// deltas keep their names.
+func statsEpoch(lineage string, shard, shards int, deltaRows int64, folds int, files []shardFile) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "mvml stats\x00%s\x00%d/%d\x00%d\n", lineage, shard, shards, deltaRows)
+	fmt.Fprintf(h, "mvml stats\x00%s\x00%d/%d\x00%d", lineage, shard, shards, deltaRows)
+	if folds > 1 {
+		fmt.Fprintf(h, "\x00folds %d", folds)
+	}
+	h.Write([]byte{'\n'})
 	for _, f := range files {
 		fmt.Fprintf(h, "%d\x00%s\x00%d\x00%d\n", f.index, f.path, f.size, f.modified.UnixNano())
 	}

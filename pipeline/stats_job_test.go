@@ -99,6 +99,35 @@ func TestStatsDeltasRepeatExactly(t *testing.T) {
 	}
 }
 
+// The number of folds is part of a shard's epoch: deltas of K fold sums
+// and deltas of one over the same files and cuts are other deltas, so
+// that a job run again with another --folds is not taken for a repeat of
+// the first (nor merged as one epoch with it). One fold, the default,
+// keeps its epoch.
+func TestStatsEpochCountsFolds(t *testing.T) {
+	spec := testSpec(t)
+	dir := t.TempDir()
+	writeCSV(t, filepath.Join(dir, "part-0.csv"), spec, makeData(spec, 40, 3), nil)
+	base := trainTestModel(t, spec, makeData(spec, 120, 9))
+	epochs := map[int]string{}
+	for _, folds := range []int{0, 1, 3, 5} {
+		job := StatsJob{Base: base, Inputs: []string{filepath.Join(dir, "part-*.csv")}, DeltaRows: 25, Folds: folds}
+		deltas, res := runStatsShard(t, job)
+		if len(deltas) != 2 || deltas[0].id.Epoch != res.Epoch {
+			t.Fatalf("%d folds: deltas %+v, epoch %s", folds, deltas, res.Epoch)
+		}
+		epochs[folds] = res.Epoch
+	}
+	if epochs[0] != epochs[1] {
+		t.Errorf("the default and one fold: epochs %s and %s", epochs[0], epochs[1])
+	}
+	for _, pair := range [][2]int{{1, 5}, {1, 3}, {3, 5}} {
+		if a, b := epochs[pair[0]], epochs[pair[1]]; a == b {
+			t.Errorf("%d and %d folds: the same epoch %s", pair[0], pair[1], a)
+		}
+	}
+}
+
 // A bad row fails the shard naming its file, row and column, as training
 // does; a shard without files publishes nothing; the shard and its
 // publisher are checked.

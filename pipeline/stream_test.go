@@ -137,7 +137,7 @@ func TestEachLabelledReadsAhead(t *testing.T) {
 			defer cancel()
 			var seen []int64
 			batches := 0
-			err := eachLabelled(ctx, spec, FileSource(spec, []string{tc.input}), Options{BatchSize: 10, Allocator: mem}.withDefaults(),
+			err := eachLabelled(ctx, spec, FileSource(spec, []string{tc.input}), Options{BatchSize: 10, Allocator: mem}.WithDefaults(),
 				func(b ingest.Batch) error {
 					batches++
 					seen = append(seen, schemas.IDs(b.Record).Int64Values()...)

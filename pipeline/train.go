@@ -95,7 +95,7 @@ type TrainJob struct {
 // of the inputs or the view spec, or that cannot be created (CheckFiles),
 // so that a long fit never ends with a model it cannot write.
 func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
-	job.Options = job.Options.withDefaults()
+	job.Options = job.Options.WithDefaults()
 	if err := job.checkLike(); err != nil {
 		return nil, err
 	}

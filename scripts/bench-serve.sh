@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The service against the bare consumer, on JSON records and on Arrow IPC
-# messages (pipeline.BenchmarkServeKafkaJSON and BenchmarkServeKafkaArrow):
+# messages (serve.BenchmarkServeKafkaJSON and BenchmarkServeKafkaArrow):
 # every run drains the topic with kafka-go's bare Readers and serves it, in
 # turn, so that their ratio (serve/bare) is measured under the same load;
 # and a labelled stream against an unlabelled one, served in turn from one
@@ -39,17 +39,22 @@ if [ -n "${BASE:-}" ]; then
   mkdir "$dir/base"
   git archive "$BASE" | tar -x -C "$dir/base"
   # Both revisions run this tree's benchmarks: the measurement is the same,
-  # only the code it measures differs.
-  cp pipeline/*_bench_test.go "$dir/base/pipeline/"
+  # only the code it measures differs. A revision from before the service
+  # had a package of its own (pipeline/serve) runs its own copies of them.
+  basepkg=./pipeline
+  if [ -d "$dir/base/pipeline/serve" ]; then
+    basepkg=./pipeline/serve
+    cp pipeline/serve/*_bench_test.go "$dir/base/pipeline/serve/"
+  fi
   for k in "${kinds[@]}"; do
     # shellcheck disable=SC2046 # the flags are words
-    (cd "$dir/base" && go test $(tags "$k") -c -o "$dir/$(name base "$k").test" ./pipeline)
+    (cd "$dir/base" && go test $(tags "$k") -c -o "$dir/$(name base "$k").test" "$basepkg")
     builds+=("$(name base "$k")")
   done
 fi
 for k in "${kinds[@]}"; do
   # shellcheck disable=SC2046
-  go test $(tags "$k") -c -o "$dir/$(name current "$k").test" ./pipeline
+  go test $(tags "$k") -c -o "$dir/$(name current "$k").test" ./pipeline/serve
   builds+=("$(name current "$k")")
 done
 echo "# $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) CPUs, $(go env GOVERSION), load average $(cut -d' ' -f1-3 /proc/loadavg)${BASE:+, base $BASE}"

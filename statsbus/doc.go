@@ -18,7 +18,7 @@
 // it publishes; a replica taking over a partition scans the stats topic
 // from that offset.
 //
-// Both the replica and the refitter (package pipeline) import it; it
-// imports model, kafkaconn and kafka-go's message type, and reads or
-// writes no topic itself.
+// Both the replica and the refitter (packages pipeline/serve and
+// pipeline/refit) import it; it imports model, kafkaconn and kafka-go's
+// message type, and reads or writes no topic itself.
 package statsbus

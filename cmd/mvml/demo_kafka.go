@@ -15,6 +15,7 @@ import (
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/serve"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -22,7 +23,7 @@ import (
 // demoKafka shows the Kafka deployment on an in-process broker (franz-go's
 // kfake, speaking the Kafka protocol over a loopback TCP port): the test
 // rows go to a topic as JSON records, labelled, with two malformed ones,
-// and the runner of `mvml serve` (pipeline.KafkaRunner) scores them,
+// and the runner of `mvml serve` (serve.KafkaRunner) scores them,
 // dead-letters the malformed ones and refits on the labels as they
 // arrive.
 func demoKafka(ctx context.Context, w io.Writer, m *model.Model, rows *demoRows) error {
@@ -39,9 +40,9 @@ func demoKafka(ctx context.Context, w io.Writer, m *model.Model, rows *demoRows)
 	if err := conn.Produce(ctx, in, msgs); err != nil {
 		return fmt.Errorf("demo records: %w", err)
 	}
-	runner, err := pipeline.NewKafkaRunner(pipeline.KafkaServeConfig{
+	runner, err := serve.NewKafkaRunner(serve.KafkaConfig{
 		Conn: conn, Topic: in, Group: "mvml-demo", MaxWait: 50 * time.Millisecond, OutputTopic: out, DeadLetterTopic: dead,
-		Model: m, Refit: pipeline.RefitPolicy{Rows: len(msgs) / 3, MinRows: 50}, Options: pipeline.Options{BatchSize: 100},
+		Model: m, Refit: serve.RefitPolicy{Rows: len(msgs) / 3, MinRows: 50}, Options: pipeline.Options{BatchSize: 100},
 	})
 	if err != nil {
 		return err

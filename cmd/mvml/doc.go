@@ -35,5 +35,6 @@
 // that a flag added is a key at once, and lint checks such files.
 //
 // cmd/mvml parses flags and prints results; the jobs themselves are in
-// package pipeline.
+// package pipeline (the batch jobs), pipeline/serve (the service) and
+// pipeline/refit (the refitter).
 package main

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mvml/mvml/ingest"
-	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/serve"
 )
 
 // progress tells the user how far a long job has got: on a terminal, a
@@ -240,7 +240,7 @@ func (a *app) totalRows(ctx context.Context, inputs []string) int64 {
 // terminal a status line of the records taken, otherwise a log line every
 // app.progressEvery with the records taken, scored, dead-lettered and not
 // committed, the lag of the partitions owned and the model in service.
-func (a *app) serveProgress(svc *pipeline.Service) (stop func()) {
+func (a *app) serveProgress(svc *serve.Service) (stop func()) {
 	p := a.progress("serve", "rows", 0)
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/serve"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -36,21 +37,21 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	contributions := fs.Bool("contributions", false, "add each view's share of the decision to every score")
 	fromLatest := fs.Bool("from-latest", false, "a group without committed offsets starts at the newest records instead of the oldest")
 	maxWait := fs.Duration("max-wait", ingest.DefaultKafkaMaxWait, "longest wait to fill a batch while more records are known to be coming; otherwise a batch of what has arrived is scored at once")
-	sessionTimeout := fs.Duration("session-timeout", pipeline.DefaultServeSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; a replica heartbeats every second, so at least 3s; brokers accept 6s to 5m by default")
+	sessionTimeout := fs.Duration("session-timeout", serve.DefaultSessionTimeout, "how long the group waits for a replica that stopped answering (crashed) before its partitions go to the others; a replica heartbeats every second, so at least 3s; brokers accept 6s to 5m by default")
 	httpAddr := fs.String("http", ":8080", "`ADDR` of /healthz, /readyz and /metrics; empty means no HTTP server")
 	reload := fs.Duration("reload-interval", 0, "check the --model file this often and serve the model a retraining job wrote there; 0 means never")
 	labelsTopic := fs.String("labels-topic", "", "`TOPIC` of labels arriving apart from their records, {\"id\": …, \"label\": …} keyed by id, co-partitioned with --topic; each is joined with the record it labels")
-	labelWindow := fs.Duration("label-window", pipeline.DefaultLabelWindow, "how long a scored record waits for its label, and a label for its record")
-	labelCache := fs.Int64("label-cache-bytes", pipeline.DefaultLabelCacheBytes, "most bytes the records and labels waiting for each other may hold; the oldest leave first")
-	qualityWindow := fs.Int("quality-window", pipeline.DefaultQualityWindow, "the last joined labels of a model version its prequential accuracy or nMSE (in /metrics) is measured on")
+	labelWindow := fs.Duration("label-window", serve.DefaultLabelWindow, "how long a scored record waits for its label, and a label for its record")
+	labelCache := fs.Int64("label-cache-bytes", serve.DefaultLabelCacheBytes, "most bytes the records and labels waiting for each other may hold; the oldest leave first")
+	qualityWindow := fs.Int("quality-window", serve.DefaultQualityWindow, "the last joined labels of a model version its prequential accuracy or nMSE (in /metrics) is measured on")
 	statsTopic := fs.String("stats-topic", "", "`TOPIC` (one partition) receiving the statistics of the labels, for `mvml refit`; needs --model-topic, and no refit flags")
-	statsInterval := fs.Duration("stats-interval", pipeline.DefaultStatsInterval, "with --stats-topic, publish the statistics at least this often")
-	statsRows := fs.Int("stats-rows", pipeline.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
+	statsInterval := fs.Duration("stats-interval", serve.DefaultStatsInterval, "with --stats-topic, publish the statistics at least this often")
+	statsRows := fs.Int("stats-rows", serve.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
 	statsFolds := fs.Int("folds", 1, "with --stats-topic, keep the statistics as `K` fold sums (rows to folds by a hash of their id) for mvml refit --tune --folds K, which must be the same; K times the size of a delta, 1 to 100")
 	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
 	workers := fs.Int("workers", 1, "goroutines scoring batches while the batch before is written and committed; one batch's kernel products are spread over every CPU already, so more pay off only with batches under 64 rows per CPU")
 	inFlight := fs.Int("in-flight", 0, "most batches taken from the topic and not yet written: being scored, waiting for their turn, or being written (two more are fetched and decoded meanwhile); 0 means --workers + 1")
-	writesInFlight := fs.Int("writes-in-flight", pipeline.DefaultWritesInFlight, "most writes of scores to --output-topic under way at once: a batch is committed once its write ends, in order, while the next ones are served; 1 writes each batch before serving the next")
+	writesInFlight := fs.Int("writes-in-flight", serve.DefaultWritesInFlight, "most writes of scores to --output-topic under way at once: a batch is committed once its write ends, in order, while the next ones are served; 1 writes each batch before serving the next")
 	read := registerRead(fs)
 	config := registerConfig(fs, serveInapplicableFlags)
 	if err := parseConfigured(a, fs, config, args); err != nil {
@@ -119,10 +120,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	case *outDir != "" && givenFlags(fs)["writes-in-flight"]:
 		c.failf("--writes-in-flight is for --output-topic: --output-dir commits its files as they roll")
 	}
-	if least := 3 * pipeline.DefaultServeHeartbeatInterval; *sessionTimeout < least {
-		c.failf("--session-timeout %v must be at least %v, three heartbeats of %v", *sessionTimeout, least, pipeline.DefaultServeHeartbeatInterval)
+	if least := 3 * serve.DefaultHeartbeatInterval; *sessionTimeout < least {
+		c.failf("--session-timeout %v must be at least %v, three heartbeats of %v", *sessionTimeout, least, serve.DefaultHeartbeatInterval)
 	}
-	labels := pipeline.LateLabels{
+	labels := serve.LateLabels{
 		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
 		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica, Folds: *statsFolds,
 	}
@@ -154,11 +155,11 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if *fromLatest {
 		start = ingest.KafkaNewest
 	}
-	cfg := pipeline.KafkaServeConfig{
+	cfg := serve.KafkaConfig{
 		Conn: conn, Topic: *topic, Format: inFormat, Group: *group, StartOffset: start, MaxWait: *maxWait, SessionTimeout: *sessionTimeout,
 		OutputTopic: *outTopic, ArrowOutput: arrowOutput, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
 		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
-		Refit:         pipeline.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
+		Refit:         serve.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
 		Contributions: *contributions, HTTPAddr: *httpAddr, Workers: *workers, InFlight: *inFlight,
 		WritesInFlight: *writesInFlight,
 		Options:        pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
@@ -167,7 +168,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if models != nil {
 		cfg.Models = models
 	}
-	runner, err := pipeline.NewKafkaRunner(cfg)
+	runner, err := serve.NewKafkaRunner(cfg)
 	if err != nil {
 		return err
 	}
@@ -225,7 +226,7 @@ func serveInapplicableFlags(fs *flag.FlagSet) map[string]bool {
 // lateLabelFlags checks the flags of the join of late labels and of the
 // publication of statistics, given explicitly, against the topics given,
 // noting every problem in c: a flag given is used exactly or refused.
-func lateLabelFlags(c *checks, fs *flag.FlagSet, labelsTopic, statsTopic, modelTopic string, labels pipeline.LateLabels) {
+func lateLabelFlags(c *checks, fs *flag.FlagSet, labelsTopic, statsTopic, modelTopic string, labels serve.LateLabels) {
 	given := givenFlags(fs)
 	for _, name := range joinFlags {
 		if given[name] && labelsTopic == "" {

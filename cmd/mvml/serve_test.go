@@ -26,7 +26,7 @@ import (
 
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/internal/syncbuf"
-	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/serve"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -546,7 +546,7 @@ func TestServeReadiness(t *testing.T) {
 // the refused write was under way have their labels learned too, and the
 // accounting holds all the same.
 func TestServeSummaryAfterFailure(t *testing.T) {
-	for _, writes := range []string{"1", strconv.Itoa(pipeline.DefaultWritesInFlight)} {
+	for _, writes := range []string{"1", strconv.Itoa(serve.DefaultWritesInFlight)} {
 		t.Run("writes-in-flight="+writes, func(t *testing.T) { serveSummaryAfterFailure(t, writes) })
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/refit"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -61,7 +62,7 @@ func runStats(ctx context.Context, a *app, args []string) error {
 	}
 	// Opened before a row is read: a topic that cannot take the deltas
 	// fails the job at once.
-	topic, err := pipeline.OpenStatsTopic(ctx, pipeline.StatsTopicConfig{Conn: conn, Topic: *statsTopic, Logger: a.log})
+	topic, err := refit.OpenStatsTopic(ctx, refit.StatsTopicConfig{Conn: conn, Topic: *statsTopic, Logger: a.log})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,98 @@
+package model
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"testing"
+)
+
+// crossFoldCase is a cold case's statistics in 5 folds with the
+// candidates of tuneCandidates applied to mode's configuration.
+func crossFoldCase(t *testing.T, tc coldCase, mode Mode) (*Accumulator, []Config) {
+	t.Helper()
+	cfg := coldConfig(mode)
+	base, err := Train(context.Background(), tc.spec, tc.views, tc.labels, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := base.NewFoldAccumulator(DefaultFolds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.AddFolds(seqIDs(500, 500+len(tc.labels)), tc.views, tc.labels); err != nil {
+		t.Fatal(err)
+	}
+	var cfgs []Config
+	for _, c := range tuneCandidates(t) {
+		fit, err := c.Apply(cfg.Fit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, fit)
+	}
+	return acc, cfgs
+}
+
+// A goroutine of Tune fits fold after fold in the matrices of the last
+// (foldWork): every fold's losses are those of the fold fitted in fresh
+// matrices, bit for bit, whichever folds the goroutine fitted before, so
+// that the table does not depend on how the folds fell to goroutines.
+func TestCrossFoldReuseIsFresh(t *testing.T) {
+	for _, tc := range coldCases() {
+		for _, mode := range coldModes {
+			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
+				acc, cfgs := crossFoldCase(t, tc, mode)
+				for _, warm := range []*Model{nil, acc.m} {
+					want := make([][]float64, DefaultFolds)
+					for f := range DefaultFolds {
+						l, _, err := acc.crossFold(context.Background(), &foldWork{}, f, cfgs, warm, acc.folds[f])
+						if err != nil {
+							t.Fatal(err)
+						}
+						want[f] = l
+					}
+					var w foldWork
+					for _, f := range []int{4, 1, 3, 0, 2, 1} {
+						got, _, err := acc.crossFold(context.Background(), &w, f, cfgs, warm, acc.folds[f])
+						if err != nil {
+							t.Fatal(err)
+						}
+						for i := range got {
+							if math.Float64bits(got[i]) != math.Float64bits(want[f][i]) {
+								t.Errorf("warm %v, fold %d, λ %g: loss %.17g after other folds, %.17g fresh", warm != nil, f, cfgs[i].Lambda, got[i], want[f][i])
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// A fold fitted after another in the same foldWork allocates none of the
+// matrices the last fold left: of the 14 to 16 D×D matrices of a fresh
+// fold (merged sums, a start's solver, the fixed fits' held-out S and
+// shifted system) only the centred sums, the metric and B(w) are new.
+func TestCrossFoldReusesMatrices(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops the BLAS's buffers at random, which then count as the fold's")
+	}
+	for _, mode := range []Mode{ModeIdentity, ModeCov} {
+		acc, cfgs := crossFoldCase(t, coldCases()[0], mode)
+		d := acc.folds[0].Dim()
+		var w foldWork
+		if _, _, err := acc.crossFold(context.Background(), &w, 0, cfgs, nil, acc.folds[0]); err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, _, err := acc.crossFold(context.Background(), &w, 1, cfgs, nil, acc.folds[1]); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if got, most := after.TotalAlloc-before.TotalAlloc, uint64(8*6*d*d); got > most {
+			t.Errorf("%s: the second fold allocated %d bytes, %.1f D×D matrices; want at most 6 (a fresh fold allocates 14 to 16)", mode, got, float64(got)/float64(8*d*d))
+		}
+	}
+}

@@ -1,8 +1,0 @@
-//go:build openblas
-
-package pipeline
-
-// exactStats says whether merged statistics are exact in this build:
-// under -tags openblas, OpenBLAS's Dsyrk sums them without residues
-// (model/gram_openblas.go).
-const exactStats = false
