@@ -252,10 +252,13 @@ type KafkaSource struct {
 	changed chan struct{}
 
 	// ackMu serialises the commits of records and Close. closing is set,
-	// and closingCh closed, when Close starts: later Acks fail.
+	// and closingCh closed, when Close starts: later Acks fail. deferred
+	// are the batches acked with DeferCommit whose offsets the next Ack
+	// commits.
 	ackMu     sync.Mutex
 	closing   bool
 	closingCh chan struct{}
+	deferred  []deferredAck
 	// labelMu serialises the commits of labels apart, so that they never
 	// wait for an Ack that retries; left is set once the member left the
 	// group: later CommitLabels fail.
@@ -502,22 +505,94 @@ func partitionSource(topic string, partition int) string {
 	return topic + "/" + strconv.Itoa(partition)
 }
 
+// deferCommitKey marks the context of an Ack given DeferCommit.
+type deferCommitKey struct{}
+
+// DeferCommit returns ctx for the Ack of a batch that is followed at once
+// by the Ack of a later batch, as when several batches become durable
+// together: a KafkaSource then marks the batch acked without a request of
+// its own, and the next Ack without DeferCommit commits its offsets with
+// its own, in one offset commit per generation. The last Ack of such a run
+// must not be given it: until an Ack without it, the deferred offsets are
+// not committed (a restart delivers their messages again). Other sources
+// ignore it.
+func DeferCommit(ctx context.Context) context.Context {
+	return context.WithValue(ctx, deferCommitKey{}, true)
+}
+
+// deferredAck is a batch acked with DeferCommit: the offsets to commit in
+// its generation, and done, which ends its hold on the generation's end.
+type deferredAck struct {
+	g       *groupGen
+	offsets []partitionOffset
+	done    func()
+}
+
 // acker returns the Ack of a batch of msgs delivered in generation g: a
 // commit of the offset after the last message of each partition (Kafka
-// keeps one offset per partition and group).
+// keeps one offset per partition and group), with those of the batches
+// acked before it with DeferCommit.
 func (s *KafkaSource) acker(g *groupGen, msgs []kafka.Message) func(context.Context) error {
 	next := nextOffsets(msgs)
 	var once sync.Once
+	done := func() { once.Do(g.acked) }
 	return func(ctx context.Context) error {
-		// However it ends, the batch no longer holds up its generation's end.
-		defer once.Do(g.acked)
 		s.ackMu.Lock()
 		defer s.ackMu.Unlock()
 		if s.closing {
+			done()
 			return fmt.Errorf("ingest: kafka %s: committing offsets: %w", s.cfg.Topic, errSourceClosed)
 		}
-		return s.commit(ctx, g, s.cfg.Topic, next)
+		if ctx.Value(deferCommitKey{}) != nil {
+			// Committed by the next Ack; until then the batch holds up its
+			// generation's end, as one whose commit is under way.
+			s.deferred = append(s.deferred, deferredAck{g: g, offsets: next, done: done})
+			return nil
+		}
+		todo := append(s.deferred, deferredAck{g: g, offsets: next, done: done})
+		s.deferred = nil
+		// However it ends, the batches no longer hold up their
+		// generations' ends.
+		defer func() {
+			for _, d := range todo {
+				d.done()
+			}
+		}()
+		// One commit per generation, in the order they were acked.
+		var err error
+		for len(todo) > 0 {
+			gen := todo[0].g
+			var offsets []partitionOffset
+			for _, d := range todo {
+				if d.g == gen {
+					offsets = append(offsets, d.offsets...)
+				}
+			}
+			err = errors.Join(err, s.commit(ctx, gen, s.cfg.Topic, latestOffsets(offsets)))
+			todo = slices.DeleteFunc(todo, func(d deferredAck) bool {
+				if d.g == gen {
+					d.done()
+					return true
+				}
+				return false
+			})
+		}
+		return err
 	}
+}
+
+// latestOffsets keeps the highest offset of each partition of offsets, in
+// the order the partitions first appear.
+func latestOffsets(offsets []partitionOffset) []partitionOffset {
+	var out []partitionOffset
+	for _, o := range offsets {
+		if i := slices.IndexFunc(out, func(x partitionOffset) bool { return x.partition == o.partition }); i >= 0 {
+			out[i].offset = max(out[i].offset, o.offset)
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // partitionOffset is an offset of one partition, and the metadata
@@ -559,10 +634,15 @@ func (s *KafkaSource) Close() error {
 		return nil
 	}
 	s.closed = true
-	// Waits for an Ack under way.
+	// Waits for an Ack under way. The batches acked with DeferCommit and
+	// no Ack after them stay uncommitted.
 	s.ackMu.Lock()
 	s.closing = true
 	close(s.closingCh)
+	for _, d := range s.deferred {
+		d.done()
+	}
+	s.deferred = nil
 	s.ackMu.Unlock()
 	// The group first: its generation ends (and OnRevoke runs) while the
 	// member still belongs to it, then it leaves. Ending the generation

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -13,6 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mvml/mvml/internal/envelope"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/transform"
 )
@@ -45,6 +45,15 @@ const (
 	// reader allocate gigabytes.
 	maxHeader = 64 << 20
 )
+
+// modelEnvelope frames the model file.
+var modelEnvelope = envelope.Format{Magic: fileMagic, Versioned: true, Header: true, MaxHeader: maxHeader,
+	Version: func(v uint32) error {
+		if v != FormatVersion && v != format1 {
+			return fmt.Errorf("model file format version %d, this build reads versions %d and %d", v, format1, FormatVersion)
+		}
+		return nil
+	}}
 
 // ErrCorruptModel reports a model file that is damaged or not a model.
 var ErrCorruptModel = errors.New("corrupt model file")
@@ -122,22 +131,14 @@ func (m *Model) Encode(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("encode model header: %w", err)
 	}
-	sum := sha256.New()
-	out := io.MultiWriter(w, sum)
-	var pre [16]byte
-	copy(pre[:8], fileMagic)
-	binary.LittleEndian.PutUint32(pre[8:], m.format())
-	binary.LittleEndian.PutUint32(pre[12:], uint32(len(js)))
-	if _, err := out.Write(pre[:]); err != nil {
-		return fmt.Errorf("write model: %w", err)
-	}
-	if _, err := out.Write(js); err != nil {
+	out, err := modelEnvelope.NewWriter(w, m.format(), js)
+	if err != nil {
 		return fmt.Errorf("write model: %w", err)
 	}
 	if err := writeArrays(out, mats); err != nil {
 		return fmt.Errorf("write model: %w", err)
 	}
-	if _, err := w.Write(sum.Sum(nil)); err != nil {
+	if err := out.Close(); err != nil {
 		return fmt.Errorf("write model: %w", err)
 	}
 	return nil
@@ -233,26 +234,20 @@ func Decode(r io.Reader) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read model: %w", err)
 	}
-	if len(data) < 16+sha256.Size || string(data[:8]) != fileMagic {
+	fr, err := modelEnvelope.Open(data)
+	switch {
+	case errors.Is(err, envelope.ErrNotFramed):
 		return nil, fmt.Errorf("%w: not an mvml model (bad magic or too short)", ErrCorruptModel)
-	}
-	format := binary.LittleEndian.Uint32(data[8:])
-	if format != FormatVersion && format != format1 {
-		return nil, fmt.Errorf("model file format version %d, this build reads versions %d and %d", format, format1, FormatVersion)
-	}
-	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
-		return nil, fmt.Errorf("%w: checksum mismatch (truncated or modified)", ErrCorruptModel)
-	}
-	hlen := binary.LittleEndian.Uint32(data[12:])
-	if hlen > maxHeader || int(hlen) > len(body)-16 {
-		return nil, fmt.Errorf("%w: header length %d", ErrCorruptModel, hlen)
+	case errors.Is(err, envelope.ErrChecksum), errors.Is(err, envelope.ErrHeaderLength):
+		return nil, fmt.Errorf("%w: %v", ErrCorruptModel, err)
+	case err != nil:
+		return nil, err
 	}
 	var hdr fileHeader
-	if err := json.Unmarshal(body[16:16+hlen], &hdr); err != nil {
+	if err := json.Unmarshal(fr.Header, &hdr); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrCorruptModel, err)
 	}
-	m, err := fromHeader(&hdr, body[16+hlen:], format)
+	m, err := fromHeader(&hdr, fr.Body, fr.Version)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptModel, err)
 	}

@@ -287,7 +287,7 @@ func PrepareContext(ctx context.Context, spec *schemas.ViewSpec, views []*mat.De
 		}
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	feats, err := fitFeatures(spec, views, cfg)
+	feats, err := fitFeatures(ctx, spec, views, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -301,8 +301,9 @@ func PrepareContext(ctx context.Context, spec *schemas.ViewSpec, views []*mat.De
 }
 
 // fitFeatures chooses the landmarks among the rows of views and builds
-// every view's feature map with the configured (or the spec's) kernels.
-func fitFeatures(spec *schemas.ViewSpec, views []*mat.Dense, cfg TrainConfig) (*transform.Features, error) {
+// every view's feature map with the configured (or the spec's) kernels;
+// it returns ctx's error as soon as ctx is done (transform.FitContext).
+func fitFeatures(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, cfg TrainConfig) (*transform.Features, error) {
 	if err := tooLargeRow(spec, views); err != nil {
 		return nil, err
 	}
@@ -319,7 +320,7 @@ func fitFeatures(spec *schemas.ViewSpec, views []*mat.Dense, cfg TrainConfig) (*
 		names[l] = spec.Views[l].Name
 		standardize[l] = cfg.Standardize || spec.Views[l].Standardize
 	}
-	return transform.Fit(views, kernels, transform.Config{
+	return transform.FitContext(ctx, views, kernels, transform.Config{
 		Landmarks: cfg.Landmarks, Seed: cfg.Seed, ViewNames: names, Standardize: standardize})
 }
 

@@ -19,6 +19,13 @@ import (
 // than it can hold: a sample fixes the features, then every row passes
 // through the statistics once.
 func Untrained(spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc Encoding) (*Model, error) {
+	return UntrainedContext(context.Background(), spec, sample, cfg, enc)
+}
+
+// UntrainedContext is Untrained returning ctx's error (wrapped) as soon as
+// ctx is done, even during an eigendecomposition of the landmarks'
+// kernels.
+func UntrainedContext(ctx context.Context, spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc Encoding) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("untrained model: %w", err)
 	}
@@ -29,7 +36,7 @@ func Untrained(spec *schemas.ViewSpec, sample []*mat.Dense, cfg TrainConfig, enc
 	if err := m.setEncoding(enc); err != nil {
 		return nil, fmt.Errorf("untrained model: %w", err)
 	}
-	feats, err := fitFeatures(spec, sample, cfg)
+	feats, err := fitFeatures(ctx, spec, sample, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("untrained model: %w", err)
 	}

@@ -1,14 +1,14 @@
 package model
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+
+	"github.com/mvml/mvml/internal/envelope"
 )
 
 // The statistics of an Accumulator travel between processes (a replica's
@@ -48,6 +48,15 @@ const (
 	maxStatsLineage = 256
 )
 
+// statsEnvelope frames statistics; the lineage and shape lead the body.
+var statsEnvelope = envelope.Format{Magic: statsMagic, Versioned: true, MinBody: statsHeaderSize(0, 0) - 12,
+	Version: func(v uint32) error {
+		if v != StatsFormatVersion && v != statsFormatPlain && v != StatsFormatFolds {
+			return fmt.Errorf("statistics format version %d, this build reads versions %d to %d", v, statsFormatPlain, StatsFormatFolds)
+		}
+		return nil
+	}}
+
 var (
 	// ErrCorruptStats reports statistics bytes that are damaged, truncated
 	// or not statistics at all.
@@ -72,9 +81,7 @@ func (a *Accumulator) MarshalBinary() ([]byte, error) {
 	if folds > 1 {
 		format = StatsFormatFolds
 	}
-	out := make([]byte, 0, statsHeaderSize(len(lineage), len(st.Ranks))+4+8*folds*statsValues(d, k, StatsFormatVersion)+sha256.Size)
-	out = append(out, statsMagic...)
-	out = binary.LittleEndian.AppendUint32(out, format)
+	out := statsEnvelope.Begin(nil, format, nil, statsHeaderSize(len(lineage), len(st.Ranks))+4+8*folds*statsValues(d, k, StatsFormatVersion))
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(lineage)))
 	out = append(out, lineage...)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(st.Ranks)))
@@ -88,8 +95,7 @@ func (a *Accumulator) MarshalBinary() ([]byte, error) {
 	for _, st := range all {
 		out = appendStats(out, st)
 	}
-	sum := sha256.Sum256(out)
-	return append(out, sum[:]...), nil
+	return envelope.Seal(out), nil
 }
 
 // appendStats appends the values of st in format 2's layout.
@@ -144,18 +150,17 @@ func statsValues(d, k int, format uint32) int {
 // length, shape, a value that is not finite), statistics of another
 // lineage one wrapping ErrOtherLineage that names both lineages.
 func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
-	if len(data) < statsHeaderSize(0, 0)+sha256.Size || string(data[:8]) != statsMagic {
+	fr, err := statsEnvelope.Open(data)
+	switch {
+	case errors.Is(err, envelope.ErrNotFramed):
 		return nil, fmt.Errorf("%w: not mvml statistics (bad magic or %d bytes, too short)", ErrCorruptStats, len(data))
+	case errors.Is(err, envelope.ErrChecksum):
+		return nil, fmt.Errorf("%w: %v", ErrCorruptStats, err)
+	case err != nil:
+		return nil, err
 	}
-	format := binary.LittleEndian.Uint32(data[8:])
-	if format != StatsFormatVersion && format != statsFormatPlain && format != StatsFormatFolds {
-		return nil, fmt.Errorf("statistics format version %d, this build reads versions %d to %d", format, statsFormatPlain, StatsFormatFolds)
-	}
-	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
-		return nil, fmt.Errorf("%w: checksum mismatch (truncated or modified)", ErrCorruptStats)
-	}
-	r := statsReader{buf: body[12:]}
+	format := fr.Version
+	r := statsReader{buf: fr.Body}
 	lineage := string(r.bytes(int(min(r.uint32(), maxStatsLineage+1))))
 	views := r.uint32()
 	if r.err != nil || len(lineage) > maxStatsLineage || views > uint32(len(r.buf)/4) {

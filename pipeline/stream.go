@@ -57,7 +57,7 @@ func trainStreamed(ctx context.Context, job TrainJob) (*model.Model, error) {
 		return nil, &schemas.RowError{Source: scan.largest.source, Row: scan.largest.row, Column: job.Spec.Label,
 			Reason: fmt.Sprintf("label %g is too large: the mean or variance of the regression target overflows", scan.targets.Largest())}
 	}
-	untrained, err := model.Untrained(job.Spec, sample, cfg, enc)
+	untrained, err := model.UntrainedContext(ctx, job.Spec, sample, cfg, enc)
 	if err != nil {
 		return nil, locateRow(err, scan.origins)
 	}

@@ -277,7 +277,7 @@ func tuneInMemory(ctx context.Context, job TrainJob, views []*mat.Dense, labels 
 				Reason: fmt.Sprintf("label %g is too large: the mean or variance of the regression target overflows", labels[largest])}, origins)
 		}
 		var err error
-		if untrained, err = model.Untrained(job.Spec, views, job.Config, enc); err != nil {
+		if untrained, err = model.UntrainedContext(ctx, job.Spec, views, job.Config, enc); err != nil {
 			return nil, locateRow(err, origins)
 		}
 	}

@@ -1,11 +1,9 @@
 package schemas
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"sort"
@@ -13,288 +11,47 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/mvml/mvml/internal/linedoc"
 )
 
-// A view spec is read in two steps: the file becomes generic values
-// (objects, arrays, strings, numbers, booleans, null) together with the
-// line of every key, then a binder fills the ViewSpec key by key. Errors of
-// either step name the line and the key path (views[2].dim) and say what
-// was found and what is wanted, in the spec's own terms.
+// A view spec is read in two steps: internal/linedoc reads the file into
+// generic values (objects, arrays, strings, numbers, booleans, null)
+// together with the line of every key, then a binder fills the ViewSpec
+// key by key. Errors of either step name the line and the key path
+// (views[2].dim) and say what was found and what is wanted, in the spec's
+// own terms.
 
-// specError is a problem at one key of a view spec.
-type specError struct {
-	Path string // key path such as views[2].dim; "" for the whole spec
-	Line int    // 1-based line in the spec text, 0 when unknown
-	Msg  string
-}
-
-func (e *specError) Error() string {
-	var b strings.Builder
-	if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
-	}
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-func pathErr(path, format string, args ...any) *specError {
-	return &specError{Path: path, Msg: fmt.Sprintf(format, args...)}
-}
-
-func keyPath(parent, key string) string {
-	if parent == "" {
-		return key
-	}
-	return parent + "." + key
-}
-
-func indexPath(parent string, i int) string { return fmt.Sprintf("%s[%d]", parent, i) }
-
-// parentPath is the path of the object or array holding path.
-func parentPath(path string) string {
-	i := strings.LastIndexAny(path, ".[")
-	if i < 0 {
-		return ""
-	}
-	return path[:i]
-}
+var (
+	pathErr   = linedoc.Errorf
+	keyPath   = linedoc.KeyPath
+	indexPath = linedoc.IndexPath
+)
 
 // specDoc is a spec file decoded into generic values: map[string]any,
 // []any, string, json.Number, float64, int, uint64, bool or nil.
 type specDoc struct {
 	root  any
-	lines map[string]int // line of each key path
+	lines linedoc.Lines
 }
 
-// line is the line of path, or of the nearest object or array holding it.
-func (d *specDoc) line(path string) int {
-	for {
-		if l, ok := d.lines[path]; ok {
-			return l
-		}
-		if path == "" {
-			return 0
-		}
-		path = parentPath(path)
-	}
-}
-
-// locate sets the line of a spec error from its path.
-func (d *specDoc) locate(err error) error {
-	var se *specError
-	if errors.As(err, &se) && se.Line == 0 {
-		se.Line = d.line(se.Path)
-	}
-	return err
-}
-
-// maxSpecDepth bounds the nesting of a spec, so that a hostile file cannot
-// exhaust the stack.
-const maxSpecDepth = 100
-
-// parseJSONSpec decodes JSON strictly: one value, keys given once.
-func parseJSONSpec(data []byte) (*specDoc, error) {
-	w := jsonWalker{dec: json.NewDecoder(bytes.NewReader(data)), data: data, doc: &specDoc{lines: map[string]int{"": 1}}}
-	for i, c := range data {
-		if c == '\n' {
-			w.newlines = append(w.newlines, i)
-		}
-	}
-	w.dec.UseNumber()
-	root, err := w.value("", 0)
+// parseSpec decodes a spec, JSON (text starting with "{") or YAML; a key
+// given twice is refused.
+func parseSpec(data []byte) (*specDoc, error) {
+	root, err := linedoc.Parse(data)
 	if err != nil {
-		return nil, w.doc.locate(err)
+		return nil, err
 	}
-	if _, err := w.dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, &specError{Line: w.lineAt(w.dec.InputOffset()), Msg: "unexpected text after the spec's closing }"}
-	}
-	w.doc.root = root
-	return w.doc, nil
-}
-
-type jsonWalker struct {
-	dec      *json.Decoder
-	data     []byte
-	newlines []int // offsets of the line ends
-	doc      *specDoc
-}
-
-// lineAt is the line of the next token at or after offset.
-func (w *jsonWalker) lineAt(offset int64) int {
-	at := min(offset, int64(len(w.data)))
-	for at < int64(len(w.data)) && strings.IndexByte(" \t\r\n,:", w.data[at]) >= 0 {
-		at++
-	}
-	return w.lineOf(at)
-}
-
-// lineOf is the line of the byte at offset.
-func (w *jsonWalker) lineOf(offset int64) int {
-	line, _ := slices.BinarySearch(w.newlines, int(offset))
-	return 1 + line
-}
-
-func (w *jsonWalker) syntax(err error) error {
-	var se *json.SyntaxError
+	doc := &specDoc{lines: root.Lines()}
+	doc.root, err = root.Generic("")
+	var dup *linedoc.DuplicateError
 	switch {
-	case errors.As(err, &se):
-		return &specError{Line: w.lineOf(se.Offset - 1), Msg: se.Error()}
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &specError{Line: w.lineOf(int64(len(w.data))), Msg: "the spec ends early: an object or array is not closed"}
+	case errors.As(err, &dup) && !linedoc.IsJSON(data):
+		// In YAML's words, as the spec's reader always said it.
+		return nil, &linedoc.Error{Line: dup.Line, Msg: fmt.Sprintf("mapping key %q already defined at line %d", dup.Key, dup.First)}
+	case err != nil:
+		return nil, doc.lines.Locate(err)
 	}
-	return err
-}
-
-func (w *jsonWalker) value(path string, depth int) (any, error) {
-	if depth > maxSpecDepth {
-		return nil, pathErr(path, "nested more than %d deep", maxSpecDepth)
-	}
-	tok, err := w.dec.Token()
-	if err != nil {
-		return nil, w.syntax(err)
-	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil
-	}
-	if delim == '[' {
-		items := []any{}
-		for i := 0; w.dec.More(); i++ {
-			p := indexPath(path, i)
-			w.doc.lines[p] = w.lineAt(w.dec.InputOffset())
-			v, err := w.value(p, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			items = append(items, v)
-		}
-		_, err := w.dec.Token() // ]
-		return items, w.syntax(err)
-	}
-	obj := map[string]any{}
-	for w.dec.More() {
-		line := w.lineAt(w.dec.InputOffset())
-		tok, err := w.dec.Token()
-		if err != nil {
-			return nil, w.syntax(err)
-		}
-		key := tok.(string) // the decoder allows nothing else here
-		p := keyPath(path, key)
-		if _, dup := obj[key]; dup {
-			return nil, &specError{Path: p, Line: line, Msg: fmt.Sprintf("given twice (first on line %d)", w.doc.lines[p])}
-		}
-		w.doc.lines[p] = line
-		v, err := w.value(p, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		obj[key] = v
-	}
-	_, err = w.dec.Token() // }
-	return obj, w.syntax(err)
-}
-
-// parseYAMLSpec decodes YAML (its first document). yaml.v3 refuses keys
-// given twice and excessive aliasing; the lines come from its node tree.
-func parseYAMLSpec(data []byte) (*specDoc, error) {
-	var root any
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(err)
-	}
-	var node yaml.Node
-	if err := yaml.Unmarshal(data, &node); err != nil {
-		return nil, yamlError(err)
-	}
-	doc := &specDoc{lines: map[string]int{"": 1}}
-	yamlLines(&node, "", doc.lines, 0)
-	root, err := stringKeys(root, "", 0)
-	if err != nil {
-		return nil, doc.locate(err)
-	}
-	doc.root = root
 	return doc, nil
-}
-
-// yamlError rewords yaml.v3's errors without its package prefixes.
-func yamlError(err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return &specError{Msg: strings.Join(te.Errors, "; ")}
-	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if n, after, ok := strings.Cut(rest, ": "); ok {
-			if line, err := strconv.Atoi(n); err == nil {
-				return &specError{Line: line, Msg: after}
-			}
-		}
-	}
-	return &specError{Msg: msg}
-}
-
-// yamlLines records the line of every key path of n. Aliases are not
-// followed (their keys take the line of the alias).
-func yamlLines(n *yaml.Node, path string, lines map[string]int, depth int) {
-	if depth > maxSpecDepth {
-		return
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			yamlLines(c, path, lines, depth+1)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := keyPath(path, k.Value)
-			lines[p] = k.Line
-			yamlLines(v, p, lines, depth+1)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := indexPath(path, i)
-			lines[p] = c.Line
-			yamlLines(c, p, lines, depth+1)
-		}
-	}
-}
-
-// stringKeys turns YAML mappings with keys that are not strings (1: x)
-// into objects keyed by their text, as JSON has them.
-func stringKeys(v any, path string, depth int) (any, error) {
-	if depth > maxSpecDepth {
-		return nil, pathErr(path, "nested more than %d deep", maxSpecDepth)
-	}
-	var err error
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			if v[k], err = stringKeys(x, keyPath(path, k), depth+1); err != nil {
-				return nil, err
-			}
-		}
-	case map[any]any:
-		m := make(map[string]any, len(v))
-		for k, x := range v {
-			key := fmt.Sprint(k)
-			if m[key], err = stringKeys(x, keyPath(path, key), depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return m, nil
-	case []any:
-		for i, x := range v {
-			if v[i], err = stringKeys(x, indexPath(path, i), depth+1); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return v, nil
 }
 
 // describe says what a generic value is, for "found ..." in errors.

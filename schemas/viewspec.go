@@ -166,21 +166,17 @@ func ParseViewSpec(data []byte) (*ViewSpec, error) {
 	if len(trimmed) == 0 {
 		return nil, errors.New("empty view spec")
 	}
-	parse := parseYAMLSpec
-	if trimmed[0] == '{' {
-		parse = parseJSONSpec
-	}
-	doc, err := parse(data)
+	doc, err := parseSpec(data)
 	if err != nil {
 		return nil, err
 	}
 	spec, err := doc.bindSpec()
 	if err != nil {
-		return nil, doc.locate(err)
+		return nil, doc.lines.Locate(err)
 	}
 	spec.fillDefaults()
 	if err := spec.Validate(); err != nil {
-		return nil, doc.locate(err)
+		return nil, doc.lines.Locate(err)
 	}
 	return spec, nil
 }

@@ -268,6 +268,28 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
+// A YAML spec with a tab in its indentation is refused at the tab's line,
+// as a configuration file is; merge keys (<<) still share a view's keys.
+func TestYAMLTabsAndMerges(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"tab before an item", "task: regression\nviews:\n\t- {name: a, prefix: a_, dim: 3}\n",
+			"line 3: a tab in the indentation: YAML indents with spaces only"},
+		{"tab in a mapping", "task: regression\nviews:\n  - name: a\n\tprefix: a_\n",
+			"line 4: a tab in the indentation: YAML indents with spaces only"},
+	} {
+		if _, err := ParseViewSpec([]byte(tc.text)); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	spec, err := ParseViewSpec([]byte("meta: {shared: &v {prefix: a_, dim: 2}}\ntask: regression\nviews:\n  - <<: *v\n    name: a\n    dim: 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := spec.Views[0]; v.Name != "a" || v.Prefix != "a_" || v.Dim != 3 {
+		t.Errorf("merged view %+v, want a, a_ and its own dim 3", v)
+	}
+}
+
 func FuzzParseViewSpec(f *testing.F) {
 	f.Add([]byte(`{"task":"regression","views":[{"name":"a","prefix":"a_","dim":3}]}`))
 	f.Add([]byte("task: classification\nviews:\n  - {name: a, list: l, dim: 2}\n"))

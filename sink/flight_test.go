@@ -23,13 +23,15 @@ import (
 // in the order of their messages.
 var asyncSinks = []struct {
 	name string
-	open func(t *testing.T, c *kafkatest.Cluster, topic string, retry kafkaconn.Retry) AsyncWriter
+	// open opens the sink on topic of c with cfg's other settings.
+	open func(t *testing.T, c *kafkatest.Cluster, topic string, cfg KafkaWriterConfig) AsyncWriter
 	ids  func(t *testing.T, msgs []kafka.Message, partitions int) map[int][]int64
 }{
 	{
 		name: "json",
-		open: func(t *testing.T, c *kafkatest.Cluster, topic string, retry kafkaconn.Retry) AsyncWriter {
-			s, err := NewKafka(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers, Retry: retry}, Topic: topic})
+		open: func(t *testing.T, c *kafkatest.Cluster, topic string, cfg KafkaWriterConfig) AsyncWriter {
+			cfg.Conn.Brokers, cfg.Topic = c.Brokers, topic
+			s, err := NewKafka(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,8 +53,9 @@ var asyncSinks = []struct {
 	},
 	{
 		name: "arrow",
-		open: func(t *testing.T, c *kafkatest.Cluster, topic string, retry kafkaconn.Retry) AsyncWriter {
-			s, err := NewKafkaArrow(KafkaWriterConfig{Conn: kafkaconn.Config{Brokers: c.Brokers, Retry: retry}, Topic: topic}, nil)
+		open: func(t *testing.T, c *kafkatest.Cluster, topic string, cfg KafkaWriterConfig) AsyncWriter {
+			cfg.Conn.Brokers, cfg.Topic = c.Brokers, topic
+			s, err := NewKafkaArrow(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +155,7 @@ func TestFlightsInOrder(t *testing.T) {
 				}
 				return nil, nil, false
 			})
-			s := tt.open(t, c, "scores", kafkaconn.Retry{})
+			s := tt.open(t, c, "scores", KafkaWriterConfig{})
 			const flights, rows = 6, 40
 			fs := flightsOf(t, s, flights, rows)
 			var ended []int
@@ -199,7 +202,7 @@ func TestCloseWaitsForFlights(t *testing.T) {
 				fake.SleepControl(func() { time.Sleep(20 * time.Millisecond) })
 				return nil, nil, false
 			})
-			s := tt.open(t, c, "scores", kafkaconn.Retry{})
+			s := tt.open(t, c, "scores", KafkaWriterConfig{})
 			fs := flightsOf(t, s, 5, 30)
 			if err := s.Close(context.Background()); err != nil {
 				t.Fatal(err)
@@ -232,7 +235,7 @@ func TestFlightsRideOutTransientFailure(t *testing.T) {
 				// Partition 1 refuses its first three requests.
 				return parts[0] == 1 && refused.Add(1) <= 3
 			})
-			s := tt.open(t, c, "scores", kafkaconn.Retry{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+			s := tt.open(t, c, "scores", KafkaWriterConfig{Conn: kafkaconn.Config{Retry: kafkaconn.Retry{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}}})
 			defer s.Close(context.Background())
 			fs := flightsOf(t, s, 5, 30)
 			for k, f := range fs {
@@ -257,7 +260,7 @@ func TestFlightFailsForGood(t *testing.T) {
 			// The second produce request is refused: the second flight's.
 			var requests atomic.Int32
 			c.FailProduce("scores", topicAuthorization, func([]int32) bool { return requests.Add(1) == 2 })
-			s := tt.open(t, c, "scores", kafkaconn.Retry{})
+			s := tt.open(t, c, "scores", KafkaWriterConfig{})
 			defer s.Close(context.Background())
 			fs := flightsOf(t, s, 3, 10)
 			for k, f := range fs {
@@ -274,4 +277,53 @@ func TestFlightFailsForGood(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With Coalesce, flights of JSON scores waiting for the one before them
+// leave together, in one produce request, in their order: at light load
+// small writes do not queue one request each behind a slow broker. Each
+// flight ends with its own outcome.
+func TestWaitingFlightsLeaveTogether(t *testing.T) {
+	c := kafkatest.Start(t, 1, "scores")
+	var requests atomic.Int32
+	fake := c.Fake()
+	fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		requests.Add(1)
+		fake.SleepControl(func() { time.Sleep(100 * time.Millisecond) })
+		return nil, nil, false
+	})
+	s := asyncSinks[0].open(t, c, "scores", KafkaWriterConfig{Coalesce: true})
+	const flights = 10
+	// The first leaves alone; the others are started while the broker
+	// holds its request.
+	mem := memory.NewGoAllocator()
+	var fs []*Flight
+	for k := range flights {
+		if k == 1 {
+			for requests.Load() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		rec := outputRecord(mem, k, 1, 2, false)
+		f, err := s.WriteAsync(context.Background(), rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	for k, f := range fs {
+		if err := f.Wait(context.Background()); err != nil || k > 0 && f.Finished().Before(fs[k-1].Finished()) {
+			t.Errorf("flight %d: %v, finished %v", k, err, f.Finished())
+		}
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d flights of one score each sent %d produce requests, want 2: the first, then the others together", flights, n)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkIDs(t, asyncSinks[0].ids(t, c.ConsumeAll(t, "scores"), 1), flights, 1, true)
+	noFlightsLeft(t)
 }

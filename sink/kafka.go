@@ -99,11 +99,7 @@ func (s *KafkaSink) start(ctx, flightCtx context.Context, rec arrow.Record) (*Fl
 		return landed(nil), nil
 	}
 	m := s.encode(rec)
-	write := func(ctx context.Context) error {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("kafka sink %s: writing %d rows: %w", s.topic, n, err)
-		}
-		refused, err := s.w.writeFitting(ctx, m.msgs)
+	outcome := func(refused []int, err error) error {
 		if err == nil && len(refused) > 0 {
 			// Every score of a model has about the same size: one that does
 			// not fit means the topic's limit is below this model's scores.
@@ -116,7 +112,7 @@ func (s *KafkaSink) start(ctx, flightCtx context.Context, rec arrow.Record) (*Fl
 		}
 		return nil
 	}
-	return s.w.fly(flightCtx, write, func() { s.recycle(m) }), nil
+	return s.w.flyMessages(flightCtx, m.msgs, outcome, func() { s.recycle(m) }), nil
 }
 
 // encode returns the messages of the rows of rec, in buffers of an earlier

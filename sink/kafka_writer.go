@@ -58,6 +58,16 @@ type KafkaWriterConfig struct {
 	// WriteTimeout bounds each produce request. Default (0)
 	// DefaultKafkaWriteTimeout, 10s.
 	WriteTimeout time.Duration
+	// Coalesce, for a KafkaSink (JSON scores), lets the writes started by
+	// WriteAsync that wait for the one before them leave together, in one
+	// write of up to BatchSize messages, when their turn comes: at light
+	// load, when each write is a few scores and the next ones queue
+	// behind the broker's answer, they take one produce request instead
+	// of one each, and the queue does not grow. Each write still ends
+	// with its own outcome, in order, but a refusal of the request fails
+	// all the writes in it. Default (false) every write is a request of
+	// its own.
+	Coalesce bool
 	// Logger receives a line for every write retried after a transient
 	// failure (Conn.Retry says how). Default (nil) none.
 	Logger *slog.Logger
@@ -77,10 +87,15 @@ type kafkaWriter struct {
 	// The flights (fly) write one after the other, each once last, the one
 	// before it, has ended; flying counts their goroutines. ctx bounds the
 	// flights started by WriteAsync: it ends when Close gives up on them.
-	ctx    context.Context
-	cancel context.CancelFunc
-	flying sync.WaitGroup
-	last   *Flight
+	// waiting holds the flights of messages (flyMessages) not started yet,
+	// in order, which the flight before them may take into its write;
+	// guarded by mu.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	flying   sync.WaitGroup
+	last     *Flight
+	waiting  []*messagesFlight
+	coalesce bool // KafkaWriterConfig.Coalesce
 
 	// totals adds up kafka-go's statistics, which reset whenever they are
 	// read, and the retries.
@@ -153,7 +168,7 @@ func newKafkaWriter(cfg KafkaWriterConfig) (*kafkaWriter, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &kafkaWriter{topic: cfg.Topic, w: w, transport: transport, retry: cfg.Conn.Retry, logger: logger,
-		ctx: ctx, cancel: cancel, totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
+		ctx: ctx, cancel: cancel, coalesce: cfg.Coalesce, totals: KafkaWriterStats{Topic: cfg.Topic}}, nil
 }
 
 // fly starts write on a goroutine of its own once the flight before has
@@ -180,6 +195,110 @@ func (k *kafkaWriter) fly(ctx context.Context, write func(ctx context.Context) e
 		f.end(err)
 	})
 	return f
+}
+
+// messagesFlight is a flight of messages (flyMessages) waiting for its
+// turn, which a flight before it may take into its own write (taken).
+type messagesFlight struct {
+	f       *Flight
+	ctx     context.Context
+	msgs    []kafka.Message
+	outcome func(refused []int, err error) error
+	recycle func()
+	taken   bool
+}
+
+// flyMessages starts a flight writing msgs as fly does, once the flight
+// before has ended, with writeFitting; outcome turns what it refused (the
+// indexes of msgs) and its error into the flight's error, and recycle,
+// if not nil, is called after a success. With KafkaWriterConfig.Coalesce,
+// when its turn comes, the flight takes the flights of messages started
+// after it and still waiting, of the same ctx, into one write (up to the
+// writer's BatchSize messages in all), and ends them with it: at light
+// load, when every write is a few messages and the next ones queue behind
+// the broker's answer, the flights waiting leave in one produce request
+// instead of one each, and the queue does not grow; at full load a flight
+// fills a batch alone and writes as before. The messages keep their order
+// on every partition.
+func (k *kafkaWriter) flyMessages(ctx context.Context, msgs []kafka.Message, outcome func(refused []int, err error) error, recycle func()) *Flight {
+	mf := &messagesFlight{f: newFlight(), ctx: ctx, msgs: msgs, outcome: outcome, recycle: recycle}
+	k.mu.Lock()
+	k.waiting = append(k.waiting, mf)
+	k.mu.Unlock()
+	prev := k.last
+	k.last = mf.f
+	k.flying.Go(func() {
+		if prev != nil {
+			select {
+			case <-prev.done:
+			case <-ctx.Done(): // write fails at once
+			}
+		}
+		group := k.takeWaiting(mf)
+		if group == nil {
+			return // an earlier flight took it, and ends it
+		}
+		var all []kafka.Message
+		if len(group) == 1 {
+			all = mf.msgs
+		} else {
+			for _, g := range group {
+				all = append(all, g.msgs...)
+			}
+		}
+		var refused []int
+		err := ctx.Err()
+		if err == nil {
+			refused, err = k.writeFitting(ctx, all)
+		}
+		start := 0
+		for _, g := range group {
+			end := start + len(g.msgs)
+			var own []int
+			for _, r := range refused {
+				if r >= start && r < end {
+					own = append(own, r-start)
+				}
+			}
+			gerr := g.outcome(own, err)
+			if gerr == nil && g.recycle != nil {
+				g.recycle()
+			}
+			g.f.end(gerr)
+			start = end
+		}
+	})
+	return mf.f
+}
+
+// takeWaiting takes mf out of the flights waiting, with the flights of
+// the same ctx that follow it there, up to BatchSize messages in all,
+// when the writer coalesces (mf alone otherwise, or when its ctx has
+// ended), and returns them; nil when an
+// earlier flight took mf.
+func (k *kafkaWriter) takeWaiting(mf *messagesFlight) []*messagesFlight {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if mf.taken {
+		return nil
+	}
+	i := slices.Index(k.waiting, mf)
+	group := []*messagesFlight{mf}
+	n, j := len(mf.msgs), i+1
+	for k.coalesce && mf.ctx.Err() == nil && j < len(k.waiting) {
+		next := k.waiting[j]
+		if next.ctx != mf.ctx || n+len(next.msgs) > k.w.BatchSize {
+			break
+		}
+		group = append(group, next)
+		n += len(next.msgs)
+		j++
+	}
+	for _, g := range group {
+		g.taken = true
+	}
+	k.waiting = slices.Delete(k.waiting, i, j)
+	return group
 }
 
 // close waits for the flights under way, then closes the writer, which

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/mvml/mvml/model"
@@ -13,9 +14,14 @@ import (
 // NextSOffset is read without the statistics.
 const (
 	checkpointMagic = "MVMLCKPT"
-	// CheckpointFormat is the checkpoint format this build writes and
-	// reads, the header's "format".
+	// CheckpointFormat is the format of a checkpoint without the labels
+	// since the serving model (KeepSince), the header's "format": such a
+	// checkpoint is the same bytes as the builds before format 2 wrote.
 	CheckpointFormat = 1
+	// CheckpointSinceFormat is the format of a checkpoint that also keeps
+	// the statistics of the labels since the serving model (KeepSince);
+	// a build that reads only format 1 refuses it.
+	CheckpointSinceFormat = 2
 )
 
 // ErrCorruptCheckpoint reports bytes that are not a whole, intact
@@ -44,6 +50,14 @@ type CheckpointHeader struct {
 	Created time.Time `json:"created"`
 	// Ledger names the deltas and labels in the statistics.
 	Ledger
+	// SinceModel, SinceRows and SinceBytes describe the statistics of
+	// the labels merged since the serving model was made current, when
+	// the checkpoint keeps them (format 2, KeepSince): that model's
+	// version, their (decayed) row count and their size, the trailing
+	// part of the sealed statistics.
+	SinceModel string  `json:"since_model,omitempty"`
+	SinceRows  float64 `json:"since_rows,omitempty"`
+	SinceBytes int     `json:"since_bytes,omitempty"`
 }
 
 // Checkpoint is the refitter's state of one lineage, written to the model
@@ -55,6 +69,9 @@ type Checkpoint struct {
 	CheckpointHeader
 	// Stats are the statistics' bytes (model.Accumulator.MarshalBinary).
 	Stats []byte
+	// Since are the bytes of the statistics of the labels since the
+	// serving model (KeepSince), nil when the checkpoint keeps none.
+	Since []byte
 }
 
 // NewCheckpoint makes the checkpoint of the statistics acc holds, with
@@ -74,27 +91,92 @@ func NewCheckpoint(acc *model.Accumulator, h CheckpointHeader) (*Checkpoint, err
 }
 
 // checkpointEnvelope seals checkpoints.
-var checkpointEnvelope = envelope{magic: checkpointMagic, what: "refitter checkpoint", format: CheckpointFormat, corrupt: ErrCorruptCheckpoint}
+var checkpointEnvelope = envelope{magic: checkpointMagic, what: "refitter checkpoint", format: CheckpointSinceFormat, oldest: CheckpointFormat,
+	corrupt: ErrCorruptCheckpoint}
 
 func (c *Checkpoint) header() any       { return &c.CheckpointHeader }
 func (c *Checkpoint) headerFormat() int { return c.Format }
 func (c *Checkpoint) stats() *[]byte    { return &c.Stats }
 
-// Encode writes the checkpoint.
-func (c *Checkpoint) Encode() ([]byte, error) { return checkpointEnvelope.encode(c) }
+// Encode writes the checkpoint; the statistics of the labels since
+// follow the others in the sealed statistics.
+func (c *Checkpoint) Encode() ([]byte, error) {
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("encode refitter checkpoint: %w", err)
+	}
+	joined := *c
+	if len(c.Since) > 0 {
+		joined.Stats = append(slices.Clip(c.Stats), c.Since...)
+		joined.Since = nil
+	}
+	return checkpointEnvelope.encode(&joined)
+}
 
 // DecodeCheckpoint reads a checkpoint written by Encode, verifying its
-// checksum and its header; the statistics are read with Accumulator.
-// Damaged bytes are an error wrapping ErrCorruptCheckpoint.
+// checksum and its header; the statistics are read with Accumulator and
+// SinceAccumulator. Damaged bytes are an error wrapping
+// ErrCorruptCheckpoint.
 func DecodeCheckpoint(data []byte) (*Checkpoint, error) {
-	return open[Checkpoint](checkpointEnvelope, data)
+	c, err := open[Checkpoint](checkpointEnvelope, data)
+	if err != nil {
+		return nil, err
+	}
+	if n := c.SinceBytes; n > 0 {
+		c.Stats, c.Since = c.Stats[:len(c.Stats)-n:len(c.Stats)-n], c.Stats[len(c.Stats)-n:]
+	}
+	return c, nil
+}
+
+// KeepSince makes the checkpoint keep since, the statistics of the labels
+// merged since model version serving was made current (a gate compares
+// refits with it on them), in format 2; statistics without a row are not
+// kept.
+func (c *Checkpoint) KeepSince(since *model.Accumulator, serving string) error {
+	if since.Rows() == 0 {
+		return nil
+	}
+	b, err := since.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("refitter checkpoint: %w", err)
+	}
+	c.Format, c.Since, c.SinceModel, c.SinceRows, c.SinceBytes = CheckpointSinceFormat, b, serving, since.Rows(), len(b)
+	if err := c.check(); err != nil {
+		return fmt.Errorf("refitter checkpoint: %w", err)
+	}
+	return nil
+}
+
+// SinceAccumulator reads the statistics of the labels since the model
+// SinceModel into an accumulator of m, as Accumulator does; nil when the
+// checkpoint keeps none.
+func (c *Checkpoint) SinceAccumulator(m *model.Model) (*model.Accumulator, error) {
+	if len(c.Since) == 0 {
+		return nil, nil
+	}
+	acc, err := model.UnmarshalAccumulator(c.Since, m)
+	if err != nil {
+		return nil, fmt.Errorf("refitter checkpoint of lineage %s, labels since %s: %w", c.Lineage, c.SinceModel, err)
+	}
+	if acc.Lineage() != c.Lineage || acc.Rows() != c.SinceRows {
+		return nil, fmt.Errorf("refitter checkpoint of lineage %s: %w: the labels since %s hold lineage %s, %v rows; the header says %v rows",
+			c.Lineage, ErrCorruptCheckpoint, c.SinceModel, acc.Lineage(), acc.Rows(), c.SinceRows)
+	}
+	return acc, nil
 }
 
 // check says what a checkpoint lacks.
 func (c *Checkpoint) check() error {
 	switch {
-	case c.Format != CheckpointFormat:
-		return fmt.Errorf("format %d, want %d", c.Format, CheckpointFormat)
+	case c.Format != CheckpointFormat && c.Format != CheckpointSinceFormat:
+		return fmt.Errorf("format %d, want %d or %d", c.Format, CheckpointFormat, CheckpointSinceFormat)
+	case (c.Format == CheckpointSinceFormat) != (c.SinceBytes > 0):
+		return fmt.Errorf("format %d with %d bytes of labels since the serving model", c.Format, c.SinceBytes)
+	case len(c.Stats) == 0:
+		return errors.New("no statistics")
+	case c.Since != nil && len(c.Since) != c.SinceBytes || c.Since == nil && c.SinceBytes > 0 && c.SinceBytes >= len(c.Stats):
+		return fmt.Errorf("%d bytes of labels since the serving model, %d and %d bytes of statistics", c.SinceBytes, len(c.Stats), len(c.Since))
+	case c.SinceBytes > 0 && (c.SinceModel == "" || !(c.SinceRows > 0) || math.IsInf(c.SinceRows, 0)):
+		return fmt.Errorf("labels since model %q: %v rows", c.SinceModel, c.SinceRows)
 	case c.Lineage == "":
 		return errors.New("no lineage")
 	case c.NextSOffset < 0:

@@ -112,7 +112,7 @@ func TestCheckpointRefuses(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeCheckpoint(withHeader(valid(`,"format":2`))); err == nil || !strings.Contains(err.Error(), "format 2, this build reads format 1") {
+	if _, err := DecodeCheckpoint(withHeader(valid(`,"format":3`))); err == nil || !strings.Contains(err.Error(), "format 3, this build reads formats 1 to 2") {
 		t.Errorf("another format: %v", err)
 	}
 	if _, err := DecodeCheckpoint(withHeader(valid(""))); err != nil {

@@ -2,13 +2,15 @@ package statsbus
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	frame "github.com/mvml/mvml/internal/envelope"
 )
 
-// A delta and a checkpoint are each one self-checking binary:
+// A delta and a checkpoint are each one self-checking binary framed by
+// internal/envelope, without a version (their JSON header has it):
 //
 //	magic (8 bytes) | uint32 header length | header (JSON) |
 //	statistics (model.Accumulator.MarshalBinary) | SHA-256 of everything before it
@@ -18,32 +20,22 @@ import (
 
 // seal frames header and payload under magic.
 func seal(magic string, header, payload []byte) []byte {
-	out := make([]byte, 0, len(magic)+4+len(header)+len(payload)+sha256.Size)
-	out = append(out, magic...)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(header)))
-	out = append(out, header...)
-	out = append(out, payload...)
-	sum := sha256.Sum256(out)
-	return append(out, sum[:]...)
+	f := frame.Format{Magic: magic, Header: true}
+	return frame.Seal(append(f.Begin(nil, 0, header, len(payload)), payload...))
 }
 
 // unseal checks data sealed under magic and returns its header and
 // payload (which share data's memory); what names the kind of binary in
 // its errors.
 func unseal(magic, what string, data []byte) (header, payload []byte, err error) {
-	pre := len(magic) + 4
-	if len(data) < pre+sha256.Size || string(data[:len(magic)]) != magic {
+	fr, err := frame.Format{Magic: magic, Header: true}.Open(data)
+	switch {
+	case errors.Is(err, frame.ErrNotFramed):
 		return nil, nil, fmt.Errorf("not a %s (bad magic or %d bytes, too short)", what, len(data))
+	case err != nil:
+		return nil, nil, err
 	}
-	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
-		return nil, nil, fmt.Errorf("checksum mismatch (truncated or modified)")
-	}
-	hlen := binary.LittleEndian.Uint32(data[len(magic):])
-	if uint64(hlen) > uint64(len(body)-pre) {
-		return nil, nil, fmt.Errorf("header of %d bytes in a %s of %d", hlen, what, len(data))
-	}
-	return body[pre : pre+int(hlen)], body[pre+int(hlen):], nil
+	return fr.Header, fr.Body, nil
 }
 
 // envelope is one kind of sealed binary, a delta or a checkpoint.
@@ -51,8 +43,9 @@ type envelope struct {
 	magic string
 	// what names the kind in errors.
 	what string
-	// format is the header's format this build writes and reads.
-	format int
+	// format is the newest header format this build writes and reads;
+	// oldest, when set, the oldest it reads (format otherwise).
+	format, oldest int
 	// corrupt is wrapped by the errors of damaged bytes.
 	corrupt error
 }
@@ -94,8 +87,11 @@ func open[T any, P interface {
 	if err := json.Unmarshal(js, v.header()); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", e.corrupt, err)
 	}
-	if f := v.headerFormat(); f != e.format {
-		return nil, fmt.Errorf("%s format %d, this build reads format %d", e.what, f, e.format)
+	if f := v.headerFormat(); f > e.format || f < max(e.oldest, 1) || e.oldest == 0 && f != e.format {
+		if e.oldest == 0 || e.oldest == e.format {
+			return nil, fmt.Errorf("%s format %d, this build reads format %d", e.what, f, e.format)
+		}
+		return nil, fmt.Errorf("%s format %d, this build reads formats %d to %d", e.what, f, e.oldest, e.format)
 	}
 	*v.stats() = bytes.Clone(stats)
 	if err := v.check(); err != nil {

@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -43,6 +44,18 @@ type Features struct {
 // map on them. kernels[l] may be nil (RBF, σ = mean distance); a nil
 // kernels means nil for all.
 func Fit(views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Features, error) {
+	return FitContext(context.Background(), views, kernels, cfg)
+}
+
+// FitContext is Fit returning ctx's error (wrapped) as soon as ctx ends
+// while it works, even in the middle of a view's eigendecomposition, which
+// reads no context: that one is left to finish on its own goroutine and
+// its result dropped (see newViewMapContext). A ctx done before the call
+// is the caller's to act on: the features are built as Fit builds them.
+func FitContext(ctx context.Context, views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Features, error) {
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if len(views) == 0 {
 		return nil, errors.New("fit features: no views")
 	}
@@ -70,6 +83,9 @@ func Fit(views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Featur
 		return nil, fmt.Errorf("fit features: %d standardize flags for %d views", len(cfg.Standardize), len(views))
 	}
 	for l, v := range views {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("fit features: %w", err)
+		}
 		var spec *schemas.KernelSpec
 		if kernels != nil {
 			spec = kernels[l]
@@ -86,7 +102,10 @@ func Fit(views []*mat.Dense, kernels []*schemas.KernelSpec, cfg Config) (*Featur
 		if err := landmarksOverflow(cfg.viewName(l), k, v, f.LandmarkRows); err != nil {
 			return nil, fmt.Errorf("fit features: %w", err)
 		}
-		f.Views[l], err = NewViewMap(k, gatherRows(v, f.LandmarkRows), cfg.RelTol)
+		f.Views[l], err = newViewMapContext(ctx, k, gatherRows(v, f.LandmarkRows), cfg.RelTol)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("fit features: %s, %v on %d landmarks: %w", cfg.viewName(l), k, p, ctx.Err())
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fit features: %s, %v on %d landmarks: %w", cfg.viewName(l), k, p, err)
 		}

@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -102,6 +103,37 @@ func NewViewMap(k Kernel, landmarks *mat.Dense, relTol float64) (*ViewMap, error
 		}
 	}
 	return &ViewMap{Kernel: k, Landmarks: z, Proj: proj, rhs: rhs}, nil
+}
+
+// newViewMapContext is NewViewMap returning ctx's error as soon as ctx is
+// done. The kernel matrix and its eigendecomposition (gonum's, which reads
+// no context and takes minutes for a few thousand landmarks) run on a
+// goroutine of their own: when ctx ends first, that goroutine is left to
+// finish and its map is dropped, so that a command stops at once and
+// writes nothing. Without a context to end, it runs where it is called.
+func newViewMapContext(ctx context.Context, k Kernel, landmarks *mat.Dense, relTol float64) (*ViewMap, error) {
+	if ctx.Done() == nil {
+		return NewViewMap(k, landmarks, relTol)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type built struct {
+		m   *ViewMap
+		err error
+	}
+	// Buffered: the goroutine never waits for a caller that has left.
+	done := make(chan built, 1)
+	go func() {
+		m, err := NewViewMap(k, landmarks, relTol)
+		done <- built{m, err}
+	}()
+	select {
+	case b := <-done:
+		return b.m, b.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // epsilon is the float64 machine epsilon, 2⁻⁵².

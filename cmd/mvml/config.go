@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mvml/mvml/internal/linedoc"
 )
 
 // A command that reads a configuration file (serve, refit) takes --config FILE:
@@ -164,38 +166,36 @@ func loadConfig(path string, fs *flag.FlagSet, placeholders bool) (*configFile, 
 		return nil, fmt.Errorf("--config: %w", err)
 	}
 	f := &configFile{path: path}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, usageError{&configError{path, []configProblem{yamlProblem(data, err)}}}
-	}
-	if len(doc.Content) == 0 {
+	root, err := linedoc.ParseYAML(data)
+	var le *linedoc.Error
+	switch {
+	case errors.As(err, &le):
+		return nil, usageError{&configError{path, []configProblem{{line: le.Line, key: le.Path, msg: le.Msg}}}}
+	case err != nil:
+		return nil, err
+	case root == nil:
 		return f, nil // an empty file sets nothing
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
+	case root.Kind != linedoc.Mapping:
 		return nil, usageError{&configError{path, []configProblem{{line: root.Line, msg: fmt.Sprintf("found %s, want a mapping of keys to values", describeNode(root))}}}}
 	}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		k, v := root.Content[i], root.Content[i+1]
-		key := k.Value
+	for _, k := range root.Keys {
+		key := k.Name
 		problem := func(format string, args ...any) {
 			f.problems = append(f.problems, configProblem{line: k.Line, key: key, msg: fmt.Sprintf(format, args...)})
 		}
 		fl := fs.Lookup(key)
 		switch {
-		case k.Kind != yaml.ScalarNode:
+		case !k.Named:
 			problem("a key must be a name")
 			continue
-		case seen[key] > 0:
-			problem("given twice (first on line %d)", seen[key])
+		case k.First > 0:
+			problem("given twice (first on line %d)", k.First)
 			continue
 		case fl == nil || slices.Contains(configOnlyFlags, key):
 			problem("unknown key%s", suggestKey(key, fs))
 			continue
 		}
-		seen[key] = k.Line
-		entry, ok := readEntry(key, k.Line, v, fl, problem)
+		entry, ok := readEntry(key, k.Line, k.Value, fl, problem)
 		if !ok {
 			continue
 		}
@@ -221,23 +221,20 @@ func loadConfig(path string, fs *flag.FlagSet, placeholders bool) (*configFile, 
 // readEntry reads the value v of key, of flag fl: a scalar of the flag's
 // type or, for a list of names such as brokers or a flag given several
 // times, a sequence of scalars.
-func readEntry(key string, line int, v *yaml.Node, fl *flag.Flag, problem func(string, ...any)) (configEntry, bool) {
+func readEntry(key string, line int, v *linedoc.Node, fl *flag.Flag, problem func(string, ...any)) (configEntry, bool) {
 	entry := configEntry{key: key, line: line}
-	items := []*yaml.Node{v}
-	if v.Kind == yaml.SequenceNode {
-		items = v.Content
+	items := []*linedoc.Node{v}
+	if v.Kind == linedoc.Sequence {
+		items = v.Items
 	}
 	want := flagType(fl)
 	var raws []string
 	for _, item := range items {
-		if item.Kind == yaml.AliasNode {
-			item = item.Alias
-		}
-		if item.Kind != yaml.ScalarNode || v.Kind == yaml.SequenceNode && !listFlag(fl) {
+		if item.Kind != linedoc.Scalar || v.Kind == linedoc.Sequence && !listFlag(fl) {
 			problem("found %s, want %s", describeNode(v), describeType(want))
 			return entry, false
 		}
-		text, refers, err := expandEnv(item.Value)
+		text, refers, err := expandEnv(item.Text)
 		switch {
 		case err != nil:
 			problem("%v", err)
@@ -251,7 +248,7 @@ func readEntry(key string, line int, v *yaml.Node, fl *flag.Flag, problem func(s
 		entry.values = append(entry.values, text)
 		raws = append(raws, text)
 		if refers {
-			raws[len(raws)-1] = item.Value
+			raws[len(raws)-1] = item.Text
 			entry.raw = "refers"
 		}
 	}
@@ -365,7 +362,7 @@ func listFlag(fl *flag.Flag) bool {
 
 // scalarFits says whether a YAML scalar as written (its tag) may be a
 // value of a flag of type want; its text is then checked by the flag.
-func scalarFits(n *yaml.Node, want any) bool {
+func scalarFits(n *linedoc.Node, want any) bool {
 	switch want.(type) {
 	case bool:
 		return n.Tag == "!!bool"
@@ -395,51 +392,22 @@ func describeType(want any) string {
 	return "a value"
 }
 
-func describeNode(n *yaml.Node) string {
+func describeNode(n *linedoc.Node) string {
 	switch n.Kind {
-	case yaml.MappingNode:
+	case linedoc.Mapping:
 		return "a mapping"
-	case yaml.SequenceNode:
+	case linedoc.Sequence:
 		return "a list"
-	case yaml.AliasNode:
-		return describeNode(n.Alias)
 	}
 	switch n.Tag {
 	case "!!bool":
-		return "the boolean " + n.Value
+		return "the boolean " + n.Text
 	case "!!int", "!!float":
-		return "the number " + n.Value
+		return "the number " + n.Text
 	case "!!null":
 		return "null"
 	}
-	return "the string " + strconv.Quote(n.Value)
-}
-
-// yamlLine is the line yaml.v3 puts at the start of its messages.
-var yamlLine = regexp.MustCompile(`^line (\d+): `)
-
-// yamlProblem is a syntax error of yaml.v3 in the file's data, without
-// the package's prefix, at its line. yaml.v3 reports a tab in the
-// indentation at the line of the token before it: it is reported at the
-// line of the tab instead.
-func yamlProblem(data []byte, err error) configProblem {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var p configProblem
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		p.line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	}
-	p.msg = msg
-	if strings.Contains(msg, "tab character") {
-		for i, line := range strings.Split(string(data), "\n") {
-			if indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]; strings.Contains(indent, "\t") {
-				p.line = i + 1
-				p.msg = "a tab in the indentation: YAML indents with spaces only"
-				break
-			}
-		}
-	}
-	return p
+	return "the string " + strconv.Quote(n.Text)
 }
 
 // envRef is a reference to an environment variable, ${NAME}; $$ is a
@@ -484,39 +452,16 @@ func missingEnv(raw string) []string {
 
 // suggestKey proposes the key of fs closest to a misspelt one.
 func suggestKey(key string, fs *flag.FlagSet) string {
-	best, bestDist := "", 3
+	var names []string
 	fs.VisitAll(func(fl *flag.Flag) {
-		if slices.Contains(configOnlyFlags, fl.Name) {
-			return
-		}
-		if d := editDistance(key, fl.Name); d < bestDist {
-			best, bestDist = fl.Name, d
+		if !slices.Contains(configOnlyFlags, fl.Name) {
+			names = append(names, fl.Name)
 		}
 	})
-	if best == "" {
-		return ""
+	if best := linedoc.Suggest(key, names); best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
 	}
-	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return ""
 }
 
 // locate adds where an error of a configured command lies in its

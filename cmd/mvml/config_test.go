@@ -55,7 +55,7 @@ func TestLint(t *testing.T) {
 		want       []string // lines of stdout, in order
 	}{
 		{"good", goodServeConfig, exitOK, []string{"serve.yaml: ok"}},
-		{"empty file", "", exitError, []string{"serve.yaml: brokers is required"}},
+		{"empty file", "", exitError, []string{"serve.yaml: brokers is required", "serve.yaml: topic is required", "serve.yaml: dead-letter-topic is required"}},
 		{"types and values, every one", `brokers: kafka:9092
 topic: in
 output-topc: scores

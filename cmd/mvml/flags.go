@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/internal/linedoc"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/schemas"
@@ -130,13 +131,9 @@ func withFlagSuggestion(err error, fs *flag.FlagSet) error {
 	if !ok {
 		return err
 	}
-	name = strings.TrimLeft(name, "-")
-	best, bestDist := "", 3
-	fs.VisitAll(func(fl *flag.Flag) {
-		if d := editDistance(name, fl.Name); d < bestDist {
-			best, bestDist = fl.Name, d
-		}
-	})
+	var names []string
+	fs.VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
+	best := linedoc.Suggest(strings.TrimLeft(name, "-"), names)
 	if best == "" {
 		return err
 	}
@@ -144,14 +141,17 @@ func withFlagSuggestion(err error, fs *flag.FlagSet) error {
 }
 
 // required checks that flags were given: pairs of a flag name and its
-// value ("" when missing), in the order they should be reported.
+// value ("" when missing), in the order they should be reported. Every
+// flag missing is reported, each on a line of its own (see checks), so
+// that one run (and mvml lint) names them all.
 func required(pairs ...string) error {
+	var c checks
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] == "" {
-			return usagef("--%s is required", pairs[i])
+			c.failf("--%s is required", pairs[i])
 		}
 	}
-	return nil
+	return c.err()
 }
 
 // inputsFlag collects a repeatable --input; ingest expands globs.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -225,5 +226,79 @@ func produceRows(fifo string) {
 		if _, err := fmt.Fprintf(w, "%d,%d,%g,%g,%g,%g,%g\n", i, 1+i%3, x[0], x[1], x[2], x[3], x[4]); err != nil {
 			return
 		}
+	}
+}
+
+// Ctrl-C during the eigendecompositions of the landmarks' kernels (1,500
+// landmarks: gonum's, which read no context, take many seconds each)
+// stops train within the limit, the model file as it was and no file
+// left behind.
+func TestInterruptEigendecompositionStops(t *testing.T) {
+	dir := t.TempDir()
+	spec, data := fixture(t, dir, "data.csv", classSpec, 3000, 16, nil)
+	model := filepath.Join(dir, "m.mvml")
+	if err := os.WriteFile(model, []byte("the model before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := dirNames(t, dir)
+	p := startProcess(t, "train", "train", "--model", model, "--input", data, "--views", spec, "--landmarks", "1500", "--log-format", "json")
+	p.waitSaid(t, "loaded labelled rows")
+	time.Sleep(500 * time.Millisecond) // into the first view's eigendecomposition
+	took := p.interrupt(t)
+	t.Logf("train ended %v after SIGINT", took)
+	if took > interruptLimit() {
+		t.Errorf("train ended %v after SIGINT, want within %v:\n%s", took, interruptLimit(), p.stderr)
+	}
+	said := p.stderr.String()
+	if code := p.cmd.ProcessState.ExitCode(); code != exitError || !strings.Contains(said, `"msg":"interrupted: stopping`) ||
+		!strings.Contains(said, "mvml train: interrupted:") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1, the signal logged and the interruption reported", code, said)
+	}
+	if got, err := os.ReadFile(model); err != nil || string(got) != "the model before" {
+		t.Errorf("the model file after an interrupted train: %q, %v", got, err)
+	}
+	if after := dirNames(t, dir); !slices.Equal(before, after) {
+		t.Errorf("an interrupted train left files: %v, before %v", after, before)
+	}
+}
+
+// Ctrl-C stops refit --once in the middle of its refit (tuning a grid of
+// candidates on fold sums) within the limit, with its log line, and the
+// model topic as it was: no model, candidate or checkpoint published.
+func TestInterruptRefitOnceStops(t *testing.T) {
+	dir := t.TempDir()
+	specPath, trainCSV := fixture(t, dir, "train.csv", classSpec, 300, 1, nil)
+	files := statsFiles(t, dir, 2, 150)
+	cluster := kafkatest.Start(t, 1, "stats", "models")
+	brokers := strings.Join(cluster.Brokers, ",")
+	base := filepath.Join(dir, "base.mvml")
+	mustRun(t, "train", "--input", trainCSV, "--views", specPath, "--model", base, "--landmarks", "150", "--mode", "cov",
+		"--brokers", brokers, "--model-topic", "models")
+	mustRun(t, append(append([]string{"stats"}, inputArgs(files)...), "--like", base, "--brokers", brokers,
+		"--stats-topic", "stats", "--folds", "10")...)
+	before := cluster.ConsumeAll(t, "models")
+	// A grid that takes minutes: 400 candidates, each fitted on 10 folds.
+	var lambdas, mus []string
+	for i := range 20 {
+		lambdas = append(lambdas, fmt.Sprintf("%g", math.Pow(10, -4+0.3*float64(i))))
+		mus = append(mus, fmt.Sprintf("%g", 0.05*float64(i+1)))
+	}
+	p := startProcess(t, "refit", "refit", "--brokers", brokers, "--stats-topic", "stats", "--model-topic", "models", "--once", "--cold",
+		"--http", "", "--folds", "10", "--tune", "lambda="+strings.Join(lambdas, ","), "--tune", "mu="+strings.Join(mus, ","), "--log-format", "json")
+	p.waitSaid(t, `"msg":"refit: fitting"`)
+	time.Sleep(500 * time.Millisecond) // into the tuning
+	took := p.interrupt(t)
+	t.Logf("refit --once ended %v after SIGINT", took)
+	if took > interruptLimit() {
+		t.Errorf("refit --once ended %v after SIGINT, want within %v:\n%s", took, interruptLimit(), p.stderr)
+	}
+	said := p.stderr.String()
+	if code := p.cmd.ProcessState.ExitCode(); code != exitError || !strings.Contains(said, `"msg":"interrupted: stopping`) ||
+		!strings.Contains(said, "mvml refit: interrupted:") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1, the signal logged and the interruption reported", code, said)
+	}
+	after := cluster.ConsumeAll(t, "models")
+	if len(after) != len(before) {
+		t.Errorf("the model topic holds %d messages after an interrupted refit, %d before", len(after), len(before))
 	}
 }

@@ -93,3 +93,45 @@ func TestLintFilesAndTabs(t *testing.T) {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", code, stdout, want, stderr)
 	}
 }
+
+// Every required flag missing is reported in one run, each on a line of
+// its own, by the command and by lint.
+func TestRequiredFlagsReportedTogether(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // the lines of stderr before the hint, in order
+	}{
+		{"serve", []string{"serve", "--model", "m.mvml"},
+			[]string{"--brokers is required", "--topic is required", "--dead-letter-topic is required"}},
+		{"serve, one given", []string{"serve", "--topic", "in"},
+			[]string{"--brokers is required", "--dead-letter-topic is required"}},
+		{"refit", []string{"refit", "--brokers", "localhost:9092"},
+			[]string{"--stats-topic is required", "--model-topic is required"}},
+		{"score", []string{"score"},
+			[]string{"--input is required", "--model is required", "--output is required"}},
+		{"stats", []string{"stats", "--stats-topic", "s"},
+			[]string{"--input is required", "--like is required", "--brokers is required"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := mvml(t, tt.args...)
+			var want strings.Builder
+			for _, w := range tt.want {
+				want.WriteString("mvml " + tt.args[0] + ": " + w + "\n")
+			}
+			want.WriteString("Run 'mvml " + tt.args[0] + " --help' for usage.\n")
+			if code != exitUsage || stderr != want.String() {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and\n%s", code, stderr, exitUsage, want.String())
+			}
+		})
+	}
+
+	// lint names every key missing from a file at once.
+	path := writeConfig(t, "topic: in\nmodel: m.mvml\noutput-topic: out\n")
+	code, stdout, _ := mvml(t, "lint", path)
+	want := "serve.yaml: brokers is required\nserve.yaml: dead-letter-topic is required"
+	if got := strings.TrimSpace(strings.ReplaceAll(stdout, filepath.Dir(path)+string(filepath.Separator), "")); code != exitError || got != want {
+		t.Errorf("lint: exit %d, stdout:\n%s\nwant:\n%s", code, got, want)
+	}
+}

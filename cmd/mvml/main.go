@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mvml/mvml/internal/blasimpl"
+	"github.com/mvml/mvml/internal/linedoc"
 )
 
 func main() {
@@ -180,12 +181,11 @@ func (a *app) run(ctx context.Context, args []string) int {
 // suggestCommand proposes the command closest to a misspelt one, or the
 // flag of mvml a dashed word may mean.
 func suggestCommand(name string) string {
-	best, bestDist := "", 3
+	var names []string
 	for _, c := range commands() {
-		if d := editDistance(strings.TrimLeft(name, "-"), c.name); d < bestDist {
-			best, bestDist = c.name, d
-		}
+		names = append(names, c.name)
 	}
+	best := linedoc.Suggest(strings.TrimLeft(name, "-"), names)
 	if best == "" {
 		return ""
 	}

@@ -41,8 +41,8 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
-	// A required flag missing is reported alone: the other checks are of
-	// a configuration that is not there yet.
+	// The required flags missing are reported alone, all of them: the
+	// other checks are of a configuration that is not there yet.
 	if err := required("brokers", kf.brokers, "stats-topic", *statsTopic, "model-topic", *modelTopic); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func TestLintRefit(t *testing.T) {
 	}{
 		{"good", goodRefitConfig, exitOK, []string{"refit.yaml: ok"}},
 		{"once, without the refit triggers", "brokers: k:9092\nstats-topic: s\nmodel-topic: m\nonce: true\ncold: true\n", exitOK, []string{"refit.yaml: ok"}},
-		{"empty file", "", exitError, []string{"refit.yaml: brokers is required"}},
+		{"empty file", "", exitError, []string{"refit.yaml: brokers is required", "refit.yaml: stats-topic is required", "refit.yaml: model-topic is required"}},
 		{"types and values, every one", `brokers: kafka:9092
 stats-topic: s
 model-topic: m
@@ -90,7 +90,7 @@ stats-topic: again
 	}
 	// --command says whose file it is: a refit file is not serve's.
 	code, stdout, _ := mvml(t, "lint", writeRefitConfig(t, goodRefitConfig))
-	if code != exitError || !strings.HasSuffix(stdout, "refit.yaml: topic is required\n") {
+	if code != exitError || !strings.Contains(stdout, "refit.yaml: topic is required\n") || !strings.HasSuffix(stdout, "refit.yaml: dead-letter-topic is required\n") {
 		t.Errorf("lint of a refit file as serve's: exit %d, stdout %s", code, stdout)
 	}
 }

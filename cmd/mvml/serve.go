@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/refit"
 	"github.com/mvml/mvml/pipeline/serve"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
@@ -47,7 +49,10 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	statsTopic := fs.String("stats-topic", "", "`TOPIC` (one partition) receiving the statistics of the labels, for `mvml refit`; needs --model-topic, and no refit flags")
 	statsInterval := fs.Duration("stats-interval", serve.DefaultStatsInterval, "with --stats-topic, publish the statistics at least this often")
 	statsRows := fs.Int("stats-rows", serve.DefaultStatsRows, "with --stats-topic, publish the statistics once they hold this many labelled rows")
-	statsFolds := fs.Int("folds", 1, "with --stats-topic, keep the statistics as `K` fold sums (rows to folds by a hash of their id) for mvml refit --tune --folds K, which must be the same; K times the size of a delta, 1 to 100")
+	statsFolds := fs.Int("folds", 1, "keep the statistics as `K` fold sums (rows to folds by a hash of their id), 1 to 100: with --stats-topic for mvml refit --tune --folds K, which must be the same (K times the size of a delta); with --tune for this replica's own refits (K times their memory)")
+	tune := gridFlag{}
+	fs.Var(tune, "tune", "`NAME=V1,V2,...` values of lambda, eta, mu or learn_w every refit of this replica chooses from by exact cross-validation on the --folds fold sums (repeatable; needs --folds 2 or more and --refit-rows or --refit-interval); the table goes into the model, the values chosen into /metrics")
+	gateMargin := fs.Float64("gate-margin", refit.DefaultGateMargin, "with --tune, a refit is served only if its loss is not worse than the model in service's by more than this fraction (cross-validated, and on the labels since that model), or its gain on the labels since outweighs its cross-validated loss; otherwise it is published as a candidate. Negative: no gate")
 	replica := fs.String("replica", "", "`NAME` of this replica in its statistics (default: the host name)")
 	workers := fs.Int("workers", 1, "goroutines scoring batches while the batch before is written and committed; one batch's kernel products are spread over every CPU already, so more pay off only with batches under 64 rows per CPU")
 	inFlight := fs.Int("in-flight", 0, "most batches taken from the topic and not yet written: being scored, waiting for their turn, or being written (two more are fetched and decoded meanwhile); 0 means --workers + 1")
@@ -57,8 +62,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseConfigured(a, fs, config, args); err != nil {
 		return err
 	}
-	// A required flag missing is reported alone: the other checks are of
-	// a configuration that is not there yet.
+	// The required flags missing are reported alone, all of them: the
+	// other checks are of a configuration that is not there yet.
 	if err := required("brokers", kf.brokers, "topic", *topic, "dead-letter-topic", *deadTopic); err != nil {
 		return err
 	}
@@ -108,6 +113,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if *decay <= 0 || *decay > 1 {
 		c.failf("--decay %g must be in (0, 1]", *decay)
 	}
+	serveTuneFlags(&c, fs, tune, *statsFolds, *gateMargin, *statsTopic, *refitRows > 0 || *refitEvery > 0)
 	switch {
 	case *workers < 1 || *inFlight < 0:
 		c.failf("--workers %d must be at least 1 and --in-flight %d not negative", *workers, *inFlight)
@@ -125,7 +131,13 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	labels := serve.LateLabels{
 		Window: *labelWindow, CacheBytes: *labelCache, QualityWindow: *qualityWindow,
-		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica, Folds: *statsFolds,
+		StatsInterval: *statsInterval, StatsRows: *statsRows, Replica: *replica,
+	}
+	refitPolicy := serve.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay}
+	if *statsTopic != "" {
+		labels.Folds = *statsFolds
+	} else if len(tune) > 0 {
+		refitPolicy.Folds, refitPolicy.Tune, refitPolicy.GateMargin = *statsFolds, tune, *gateMargin
 	}
 	lateLabelFlags(&c, fs, *labelsTopic, *statsTopic, *modelTopic, labels)
 	opts, err := read.options(a)
@@ -159,7 +171,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		Conn: conn, Topic: *topic, Format: inFormat, Group: *group, StartOffset: start, MaxWait: *maxWait, SessionTimeout: *sessionTimeout,
 		OutputTopic: *outTopic, ArrowOutput: arrowOutput, OutputDir: *outDir, Roll: sink.RollingPolicy{Rows: *rollRows, Every: *rollEvery},
 		DeadLetterTopic: *deadTopic, Model: m, ModelFile: *modelPath, ReloadInterval: *reload, ModelDir: *modelDir,
-		Refit:         serve.RefitPolicy{Rows: *refitRows, Interval: *refitEvery, MinRows: *minRows, Decay: *decay},
+		Refit:         refitPolicy,
 		Contributions: *contributions, HTTPAddr: *httpAddr, Workers: *workers, InFlight: *inFlight,
 		WritesInFlight: *writesInFlight,
 		Options:        pipeline.Options{BatchSize: opts.BatchSize, Logger: a.log},
@@ -195,8 +207,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 // refitter.
 var (
 	joinFlags  = []string{"label-window", "label-cache-bytes", "quality-window"}
-	statsFlags = []string{"stats-interval", "stats-rows", "replica", "folds"}
-	refitFlags = []string{"refit-rows", "refit-interval", "refit-min-rows", "decay", "model-dir"}
+	statsFlags = []string{"stats-interval", "stats-rows", "replica"}
+	refitFlags = []string{"refit-rows", "refit-interval", "refit-min-rows", "decay", "model-dir", "tune", "gate-margin"}
 )
 
 // serveInapplicableFlags are the flags of fs that tune a part of serve
@@ -218,6 +230,10 @@ func serveInapplicableFlags(fs *flag.FlagSet) map[string]bool {
 	}
 	mark(joinFlags, value("labels-topic") == "")
 	mark(statsFlags, value("stats-topic") == "")
+	// The fold sums are of the statistics published, or of the refits
+	// that tune; the gate is of those refits.
+	mark([]string{"folds"}, value("stats-topic") == "" && value("tune") == "")
+	mark([]string{"tune", "gate-margin"}, value("tune") == "")
 	mark(refitFlags, value("stats-topic") != "")
 	mark([]string{"writes-in-flight"}, value("output-dir") != "")
 	return off
@@ -263,9 +279,6 @@ func lateLabelFlags(c *checks, fs *flag.FlagSet, labelsTopic, statsTopic, modelT
 	if labels.StatsRows <= 0 {
 		c.failf("--stats-rows %d must be positive", labels.StatsRows)
 	}
-	if labels.Folds < 1 || labels.Folds > model.MaxFolds {
-		c.failf("--folds %d: want 1 to %d", labels.Folds, model.MaxFolds)
-	}
 }
 
 // startModel is the model served at the start: the --model file, or the
@@ -279,4 +292,36 @@ func startModel(ctx context.Context, path string, models *registry.Kafka, broker
 		return nil, fmt.Errorf("%w: publish one with `mvml train --input FILE --views SPEC --brokers %s --model-topic %s`, or give --model", err, brokers, models.Topic())
 	}
 	return m, err
+}
+
+// serveTuneFlags checks --tune, --folds and --gate-margin, noting every
+// problem in c: the fold sums are for the statistics published
+// (--stats-topic) or for the refits that tune; tuning needs refits of
+// this replica's own and 2 folds or more; the gate is of tuned refits.
+func serveTuneFlags(c *checks, fs *flag.FlagSet, tune gridFlag, folds int, gateMargin float64, statsTopic string, refits bool) {
+	given := givenFlags(fs)
+	if folds < 1 || folds > model.MaxFolds {
+		c.failf("--folds %d: want 1 to %d", folds, model.MaxFolds)
+	}
+	if given["folds"] && statsTopic == "" && len(tune) == 0 {
+		c.failf("--folds keeps fold sums of the statistics published (--stats-topic) or of the refits that tune (--tune): give one")
+	}
+	if given["gate-margin"] && len(tune) == 0 {
+		c.failf("--gate-margin compares cross-validated losses, which only --tune computes")
+	}
+	if math.IsNaN(gateMargin) || math.IsInf(gateMargin, 0) {
+		c.failf("--gate-margin %g must be finite", gateMargin)
+	}
+	if len(tune) == 0 || statsTopic != "" {
+		return // lateLabelFlags refuses --tune with --stats-topic
+	}
+	if !refits {
+		c.failf("--tune chooses the hyper-parameters of this replica's refits: give --refit-rows or --refit-interval")
+	}
+	if folds < 2 {
+		c.failf("--tune cross-validates on fold sums: give --folds 2 or more")
+	}
+	if _, err := model.Candidates(tune); err != nil {
+		c.add(usageError{err})
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/gate"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/statsbus"
 )
@@ -351,6 +352,9 @@ func (l *leader) openLineage(ctx context.Context, m *model.Model, from int64) (*
 	}
 	lin.base, lin.ledger = base, cp.Ledger
 	lin.checkpointModel = cp.Model
+	if err := l.restoreSince(lin, cp, m); err != nil {
+		return nil, err
+	}
 	return lin, nil
 }
 
@@ -525,10 +529,10 @@ func (l *leader) refit(ctx context.Context) error {
 	l.r.logger.Info("refit: fitting", "lineage", lin.id, "base", cur.Version, "rows", total.Rows(), "new_rows", lin.fresh.Rows(),
 		"new_deltas", lin.deltas, "cold", l.r.cfg.Cold)
 	var m *model.Model
-	var gate *registry.Gate
+	var verdict *registry.Gate
 	switch {
 	case len(l.r.cands) > 0:
-		m, gate, err = l.tune(ctx, total, cur)
+		m, verdict, err = l.tune(ctx, total, cur)
 	case l.r.cfg.Cold:
 		m, err = total.RefitCold(ctx, cur.Config.Fit)
 	default:
@@ -537,7 +541,7 @@ func (l *leader) refit(ctx context.Context) error {
 	if err != nil {
 		return l.refitEnded(ctx, fmt.Errorf("fit: %w", err))
 	}
-	current := gate == nil || gate.Outcome == registry.GateAccepted
+	current := verdict == nil || verdict.Outcome == registry.GateAccepted
 	// Proof, just before publishing, that no standby took over.
 	if err := l.commit(ctx, l.committed); err != nil {
 		return l.refitEnded(ctx, err)
@@ -545,10 +549,10 @@ func (l *leader) refit(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return l.refitEnded(ctx, nil)
 	}
-	meta := registry.Meta{Role: registry.RoleRefit, Parent: cur.Version, Host: l.r.cfg.Host, Gate: gate,
+	meta := registry.Meta{Role: registry.RoleRefit, Parent: cur.Version, Host: l.r.cfg.Host, Gate: verdict,
 		Note: fmt.Sprintf("mvml refit: %d deltas, %v rows since %s", lin.deltas, lin.fresh.Rows(), cur.Version)}
 	if !current {
-		meta.Note = fmt.Sprintf("rejected by the gate (%s); ", gateSummary(gate)) + meta.Note
+		meta.Note = fmt.Sprintf("rejected by the gate (%s); ", gate.Summary(verdict)) + meta.Note
 	}
 	if l.r.dir != nil {
 		if _, err := l.r.dir.Publish(ctx, m, meta, current); err != nil {
@@ -573,7 +577,7 @@ func (l *leader) refit(ctx context.Context) error {
 		// service on every row since it was made current.
 		lin.since.Decay(l.r.cfg.Decay)
 		l.r.logger.Warn("refit: rejected by the gate: published as a candidate, not made current; mvml models promote can make it current",
-			"model", m.Version, "serving", cur.Version, "lineage", lin.id, "rows", total.Rows(), "new_rows", merged, "gate", gateSummary(gate))
+			"model", m.Version, "serving", cur.Version, "lineage", lin.id, "rows", total.Rows(), "new_rows", merged, "gate", gate.Summary(verdict))
 	}
 	err = l.putCheckpoint(ctx, lin, m.Version)
 	if err != nil {
@@ -618,6 +622,10 @@ func (l *leader) refitEnded(ctx context.Context, err error) error {
 func (l *leader) putCheckpoint(ctx context.Context, lin *lineageState, version string) error {
 	next := lin.stream.Resume(lin.next)
 	cp, err := statsbus.NewCheckpoint(lin.base, statsbus.CheckpointHeader{NextSOffset: next, Model: version, Created: time.Now().UTC(), Ledger: lin.ledger.Clone()})
+	if err == nil && l.cur != nil {
+		// The gate's labels since the serving model survive a failover.
+		err = cp.KeepSince(lin.since, l.cur.Version)
+	}
 	if err != nil {
 		return err
 	}
@@ -701,82 +709,16 @@ func (l *leader) tune(ctx context.Context, total *model.Accumulator, cur *model.
 	if l.r.cfg.GateMargin < 0 {
 		return m, nil, nil
 	}
-	gate, err := l.gate(ctx, total, m, warm, cur)
+	verdict, err := l.gate(ctx, total, m, warm, cur)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gate: %w", err)
 	}
-	return m, gate, nil
+	return m, verdict, nil
 }
 
 // gate judges a tuned refit m of total (warm-started from warm) against
-// cur, the model in service. The refit is accepted unless it is worse
-// than cur by more than the margin (relative) on either of two out of
-// sample estimates, both losses per row from fold sums:
-//
-//   - its cross-validated loss against the one recorded for cur when cur
-//     was tuned (skipped when cur was not): the quality of the fit on
-//     all the rows, as each was estimated on the rows of its day;
-//   - on the labels that arrived since cur was made current (lin.since,
-//     kept as fold sums): each fold's loss of the refit's configuration
-//     fitted on the other folds of total (Accumulator.CrossLosses: it
-//     never sees the fold it is scored on) against cur's loss on the
-//     same rows (Accumulator.Losses: cur never saw them at all).
-//
-// A burst of wrong labels raises the first (the folds disagree) and
-// keeps the refit from beating cur on the second; a real change of the
-// data may raise the first a little but lets the refit beat cur on the
-// new labels.
+// cur, the model in service, on the labels since cur was made current
+// (gate.Judge).
 func (l *leader) gate(ctx context.Context, total *model.Accumulator, m, warm, cur *model.Model) (*registry.Gate, error) {
-	tun := m.Meta.Tuning
-	g := &registry.Gate{Outcome: registry.GateAccepted, Serving: cur.Version, Margin: l.r.cfg.GateMargin,
-		CVLoss: tun.Table[tun.Chosen].Loss / sum(tun.FoldRows)}
-	worse := func(cand, serving float64) bool { return cand > serving*(1+g.Margin) }
-	if ct := cur.Meta.Tuning; ct != nil && ct.Chosen >= 0 && ct.Chosen < len(ct.Table) && sum(ct.FoldRows) > 0 {
-		v := ct.Table[ct.Chosen].Loss / sum(ct.FoldRows)
-		g.ServingCVLoss = &v
-		if worse(g.CVLoss, v) {
-			g.Outcome = registry.GateRejected
-		}
-	}
-	since := l.lin.since
-	if g.NewRows = since.Rows(); g.NewRows > 0 {
-		cand, err := total.CrossLosses(ctx, m.Config.Fit, warm, since)
-		if err != nil {
-			return nil, err
-		}
-		serving, err := since.Losses(cur)
-		if err != nil {
-			return nil, err
-		}
-		nc, ns := sum(cand)/g.NewRows, sum(serving)/g.NewRows
-		g.NewLoss, g.ServingNewLoss = &nc, &ns
-		if worse(nc, ns) {
-			g.Outcome = registry.GateRejected
-		}
-	}
-	return g, nil
-}
-
-func sum(xs []float64) float64 {
-	t := 0.0
-	for _, x := range xs {
-		t += x
-	}
-	return t
-}
-
-// gateSummary says what a gate compared, for the log and the manifest's
-// note.
-func gateSummary(g *registry.Gate) string {
-	if g == nil {
-		return "no gate"
-	}
-	s := fmt.Sprintf("%s against %s, margin %g: cv loss/row %.6g", g.Outcome, g.Serving, g.Margin, g.CVLoss)
-	if g.ServingCVLoss != nil {
-		s += fmt.Sprintf(" vs %.6g", *g.ServingCVLoss)
-	}
-	if g.NewLoss != nil {
-		s += fmt.Sprintf("; on %v new labels %.6g/row vs %.6g", g.NewRows, *g.NewLoss, *g.ServingNewLoss)
-	}
-	return s
+	return gate.Judge(ctx, total, l.lin.since, m, warm, cur, l.r.cfg.GateMargin)
 }

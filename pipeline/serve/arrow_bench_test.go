@@ -333,7 +333,8 @@ func serveTopic(b *testing.B, cluster *kafkatest.Cluster, m *model.Model, c serv
 	if c.format == ingest.FormatArrow {
 		out, err = sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: conn, Topic: topic}, nil)
 	} else {
-		out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: topic})
+		// As mvml serve's (KafkaRunner's): the writes waiting leave together.
+		out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: conn, Topic: topic, Coalesce: true})
 	}
 	if err != nil {
 		b.Fatal(err)

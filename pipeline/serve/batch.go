@@ -277,7 +277,7 @@ func (s *Service) learn(acc *model.Accumulator, m *model.Model, b ingest.Batch, 
 		s.metrics.add(metricLabelled, int64(n))
 		return 0, seq
 	}
-	if err := acc.AddProjected(gatherRows(u, rows), labels); err != nil {
+	if err := addLabelled(acc, b, rows, gatherRows(u, rows), labels); err != nil {
 		// Every label passed CheckLabel: whatever this is costs the refit
 		// these rows, not the service.
 		s.cfg.Logger.Error("labelled rows not used for refits", sourceAttr(b), "rows", len(labels), "err", err)

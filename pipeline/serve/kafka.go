@@ -229,7 +229,9 @@ func NewKafkaRunner(cfg KafkaConfig) (*KafkaRunner, error) {
 	} else if cfg.ArrowOutput {
 		r.out, err = sink.NewKafkaArrow(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.OutputTopic, Logger: opts.Logger}, opts.Allocator)
 	} else {
-		r.out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.OutputTopic, Logger: opts.Logger})
+		// The writes of small batches at light load leave together (see
+		// sink.KafkaWriterConfig.Coalesce).
+		r.out, err = sink.NewKafka(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.OutputTopic, Logger: opts.Logger, Coalesce: true})
 	}
 	if err == nil {
 		r.dead, err = sink.NewKafkaDeadLetters(sink.KafkaWriterConfig{Conn: cfg.Conn, Topic: cfg.DeadLetterTopic, Logger: opts.Logger})
@@ -251,6 +253,9 @@ func NewKafkaRunner(cfg KafkaConfig) (*KafkaRunner, error) {
 				labels.Stats = r.stats
 			}
 			sc.Labels = &labels
+		}
+		if cfg.Refit.tuning() {
+			sc.OnGated = r.publishGated
 		}
 		r.svc, err = NewService(sc)
 	}

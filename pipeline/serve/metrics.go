@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mvml/mvml/ingest"
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline/internal/metrics"
 	"github.com/mvml/mvml/sink"
 )
@@ -35,6 +36,9 @@ type Stats struct {
 	// Quality is the prequential quality of the model versions served, by
 	// version, the one that last had a label joined first.
 	Quality []VersionQuality `json:"quality,omitempty"`
+	// Tuned are the values the last tuned refit chose (RefitPolicy.Tune),
+	// by hyper-parameter.
+	Tuned map[string]float64 `json:"tuned,omitempty"`
 
 	ModelVersion string `json:"model_version"`
 	Running      bool   `json:"running"`
@@ -150,6 +154,9 @@ const (
 	// refitSuperseded: it ended after a swapped-in model had replaced the
 	// one it refitted, so its model was dropped.
 	refitSuperseded = "superseded"
+	// refitRejected: the gate rejected the tuned refit (RefitPolicy.Tune);
+	// the old model stays, the refit went to OnGated as a candidate.
+	refitRejected = "rejected"
 )
 
 // Histogram is a distribution of observations (metrics.Histogram).
@@ -215,6 +222,7 @@ const (
 	metricQualityAccuracy
 	metricQualityNMSE
 	metricQualityLabels
+	metricRefitTuned
 	numMetrics
 )
 
@@ -247,7 +255,7 @@ var serveMetricDefs = [numMetrics]struct {
 	metricBatches:          {"mvml_batches_total", metrics.Counter, "Batches written and acknowledged.", func(s *Stats) any { return &s.Batches }},
 	metricRefits:           {"mvml_refits_total", metrics.Counter, "Refitted models put in service.", func(s *Stats) any { return &s.Refits }},
 	metricRefitFailures:    {"mvml_refit_failures_total", metrics.Counter, "Refits that failed; the old model stayed in service.", func(s *Stats) any { return &s.RefitFailures }},
-	metricRefitOutcomes:    {"mvml_refit_outcomes_total", metrics.CountersBy("outcome"), "Refits that ended, by outcome: served, failed (the old model stayed), cancelled (the service stopped, or a model put in service replaced the one refitted), superseded (ended after such a replacement; dropped).", func(s *Stats) any { return &s.RefitOutcomes }},
+	metricRefitOutcomes:    {"mvml_refit_outcomes_total", metrics.CountersBy("outcome"), "Refits that ended, by outcome: served, failed (the old model stayed), cancelled (the service stopped, or a model put in service replaced the one refitted), superseded (ended after such a replacement; dropped), rejected (by the gate of a tuned refit: a candidate).", func(s *Stats) any { return &s.RefitOutcomes }},
 	metricReloads:          {"mvml_model_reloads_total", metrics.Counter, "Models made current in the model store or file followed and put in service.", func(s *Stats) any { return &s.Reloads }},
 	metricReloadFailures:   {"mvml_model_reload_failures_total", metrics.Counter, "Models made current that could not be served (partial, damaged, other views); the old model stayed in service.", func(s *Stats) any { return &s.ReloadFailures }},
 	metricNotCommitted:     {"mvml_records_not_committed", metrics.Gauge, "Records taken and not yet acknowledged.", func(s *Stats) any { return &s.NotCommitted }},
@@ -324,6 +332,16 @@ var serveMetricDefs = [numMetrics]struct {
 	metricQualityLabels: {"mvml_prequential_labels", metrics.GaugesBy("version"), "Labels the prequential quality of a model version is measured on (its window).",
 		func(s *Stats) any {
 			return qualitySamples(s, func(q VersionQuality) *float64 { w := float64(q.Window); return &w })
+		}},
+	metricRefitTuned: {"mvml_refit_tuned", metrics.GaugesBy("param"), "The value of every hyper-parameter the last tuned refit chose (--tune).",
+		func(s *Stats) any {
+			var out []metrics.Sample
+			for _, k := range model.TuneKeys {
+				if v, ok := s.Tuned[k]; ok {
+					out = append(out, metrics.Sample{Labels: []string{k}, Value: v})
+				}
+			}
+			return out
 		}},
 }
 
@@ -462,6 +480,7 @@ func (s *Service) Stats() Stats {
 		}
 	}
 	st.Quality = s.quality()
+	st.Tuned = s.tunedValues()
 	for m, def := range serveMetricDefs {
 		switch field := def.field(&st).(type) {
 		case *int64:

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/gate"
+	"github.com/mvml/mvml/registry"
 )
 
 // refitScheduler decides when a Service refits and runs the refits: at
@@ -20,10 +22,15 @@ type refitScheduler struct {
 	// base is the model whose features acc gathers on.
 	base *model.Model
 	acc  *model.Accumulator
-	// since counts the labelled rows added since the last refit started,
-	// last is when it started (or Run did).
-	since int
-	last  time.Time
+	// fresh and since are set when the refits tune: fresh holds the rows
+	// gathered since the last refit started (acc those before), since
+	// the rows merged into acc since the model in service was put in
+	// service, decayed alike, on which the gate compares a refit with it.
+	fresh, since *model.Accumulator
+	// sinceRows counts the labelled rows added since the last refit
+	// started, last is when it started (or Run did).
+	sinceRows int
+	last      time.Time
 	// busy is set while a refit runs; cancel cancels it.
 	busy    bool
 	cancel  context.CancelFunc
@@ -39,24 +46,32 @@ type refitResult struct {
 	// base is the model whose features the refit's statistics were
 	// gathered on: a refit of a model since swapped out is dropped.
 	base *model.Model
+	// gate is the verdict of a tuned refit's gate, rejected set when it
+	// rejected the model: it is not served.
+	gate     *registry.Gate
+	rejected bool
 }
 
 func newRefitScheduler(s *Service) *refitScheduler {
 	base := s.cfg.Model
-	return &refitScheduler{s: s, policy: s.cfg.Refit, base: base, acc: base.NewAccumulator(), last: time.Now(),
+	r := &refitScheduler{s: s, policy: s.cfg.Refit, base: base, acc: s.cfg.Refit.newRefitAccumulator(base), last: time.Now(),
 		cancel: func() {}, done: make(chan refitResult, 1)}
+	if r.policy.tuning() {
+		r.fresh, r.since = r.policy.newRefitAccumulator(base), r.policy.newRefitAccumulator(base)
+	}
+	return r
 }
 
 // added counts n labelled rows just added to the statistics.
 func (r *refitScheduler) added(n int) {
-	r.since += n
-	r.s.metrics.setFloat(metricAccumulated, r.acc.Rows())
+	r.sinceRows += n
+	r.s.metrics.setFloat(metricAccumulated, r.rows())
 }
 
 // waiting reports whether a refit may start: none runs, labelled rows
 // arrived since the last one, and enough rows are gathered.
 func (r *refitScheduler) waiting() bool {
-	return r.policy.enabled() && !r.busy && r.since > 0 && r.acc.Rows() >= r.policy.MinRows
+	return r.policy.enabled() && !r.busy && r.sinceRows > 0 && r.rows() >= r.policy.MinRows
 }
 
 // timer delivers when a refit comes due by time; it is nil (never
@@ -73,22 +88,33 @@ func (r *refitScheduler) timer() <-chan time.Time {
 // a refit ends (rows that arrived meanwhile need not wait for more) and
 // when the interval passes while the source is idle.
 func (r *refitScheduler) start(ctx context.Context) error {
-	due := r.policy.Rows > 0 && r.since >= r.policy.Rows ||
+	due := r.policy.Rows > 0 && r.sinceRows >= r.policy.Rows ||
 		r.policy.Interval > 0 && time.Since(r.last) >= r.policy.Interval
 	if !due || !r.waiting() {
 		return nil
 	}
-	snapshot := r.base.NewAccumulator()
+	if err := r.takeFresh(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	snapshot := r.policy.newRefitAccumulator(r.base)
 	if err := snapshot.Merge(r.acc); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	var since *model.Accumulator
+	if r.since != nil {
+		since = r.policy.newRefitAccumulator(r.base)
+		if err := since.Merge(r.since); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		r.since.Decay(r.policy.Decay)
+	}
 	r.acc.Decay(r.policy.Decay)
-	r.s.metrics.setFloat(metricAccumulated, r.acc.Rows())
-	r.busy, r.since, r.last = true, 0, time.Now()
+	r.s.metrics.setFloat(metricAccumulated, r.rows())
+	r.busy, r.sinceRows, r.last = true, 0, time.Now()
 	refitCtx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
 	base := r.base
-	r.running.Go(func() { r.done <- r.s.refit(refitCtx, base, snapshot) })
+	r.running.Go(func() { r.done <- r.s.refit(refitCtx, base, snapshot, since) })
 	return nil
 }
 
@@ -98,6 +124,10 @@ func (r *refitScheduler) start(ctx context.Context) error {
 func (r *refitScheduler) finished(ctx context.Context, res refitResult) error {
 	r.busy = false
 	r.cancel()
+	if r.since != nil && res.err == nil && !res.rejected && res.base == r.base {
+		// A new model in service: the labels since start again.
+		r.since = r.policy.newRefitAccumulator(r.base)
+	}
 	r.s.adoptOn(r.base, res)
 	r.s.refitting.Store("")
 	return r.start(ctx)
@@ -107,7 +137,10 @@ func (r *refitScheduler) finished(ctx context.Context, res refitResult) error {
 // under way on the old ones is cancelled.
 func (r *refitScheduler) rebase(m *model.Model) {
 	r.cancel()
-	r.base, r.acc, r.since = m, m.NewAccumulator(), 0
+	r.base, r.acc, r.sinceRows = m, r.policy.newRefitAccumulator(m), 0
+	if r.fresh != nil {
+		r.fresh, r.since = r.policy.newRefitAccumulator(m), r.policy.newRefitAccumulator(m)
+	}
 	r.s.metrics.setFloat(metricAccumulated, 0)
 }
 
@@ -128,7 +161,7 @@ func (r *refitScheduler) stop(wait bool) {
 
 // refit fits a model on snapshot, gathered on base's features, and hands
 // it to OnRefit unless ctx was cancelled meanwhile.
-func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.Accumulator) refitResult {
+func (s *Service) refit(ctx context.Context, base *model.Model, snapshot, since *model.Accumulator) refitResult {
 	current := s.Model()
 	fit := current.Config.Fit
 	if s.cfg.Refit.Fit != nil {
@@ -138,6 +171,9 @@ func (s *Service) refit(ctx context.Context, base *model.Model, snapshot *model.
 	warm := base
 	if current.Features == base.Features {
 		warm = current
+	}
+	if s.cfg.Refit.tuning() {
+		return s.tunedRefit(ctx, base, snapshot, since, fit, warm, current)
 	}
 	start := time.Now()
 	m, err := snapshot.Refit(ctx, fit, warm)
@@ -174,6 +210,9 @@ func (s *Service) adoptOn(base *model.Model, r refitResult) {
 		s.metrics.add(metricRefitFailures, 1)
 		s.metrics.addTo(metricRefitOutcomes, refitFailed, 1)
 		s.cfg.Logger.Error("refit failed; the old model stays in service", "err", r.err)
+	case r.rejected:
+		s.metrics.addTo(metricRefitOutcomes, refitRejected, 1)
+		s.cfg.Logger.Warn("refit rejected by the gate; the old model stays in service", "model_version", r.model.Version, "gate", gate.Summary(r.gate))
 	default:
 		s.current.Store(r.model)
 		s.metrics.add(metricRefits, 1)

@@ -70,6 +70,11 @@ type Config struct {
 	// service. A refit cancelled before it gets here (the service stops,
 	// or Swap replaced the model it refits) is not handed over.
 	OnRefit func(ctx context.Context, m *model.Model) error
+	// OnGated, if set, receives every tuned refit (RefitPolicy.Tune) in
+	// OnRefit's stead, with the gate's verdict (nil without a gate): one
+	// accepted before it is served, as OnRefit, one rejected to be kept
+	// as a candidate (it is not served).
+	OnGated func(ctx context.Context, m *model.Model, gate *registry.Gate) error
 	// ShutdownGrace bounds the time a cancelled service spends finishing
 	// the batch in hand (writing and acknowledging it), counted from the
 	// cancellation; 0 means DefaultShutdownGrace. A batch not finished in
@@ -136,6 +141,21 @@ type RefitPolicy struct {
 	// Fit holds the hyper-parameters of refits; nil means the served
 	// model's own.
 	Fit *model.Config
+	// Folds, when more than 1, keeps the statistics as that many fold
+	// sums (rows to folds by a hash of their id), for Tune. Default (0)
+	// one.
+	Folds int
+	// Tune, when not empty, lists candidate values of the fit's
+	// hyper-parameters (model.TuneKeys, the grammar of `cv --grid`), as
+	// RefitterConfig.Tune: every refit cross-validates them exactly on
+	// the Folds fold sums, fits the one of least loss and passes the gate
+	// (GateMargin) before it is served. Needs Folds of 2 or more.
+	Tune map[string][]float64
+	// GateMargin is the relative margin of the gate of a tuned refit, as
+	// RefitterConfig.GateMargin: a refit the gate rejects is not served
+	// (it goes to OnGated as a candidate). A negative margin means no
+	// gate; `mvml serve` defaults to DefaultGateMargin.
+	GateMargin float64
 }
 
 func (p RefitPolicy) enabled() bool { return p.Rows > 0 || p.Interval > 0 }
@@ -164,6 +184,11 @@ type Service struct {
 	followers   []registry.Follower
 	// join joins late labels (Config.Labels), nil without.
 	join *labelJoin
+	// cands are the candidates of Refit.Tune; tuned the values the last
+	// tuned refit chose (guarded by tunedMu).
+	cands   []model.Candidate
+	tunedMu sync.Mutex
+	tuned   model.Candidate
 	// events counts what no metric shows and tests wait on.
 	events events
 }
@@ -212,6 +237,10 @@ func NewService(cfg Config) (*Service, error) {
 	case cfg.Labels != nil && cfg.Labels.Stats != nil && cfg.Refit.enabled():
 		return nil, errors.New("serve: the statistics are published for a refitter: this service does not refit them itself")
 	}
+	cands, err := cfg.Refit.check()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Refit.Decay == 0 {
 		cfg.Refit.Decay = 1
 	}
@@ -240,10 +269,14 @@ func NewService(cfg Config) (*Service, error) {
 		swaps: make(chan swapRequest), begun: make(chan struct{}), stopped: make(chan struct{}), metrics: newServeMetrics()}
 	s.metricsHandler = metrics.Handler(cfg.Logger, newServiceCollector(s))
 	s.current.Store(cfg.Model)
+	s.cands = cands
 	if cfg.Labels != nil {
 		labels, err := cfg.Labels.resolve()
 		if err != nil {
 			return nil, fmt.Errorf("serve: %w", err)
+		}
+		if labels.Stats == nil && cfg.Refit.Folds > 1 {
+			labels.Folds = cfg.Refit.Folds // joined labels go to the refits' folds
 		}
 		s.join = newLabelJoin(s, labels, cfg.Model)
 	}
@@ -494,7 +527,11 @@ func (r *serviceRun) await(ctx context.Context) (*ticket[scoring], error) {
 				}
 			}
 		case acc := <-r.local:
+			// Joined labels may make a refit due while the source is idle.
 			r.merge(acc)
+			if err := r.refits.start(ctx); err != nil {
+				return nil, err
+			}
 		case <-r.oldestFlight():
 			if err := r.acknowledge(ctx); err != nil {
 				return nil, err
@@ -542,7 +579,7 @@ func (r *serviceRun) merge(acc *model.Accumulator) {
 	if !r.cfg.Refit.enabled() || acc.Lineage() != r.refits.acc.Lineage() {
 		return
 	}
-	if err := r.refits.acc.Merge(acc); err != nil {
+	if err := r.refits.target().Merge(acc); err != nil {
 		r.cfg.Logger.Error("joined labels not used for refits", "rows", acc.Rows(), "err", err)
 		return
 	}
@@ -583,7 +620,7 @@ func (r *serviceRun) serve(ctx context.Context, sc scoring) error {
 		return err
 	}
 	ack := sc.fetch.batch.Ack
-	h, err := r.handle(ctx, r.refits.acc, r.async, sc)
+	h, err := r.handle(ctx, r.refits.target(), r.async, sc)
 	if err != nil {
 		return err
 	}
@@ -600,9 +637,13 @@ func (r *serviceRun) serve(ctx context.Context, sc scoring) error {
 
 // acknowledge commits the output when it is a sink.Committer, then
 // acknowledges the batches written since the last time, in order, up to
-// the first whose labels' statistics are not published yet, and counts
-// their rows as scored or dead-lettered. Like a batch in hand, it gets the
-// shutdown grace after cancellation.
+// the first whose labels' statistics are not published yet or whose write
+// has not ended, and counts their rows as scored or dead-lettered. The
+// batches acknowledged together are committed together: all but the last
+// with ingest.DeferCommit, so that a Kafka source commits their offsets
+// in one request, as several batches whose writes left together end
+// together. Like a batch in hand, it gets the shutdown grace after
+// cancellation.
 func (r *serviceRun) acknowledge(ctx context.Context) error {
 	ctx, cancel := r.withGrace(ctx)
 	defer cancel()
@@ -615,42 +656,73 @@ func (r *serviceRun) acknowledge(ctx context.Context) error {
 	}
 	var held int64
 	defer func() { r.events.heldForStats.Store(held) }()
-	for len(r.pending) > 0 {
-		p := r.pending[0]
-		if r.awaitsStats(p) {
-			for _, q := range r.pending {
-				held += q.counts.in
-			}
+	ready, failed := r.durable(committed)
+	// The last with an Ack commits for those before it.
+	last := -1
+	for i, p := range r.pending[:ready] {
+		if p.ack != nil {
+			last = i
+		}
+	}
+	for i, p := range r.pending[:ready] {
+		r.observeLatency(p.counts)
+		if p.ack == nil {
+			continue
+		}
+		actx := ctx
+		if i < last {
+			actx = ingest.DeferCommit(ctx)
+		}
+		if err := p.ack(actx); err != nil {
+			return fmt.Errorf("serve: acknowledge: %w", err)
+		}
+	}
+	for _, p := range r.pending[:ready] {
+		r.metrics.add(metricScored, p.counts.scored)
+		r.metrics.add(metricDeadLettered, p.counts.deadLettered)
+		r.metrics.add(metricNotCommitted, -p.counts.in)
+		r.metrics.add(metricBatches, 1)
+	}
+	r.pending = r.pending[ready:]
+	r.metrics.set(metricPending, int64(len(r.pending)))
+	if len(r.pending) > 0 && r.awaitsStats(r.pending[0]) {
+		for _, q := range r.pending {
+			held += q.counts.in
+		}
+	}
+	if failed != nil {
+		return fmt.Errorf("serve: output: %w", failed)
+	}
+	return nil
+}
+
+// durable counts the batches at the head of pending whose outputs are
+// durable and whose labels' statistics are published, in order, and sets
+// when each was durable (committed, for those whose write had no flight
+// of its own); failed is the error of the write that stopped it, if one
+// did.
+func (r *serviceRun) durable(committed time.Time) (ready int, failed error) {
+	for ; ready < len(r.pending); ready++ {
+		p := &r.pending[ready]
+		if r.awaitsStats(*p) {
 			break
 		}
 		if p.flight != nil {
 			select {
 			case <-p.flight.Done():
 			default:
-				return nil // acknowledged when its write ends
+				return ready, nil // acknowledged when its write ends
 			}
 			if err := p.flight.Err(); err != nil {
-				return fmt.Errorf("serve: output: %w", err)
+				return ready, err
 			}
 			p.counts.durable = p.flight.Finished()
 		}
 		if p.counts.durable.IsZero() {
 			p.counts.durable = committed
 		}
-		r.observeLatency(p.counts)
-		if p.ack != nil {
-			if err := p.ack(ctx); err != nil {
-				return fmt.Errorf("serve: acknowledge: %w", err)
-			}
-		}
-		r.metrics.add(metricScored, p.counts.scored)
-		r.metrics.add(metricDeadLettered, p.counts.deadLettered)
-		r.metrics.add(metricNotCommitted, -p.counts.in)
-		r.metrics.add(metricBatches, 1)
-		r.pending = r.pending[1:]
-		r.metrics.set(metricPending, int64(len(r.pending)))
 	}
-	return nil
+	return ready, nil
 }
 
 // awaitsStats says whether the statistics delta that holds p's labels is
