@@ -23,8 +23,7 @@ var gridKeys = []string{"lambda", "eta", "mu", "landmarks", "sigma_scale", "lear
 // DefaultInnerFolds is the number of folds that choose the grid values,
 // as in scikit-learn's GridSearchCV. With 3, the inner models see only
 // two thirds of the rows, and on uWave the chosen λ and η jumped from one
-// outer fold to the next, costing up to a point of accuracy
-// (REPRODUCTION.md).
+// outer fold to the next, costing up to a point of accuracy.
 const DefaultInnerFolds = 5
 
 // CVConfig sets a (nested) cross-validation.
