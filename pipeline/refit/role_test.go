@@ -219,32 +219,6 @@ func runOnce(t *testing.T, cfg Config) (*Role, error) {
 	return r, r.Run(ctx)
 }
 
-func decisions(m *model.Model, views []*mat.Dense) *mat.Dense {
-	var dec mat.Dense
-	m.NewScorer().Score(&dec, nil, views)
-	return &dec
-}
-
-// maxRelDiff is the largest |a−b| / max(1, |b|) of two matrices.
-func maxRelDiff(a, b *mat.Dense) float64 {
-	r, c := b.Dims()
-	worst := 0.0
-	for i := range r {
-		for j := range c {
-			x, y := a.At(i, j), b.At(i, j)
-			worst = max(worst, abs(x-y)/max(1, abs(y)))
-		}
-	}
-	return worst
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // The statistics of four replicas, each on its own copy of the model and
 // disjoint rows, one of them in chunks, merged by a refit --once and
 // refitted cold, give the model `mvml train --like` gives on all the rows
@@ -280,7 +254,7 @@ func TestRefitterMergesDeltasExactly(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, man := f.current(t)
-			if diff := maxRelDiff(decisions(got, views), decisions(want, views)); diff > 1e-8 {
+			if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(got, views), pipelinetest.Decisions(want, views)); diff > 1e-8 {
 				t.Errorf("decisions differ from train --like's by %g", diff)
 			}
 			if got.Lineage() != f.base.Lineage() || got.Meta.Rows != 200 || man.Parent != f.base.Version || man.Publisher.Role != registry.RoleRefit {
@@ -336,7 +310,7 @@ func TestRefitterDecaysAtRefits(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := f.current(t)
-	if diff := maxRelDiff(decisions(got, views), decisions(wantModel, views)); diff > 1e-10 || got.Meta.Rows != 80 {
+	if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(got, views), pipelinetest.Decisions(wantModel, views)); diff > 1e-10 || got.Meta.Rows != 80 {
 		t.Errorf("decisions differ from 0.5·first + second by %g, %d rows (want 80)", diff, got.Meta.Rows)
 	}
 	if cp := f.checkpoint(t, f.base.Lineage()); cp.Rows != 80 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
@@ -94,7 +92,7 @@ func TestServeTunesAndGatesItsRefits(t *testing.T) {
 	if tuned == base || tuned.Meta.Tuning == nil || tuned.Meta.Tuning.Chosen != wantTun.Chosen || tuned.Config.Fit.Lambda != want.Config.Fit.Lambda {
 		t.Fatalf("in service %s (tuning %+v), want the tuned refit λ=%g", tuned.Version, tuned.Meta.Tuning, want.Config.Fit.Lambda)
 	}
-	if diff := maxRelDiff(decisions(tuned, clean.Matrices()), decisions(want, clean.Matrices())); diff > 1e-8 {
+	if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(tuned, clean.Matrices()), pipelinetest.Decisions(want, clean.Matrices())); diff > 1e-8 {
 		t.Errorf("the refit's decisions differ from Accumulator.Tune's by %g", diff)
 	}
 
@@ -200,29 +198,9 @@ func TestServeTunesOnLateLabels(t *testing.T) {
 	if tun == nil || tun.Chosen != wantTun.Chosen || !slicesEqual(tun.FoldRows, wantTun.FoldRows) {
 		t.Fatalf("tuning %+v, want chosen %d over fold rows %v", tun, wantTun.Chosen, wantTun.FoldRows)
 	}
-	if diff := maxRelDiff(decisions(got, d.Matrices()), decisions(want, d.Matrices())); diff > 1e-8 {
+	if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(got, d.Matrices()), pipelinetest.Decisions(want, d.Matrices())); diff > 1e-8 {
 		t.Errorf("the refit's decisions differ from Accumulator.Tune's by %g", diff)
 	}
 }
 
 func slicesEqual(a, b []float64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
-
-// decisions are m's decisions on views.
-func decisions(m *model.Model, views []*mat.Dense) *mat.Dense {
-	var dec mat.Dense
-	m.NewScorer().Score(&dec, nil, views)
-	return &dec
-}
-
-// maxRelDiff is the largest |a−b| / max(1, |b|) of two matrices.
-func maxRelDiff(a, b *mat.Dense) float64 {
-	r, c := b.Dims()
-	worst := 0.0
-	for i := range r {
-		for j := range c {
-			x, y := a.At(i, j), b.At(i, j)
-			worst = max(worst, math.Abs(x-y)/max(1, math.Abs(y)))
-		}
-	}
-	return worst
-}

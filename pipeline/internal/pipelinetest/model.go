@@ -2,6 +2,7 @@ package pipelinetest
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -51,4 +52,24 @@ func OpenModelTopic(t testing.TB, c *kafkatest.Cluster) *registry.Kafka {
 	}
 	t.Cleanup(func() { k.Close(context.Background()) })
 	return k
+}
+
+// Decisions are m's decisions on views.
+func Decisions(m *model.Model, views []*mat.Dense) *mat.Dense {
+	var dec mat.Dense
+	m.NewScorer().Score(&dec, nil, views)
+	return &dec
+}
+
+// MaxRelDiff is the largest |a−b| / max(1, |b|) of two matrices.
+func MaxRelDiff(a, b *mat.Dense) float64 {
+	r, c := b.Dims()
+	worst := 0.0
+	for i := range r {
+		for j := range c {
+			x, y := a.At(i, j), b.At(i, j)
+			worst = max(worst, math.Abs(x-y)/max(1, math.Abs(y)))
+		}
+	}
+	return worst
 }
