@@ -51,9 +51,5 @@ func congruenceContext(ctx context.Context, p, b, l, y blas64.General) {
 	}
 	// The lower triangle is the upper's mirror; the diagonal blocks'
 	// computed lower halves differ from it in the last bits only.
-	for i := 0; i < d; i++ {
-		for j := i + 1; j < d; j++ {
-			p.Data[j*p.Stride+i] = p.Data[i*p.Stride+j]
-		}
-	}
+	mirrorUpper(p.Data, d, p.Stride)
 }

@@ -94,9 +94,9 @@ func ExampleScorer_Score() {
 	}
 	// Output:
 	// classes: [1 2 3]
-	// row 0: decisions [ 0.43 -0.33 -1.12] → class 1; shares [-3.84 -1.16] add up: true
-	// row 1: decisions [-1.07  1.00 -0.85] → class 2; shares [13.33  2.82] add up: true
-	// row 2: decisions [-1.10 -0.59  0.62] → class 3; shares [-5.72 -1.48] add up: true
+	// row 0: decisions [ 0.43 -0.32 -1.12] → class 1; shares [-3.82 -1.13] add up: true
+	// row 1: decisions [-1.06  1.02 -0.84] → class 2; shares [13.44  2.93] add up: true
+	// row 2: decisions [-1.09 -0.60  0.62] → class 3; shares [-5.75 -1.43] add up: true
 }
 
 // A regression model learns a number: here the distance of the point from

@@ -14,28 +14,30 @@ import (
 // headGroups puts them, and scores them on one set of held-out sums: the
 // g̃-step of fitGroups and fixedSolution, without what the loss does not
 // read (Ã⁻¹g̃, the objective). What does not depend on λ is computed once
-// for all of them: b(w), Lᵀb(w), P = LᵀBL (the start's) and the held-out
-// S with both triangles. Each λ then costs the factorisation of P + λI
-// (none for the start's λ, which the start has factorised), the two
-// triangular solves for all columns at once (cholSolveRows), one product
-// with L unless the metric is the identity, and one product with the
-// held-out S for the loss: all but the factorisation O(D²k). The working
-// matrices are allocated once per fold. The columns are kept as rows
-// (k×D), where the solves' and the products' inner loops run along
-// memory.
+// for all of them: b(w), Lᵀb(w), P = LᵀBL (the start's; in mode
+// identity, L = I, P is B(w) itself, and the start need not form P:
+// newStartMetric) and the held-out S with both triangles. Each λ then
+// costs the factorisation of P + λI (cholCV), the two triangular solves
+// for all columns at once (cholSolveRows), one product with L unless the
+// metric is the identity, and one product with the held-out S for the
+// loss: all but the factorisation O(D²k). The working matrices are
+// allocated once per fold. The columns are kept as rows (k×D), where the
+// solves' and the products' inner loops run along memory.
 type fixedFits struct {
 	in    *fitInput
 	start *solver
 	score *Stats
 	// ident says that L = I (mode identity, see factorMetric).
 	ident bool
+	// p is P (both triangles; B(w) when ident).
+	p blas64.General
 	// lsq is L as a square (its upper part zero), usq Lᵀ as one (its
 	// lower part zero), unset when ident.
 	lsq, usq blas64.General
 	// lbT is (Lᵀb(w))ᵀ for all target columns (k×D), bT b(w)ᵀ when
 	// L is not the identity.
 	lbT, bT *mat.Dense
-	// m is P + λI, factorised in place, for a λ other than the start's.
+	// m is P + λI, factorised in place.
 	m blas64.Symmetric
 	// zT holds the solution of (P + λI)z = Lᵀb(w) as rows; gT is g̃ᵀ
 	// (zT itself when ident), gamma the decision's coefficients
@@ -65,7 +67,8 @@ func newFixedFits(in *fitInput, start *solver, k int, score *Stats) *fixedFits {
 
 // newFixedFitsFrom is newFixedFits working in the matrices of reuse, the
 // fits of another fold of the same order and outputs that are no longer
-// needed, when not nil.
+// needed, when not nil. In mode identity start may come from
+// newStartMetric; otherwise it must hold P and L (newStart).
 func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *fixedFits) *fixedFits {
 	d := start.d
 	f := &fixedFits{in: in, start: start, score: score, ident: start.cfg.Mode == ModeIdentity}
@@ -83,15 +86,19 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 		}
 		bT = f.bT
 	}
+	cr, br := start.st.C.RawMatrix(), bT.RawMatrix()
 	for i := 0; i < d; i++ {
 		wi := start.w[start.viewOf(i)]
 		for c := range k {
-			bT.Set(c, i, wi*start.st.C.At(i, c))
+			br.Data[c*br.Stride+i] = wi * cr.Data[i*cr.Stride+c]
 		}
 	}
 	if f.ident {
+		// P = B: refactor's copy, the same bits.
+		f.p = start.bw.RawMatrix()
 		f.gT = f.zT
 	} else {
+		f.p = start.p.RawMatrix()
 		lr := start.lower.RawTriangular()
 		f.lsq = blas64.General{Rows: d, Cols: d, Stride: lr.Stride, Data: lr.Data}
 		// (Lᵀb)ᵀ = bᵀL.
@@ -99,12 +106,11 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 		if f.usq.Data == nil {
 			f.usq = blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
 		}
+		ur := start.u.RawTriangular() // Lᵀ
 		for i := 0; i < d; i++ {
 			row := f.usq.Data[i*d : (i+1)*d]
 			clear(row[:i])
-			for j := i; j < d; j++ {
-				row[j] = lr.Data[j*lr.Stride+i]
-			}
+			copy(row[i:], ur.Data[i*ur.Stride+i:i*ur.Stride+d])
 		}
 		if f.gT == nil || f.gT == f.zT {
 			f.gT = mat.NewDense(k, d, nil)
@@ -112,13 +118,11 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 	}
 	sr := score.S.RawSymmetric()
 	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			v := sr.Data[i*sr.Stride+j]
-			f.full.Data[i*d+j], f.full.Data[j*d+i] = v, v
-		}
+		copy(f.full.Data[i*d+i:(i+1)*d], sr.Data[i*sr.Stride+i:i*sr.Stride+d])
 	}
+	mirrorUpper(f.full.Data, d, d)
 	f.sol = Solution{A: start.a, G: f.gT, W: start.w, Intercept: make([]float64, k)}
-	f.finiteA = allFinite(start.a.RawSymmetric().Data) && allFinite(start.w)
+	f.finiteA = (f.ident || allFinite(start.a.RawSymmetric().Data)) && allFinite(start.w) // mode identity's metric is I
 	return f
 }
 
@@ -127,23 +131,18 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 // solutionsLoss, would (to rounding: the sums run in other orders).
 func (f *fixedFits) loss(cfg Config) (float64, error) {
 	s, d := f.start, f.start.d
-	fac := s.m
-	if cfg.Lambda != s.cfg.Lambda || !s.factored {
-		if f.m.Data == nil {
-			f.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
-		}
-		raw := s.p.RawMatrix()
-		for i := 0; i < d; i++ {
-			copy(f.m.Data[i*d+i:(i+1)*d], raw.Data[i*raw.Stride+i:i*raw.Stride+d])
-			f.m.Data[i*d+i] += cfg.Lambda
-		}
-		if !potrfUpper(f.m) {
-			return 0, fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
-		}
-		fac = f.m
+	if f.m.Data == nil {
+		f.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
+	}
+	for i := 0; i < d; i++ {
+		copy(f.m.Data[i*d+i:(i+1)*d], f.p.Data[i*f.p.Stride+i:i*f.p.Stride+d])
+		f.m.Data[i*d+i] += cfg.Lambda
+	}
+	if !cholCV(f.m) {
+		return 0, fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
 	}
 	f.zT.Copy(f.lbT)
-	cholSolveRows(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: fac.Data}, f.zT.RawMatrix())
+	cholSolveRowsL(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: f.m.Data}, f.zT.RawMatrix())
 	if !f.ident {
 		// g̃ = Lz: g̃ᵀ = zᵀLᵀ.
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, f.zT.RawMatrix(), f.usq, 0, f.gT.RawMatrix())
@@ -196,6 +195,18 @@ func (f *fixedFits) loss(cfg Config) (float64, error) {
 // writes Uᵀ into the strictly lower triangle of u's storage, which an
 // upper triangular matrix does not read.
 func cholSolveRows(u blas64.Triangular, x blas64.General) {
+	cholSolveRowsMirror(u, x, true)
+}
+
+// cholSolveRowsL is cholSolveRows for a factor whose lower triangle
+// holds Uᵀ already (cholCV's).
+func cholSolveRowsL(u blas64.Triangular, x blas64.General) {
+	cholSolveRowsMirror(u, x, false)
+}
+
+// cholSolveRowsMirror is cholSolveRows, copying Uᵀ into u's lower
+// triangle first when mirror is set.
+func cholSolveRowsMirror(u blas64.Triangular, x blas64.General, mirror bool) {
 	n, lda, k := u.N, u.Stride, x.Rows
 	tri := func(j, jb int) blas64.Triangular {
 		return blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: jb, Stride: lda, Data: u.Data[j*lda+j:]}
@@ -220,21 +231,79 @@ func cholSolveRows(u blas64.Triangular, x blas64.General) {
 	// products with Uᵀ's blocks, copied into the lower triangle, where the
 	// BLAS's Dgemm runs its fast kernels (a product with a transposed
 	// right operand it computes by dot products).
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			u.Data[j*lda+i] = u.Data[i*lda+j]
-		}
+	if mirror {
+		mirrorUpper(u.Data, n, lda)
 	}
 	for j := (n - 1) / cholSolveBlock * cholSolveBlock; j >= 0; j -= cholSolveBlock {
 		jb := min(cholSolveBlock, n-j)
 		if rest := n - j - jb; rest > 0 {
 			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, xcols(j+jb, rest), ublock(j+jb, j, rest, jb), 1, xcols(j, jb))
 		}
-		for r := range k {
-			solveTri(tri(j, jb), blas.NoTrans, x.Data[r*x.Stride+j:r*x.Stride+j+jb])
+		backRows(u.Data, lda, j, jb, x)
+	}
+}
+
+// backRows solves U_JJ x_J = z_J in place for every row of x (k×n),
+// where U_JJ is the diagonal block of rows and columns j…j+jb−1 of the
+// upper triangular u (row stride lda) whose transpose is in u's lower
+// triangle: backward substitution by fused axpys with the columns of
+// U_JJ (the rows of U_JJᵀ, contiguous), all rows of x in one loop rather
+// than one solveTri call (and its dot products of a few elements) a row.
+func backRows(u []float64, lda, j, jb int, x blas64.General) {
+	for i := j + jb - 1; i >= j; i-- {
+		d := u[i*lda+i]
+		col := u[i*lda+j : i*lda+i] // U[j:i, i]
+		for r := range x.Rows {
+			xr := x.Data[r*x.Stride+j : r*x.Stride+i+1]
+			v := xr[i-j] / d
+			xr[i-j] = v
+			for t, l := range col {
+				xr[t] = math.FMA(-v, l, xr[t])
+			}
 		}
 	}
 }
 
 // cholSolveBlock is the order of cholSolveRows's diagonal blocks.
 const cholSolveBlock = 32
+
+// mirrorBlock is the order of the tiles mirrorUpper copies.
+const mirrorBlock = 16
+
+// mirrorUpper copies the strictly upper triangle of the n×n matrix in
+// data (row stride lda) into its strictly lower one, a[j][i] = a[i][j],
+// tile by tile, so that the strided writes of a column stay in a few
+// cache lines.
+func mirrorUpper(data []float64, n, lda int) {
+	for i0 := 0; i0 < n; i0 += mirrorBlock {
+		i1 := min(i0+mirrorBlock, n)
+		for j0 := i0; j0 < n; j0 += mirrorBlock {
+			j1 := min(j0+mirrorBlock, n)
+			for i := i0; i < i1; i++ {
+				row := data[i*lda : i*lda+j1]
+				for j := max(j0, i+1); j < j1; j++ {
+					data[j*lda+i] = row[j]
+				}
+			}
+		}
+	}
+}
+
+// transposeUpper sets the lower triangle of dst (diagonal included, row
+// stride ds) to the transpose of the upper triangle of src (row stride
+// ss), both n×n, dst[j][i] = src[i][j] for j ≥ i, tile by tile as
+// mirrorUpper.
+func transposeUpper(dst []float64, ds int, src []float64, ss, n int) {
+	for i0 := 0; i0 < n; i0 += mirrorBlock {
+		i1 := min(i0+mirrorBlock, n)
+		for j0 := i0; j0 < n; j0 += mirrorBlock {
+			j1 := min(j0+mirrorBlock, n)
+			for i := i0; i < i1; i++ {
+				row := src[i*ss : i*ss+j1]
+				for j := max(j0, i); j < j1; j++ {
+					dst[j*ds+i] = row[j]
+				}
+			}
+		}
+	}
+}

@@ -284,7 +284,8 @@ func (a *Accumulator) Refit(ctx context.Context, fit Config, warm *Model) (*Mode
 
 // RefitCold fits a new model on the accumulated rows as training does:
 // from the mode's initial metric (I, S, blockdiag(S_ll), or in mode learned
-// blockdiag(S_ll) shifted by learnedStart) and uniform view weights, with
+// blockdiag(S_ll) shifted by learnedStart and scaled by scaleStart) and
+// uniform view weights, with
 // no warm start. A cold refit depends
 // on the statistics and fit alone, so the refit of statistics merged from
 // many replicas equals a training run on their rows (train --like), which

@@ -152,8 +152,9 @@ type TuneRow struct {
 // Candidate.Apply) on the accumulator's folds, from their statistics
 // alone, and fits the one chosen on all the rows. For every fold f with
 // rows and every candidate, the heads are fitted on the sums of all the
-// other folds, exactly as a refit of those rows would fit them, and the
-// squared loss of their decisions on fold f's rows comes from fold f's
+// other folds as a refit of those rows would fit them (with a fixed
+// metric and weights to rounding: fixedFits, cholCV), and the squared
+// loss of their decisions on fold f's rows comes from fold f's
 // sums (Model.Loss): the loss that scoring every held-out row would give,
 // without a row kept. The candidate of least total loss is chosen; losses
 // within TieTolerance (relative) of the least count as ties, which go to
@@ -388,7 +389,23 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 			w.fixed = fixed
 		}
 	}()
-	if warm == nil {
+	allFixed := true
+	for _, cfg := range cfgs {
+		allFixed = allFixed && isFixed(cfg)
+	}
+	switch {
+	case warm == nil && allFixed:
+		// fixedFits factorises P + λI itself for every λ, and in mode
+		// identity reads B(w) as P (L = I): the start stops before the
+		// factorisation, and in mode identity before P.
+		start, startErr = newStartMetric(ctx, in, cfgs[0], nil, w.start, true)
+		if start != nil {
+			if cfgs[0].Mode != ModeIdentity {
+				start.refactor()
+			}
+			w.start = start
+		}
+	case warm == nil:
 		start, startErr = newStartFrom(ctx, in, cfgs[0], nil, w.start)
 		if start != nil {
 			w.start = start
