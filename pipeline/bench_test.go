@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -19,15 +20,15 @@ import (
 // seconds).
 func BenchmarkScoreParquet(b *testing.B) {
 	const rows, dim = 200_000, 64
-	spec := benchSpec(b, dim)
+	spec := pipelinetest.BenchSpec(b, dim)
 	d := makeData(spec, rows, 21)
 	dir := b.TempDir()
 	in := filepath.Join(dir, "in.parquet")
 	writeParquet(b, in, spec, d, true)
-	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
+	train := &dataset{IDs: d.IDs[:2000], Labels: d.Labels[:2000], Views: pipelinetest.PrefixRows(d, 2000), Dims: d.Dims}
 	for _, landmarks := range []float64{128, 8} {
 		b.Run(fmt.Sprintf("p=%v", landmarks), func(b *testing.B) {
-			m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = landmarks, 1 }))
+			m, err := model.Train(context.Background(), spec, train.Matrices(), train.Labels, pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = landmarks, 1 }))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -46,17 +47,6 @@ func BenchmarkScoreParquet(b *testing.B) {
 	}
 }
 
-func benchSpec(b *testing.B, dim int) *schemas.ViewSpec {
-	spec, err := schemas.ParseViewSpec([]byte(fmt.Sprintf(`{"task": "classification", "views": [
-		{"name": "a", "prefix": "a_", "dim": %[1]d},
-		{"name": "b", "prefix": "b_", "dim": %[1]d},
-		{"name": "c", "prefix": "c_", "dim": %[1]d}]}`, dim)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return spec
-}
-
 // BenchmarkTrainStreamed is `train --stream` on a Parquet file of 100k
 // labelled rows (3 views × 16 float32 columns): a first pass that keeps a
 // reservoir sample of 20k rows and the target encoding, landmarks and σ
@@ -68,16 +58,16 @@ func BenchmarkTrainStreamed(b *testing.B) {
 	in := filepath.Join(b.TempDir(), "train.parquet")
 	for _, task := range []schemas.Task{schemas.Classification, schemas.Regression} {
 		b.Run(string(task), func(b *testing.B) {
-			spec := benchSpec(b, dim)
+			spec := pipelinetest.BenchSpec(b, dim)
 			spec.Task = task
 			d := makeData(spec, rows, 23)
 			if task == schemas.Regression {
-				for i := range d.labels {
-					d.labels[i] = 10 + 3*d.row(0, i)[0] + d.row(1, i)[1]
+				for i := range d.Labels {
+					d.Labels[i] = 10 + 3*d.Row(0, i)[0] + d.Row(1, i)[1]
 				}
 			}
 			writeParquet(b, in, spec, d, true)
-			cfg := trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed, c.Fit.Mode = 32, 1, model.ModeIdentity })
+			cfg := pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed, c.Fit.Mode = 32, 1, model.ModeIdentity })
 			b.ResetTimer()
 			for range b.N {
 				m, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg, Stream: true})

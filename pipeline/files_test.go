@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -147,7 +148,7 @@ func TestScoreRefusesToDestroyFiles(t *testing.T) {
 	parquetIn := filepath.Join(dir, "in.parquet")
 	writeParquet(t, parquetIn, spec, d, false)
 	csvIn := filepath.Join(dir, "in.csv")
-	writeCSV(t, csvIn, spec, d, nil)
+	pipelinetest.WriteCSV(t, csvIn, spec, d, nil)
 	modelFile := filepath.Join(dir, "model.jsonl") // a model may have any name
 	if err := registry.SaveModel(modelFile, m); err != nil {
 		t.Fatal(err)
@@ -212,9 +213,9 @@ func TestTrainChecksFilesFirst(t *testing.T) {
 	d := makeData(spec, 60, 32)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
-	writeCSV(t, in, spec, d, nil)
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
 	specFile := filepath.Join(dir, "views.json")
-	if err := os.WriteFile(specFile, []byte(testSpecJSON), 0o644); err != nil {
+	if err := os.WriteFile(specFile, []byte(pipelinetest.SpecJSON), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	plain := filepath.Join(dir, "plain")
@@ -265,11 +266,11 @@ func TestTrainPublishesToModelDir(t *testing.T) {
 	d := makeData(spec, 80, 33)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
-	writeCSV(t, in, spec, d, nil)
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
 	store := filepath.Join(dir, "models", "prod")
 	storeExisted := false
 	m, err := Train(context.Background(), TrainJob{
-		Spec: spec, Inputs: []string{in}, ModelDir: store, Config: trainWith(func(c *model.TrainConfig) { c.Landmarks = 12 }),
+		Spec: spec, Inputs: []string{in}, ModelDir: store, Config: pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks = 12 }),
 		OnLoaded: func(int) { _, err := os.Stat(store); storeExisted = err == nil },
 	})
 	if err != nil {

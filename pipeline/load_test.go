@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 )
 
 func TestLoadLabelled(t *testing.T) {
@@ -32,7 +34,7 @@ func TestLoadLabelled(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			path := filepath.Join(t.TempDir(), "in.csv")
-			writeCSV(t, path, spec, d, tt.edit)
+			pipelinetest.WriteCSV(t, path, spec, d, tt.edit)
 			views, labels, err := LoadLabelled(context.Background(), spec, []string{path}, Options{BatchSize: 16, Allocator: mem})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -43,15 +45,15 @@ func TestLoadLabelled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(labels) != d.rows() || len(views) != 3 {
-				t.Fatalf("%d labels and %d views, want %d and 3", len(labels), len(views), d.rows())
+			if len(labels) != d.Rows() || len(views) != 3 {
+				t.Fatalf("%d labels and %d views, want %d and 3", len(labels), len(views), d.Rows())
 			}
-			for i := range d.rows() {
-				if labels[i] != d.labels[i] {
-					t.Fatalf("label %d = %v, want %v", i, labels[i], d.labels[i])
+			for i := range d.Rows() {
+				if labels[i] != d.Labels[i] {
+					t.Fatalf("label %d = %v, want %v", i, labels[i], d.Labels[i])
 				}
 				for l := range views {
-					for j, v := range d.row(l, i) {
+					for j, v := range d.Row(l, i) {
 						if got := views[l].At(i, j); got != v {
 							t.Fatalf("view %d row %d feature %d = %v, want %v", l, i, j, got, v)
 						}
@@ -66,7 +68,7 @@ func TestLoadLabelledSeveralFiles(t *testing.T) {
 	spec := testSpec(t)
 	d := makeData(spec, 30, 2)
 	dir := t.TempDir()
-	writeCSV(t, filepath.Join(dir, "part-1.csv"), spec, d, nil)
+	pipelinetest.WriteCSV(t, filepath.Join(dir, "part-1.csv"), spec, d, nil)
 	writeParquet(t, filepath.Join(dir, "part-2.parquet"), spec, d, false)
 	var progress []int64
 	_, labels, err := LoadLabelled(context.Background(), spec, []string{filepath.Join(dir, "part-*")},
@@ -97,10 +99,10 @@ func TestPredictLabelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, want := expectedScores(m, d)
-	for i := range d.rows() {
-		if truth[i] != d.labels[i] || pred[i] != want[i] {
-			t.Fatalf("row %d: truth %v pred %v, want %v and %v", i, truth[i], pred[i], d.labels[i], want[i])
+	_, want := pipelinetest.ExpectedScores(m, d)
+	for i := range d.Rows() {
+		if truth[i] != d.Labels[i] || pred[i] != want[i] {
+			t.Fatalf("row %d: truth %v pred %v, want %v and %v", i, truth[i], pred[i], d.Labels[i], want[i])
 		}
 	}
 }

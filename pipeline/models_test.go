@@ -9,8 +9,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/internal/kafkatest"
-	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 )
@@ -25,15 +25,15 @@ func TestTrainLike(t *testing.T) {
 	d := makeData(spec, 120, 2)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
-	writeCSV(t, in, spec, d, nil)
-	want, err := model.TrainLike(context.Background(), base, d.matrices(), d.labels, base.Config.Fit, false)
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
+	want, err := model.TrainLike(context.Background(), base, d.Matrices(), d.Labels, base.Config.Fit, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wantDec mat.Dense
-	want.NewScorer().Score(&wantDec, nil, d.matrices())
+	want.NewScorer().Score(&wantDec, nil, d.Matrices())
 	bad := filepath.Join(dir, "bad.csv")
-	writeCSV(t, bad, spec, d, map[int]map[string]string{37: {"label": "7"}})
+	pipelinetest.WriteCSV(t, bad, spec, d, map[int]map[string]string{37: {"label": "7"}})
 	for _, stream := range []bool{false, true} {
 		job := TrainJob{Spec: spec, Inputs: []string{in}, Like: base, Config: base.Config, Stream: stream, Options: Options{BatchSize: 50}}
 		m, err := Train(context.Background(), job)
@@ -41,7 +41,7 @@ func TestTrainLike(t *testing.T) {
 			t.Fatal(err)
 		}
 		var dec mat.Dense
-		m.NewScorer().Score(&dec, nil, d.matrices())
+		m.NewScorer().Score(&dec, nil, d.Matrices())
 		if m.Lineage() != base.Lineage() || m.Meta.Rows != 120 || !mat.EqualApprox(&dec, &wantDec, 1e-9) {
 			t.Errorf("stream %t: lineage %s (base %s), %d rows, decisions equal to TrainLike's: %t",
 				stream, m.Lineage(), base.Lineage(), m.Meta.Rows, mat.EqualApprox(&dec, &wantDec, 1e-9))
@@ -63,30 +63,19 @@ func TestTrainLike(t *testing.T) {
 	}
 }
 
-// openModelTopic opens the model topic of c for a test.
-func openModelTopic(t *testing.T, c *kafkatest.Cluster) *registry.Kafka {
-	t.Helper()
-	k, err := registry.OpenKafka(context.Background(), registry.KafkaConfig{Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "models"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close(context.Background()) })
-	return k
-}
-
 // A training job publishes its model to a model store and makes it
 // current, naming the model it was trained like as its parent.
 func TestTrainPublishesToModelTopic(t *testing.T) {
 	spec := testSpec(t)
 	base := trainTestModel(t, spec, makeData(spec, 150, 1))
 	in := filepath.Join(t.TempDir(), "in.csv")
-	writeCSV(t, in, spec, makeData(spec, 90, 3), nil)
+	pipelinetest.WriteCSV(t, in, spec, makeData(spec, 90, 3), nil)
 	c := kafkatest.Start(t, 1, "models")
-	m, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Like: base, Config: base.Config, Models: openModelTopic(t, c)})
+	m, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Like: base, Config: base.Config, Models: pipelinetest.OpenModelTopic(t, c)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, man, err := openModelTopic(t, c).Current(context.Background())
+	cur, man, err := pipelinetest.OpenModelTopic(t, c).Current(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

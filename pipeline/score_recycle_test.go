@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 )
 
 // A scoring job with no allocator given recycles its buffers (arrowalloc.Recycler):
@@ -19,7 +21,7 @@ func TestScoreRecycledBuffersSameOutput(t *testing.T) {
 	d := makeData(spec, 3000, 8)
 	m := trainTestModel(t, spec, d)
 	dir := t.TempDir()
-	writeCSV(t, filepath.Join(dir, "in.csv"), spec, d, badInput)
+	pipelinetest.WriteCSV(t, filepath.Join(dir, "in.csv"), spec, d, badInput)
 	writeParquet(t, filepath.Join(dir, "in.parquet"), spec, d, true)
 	tests := []struct {
 		name, input   string

@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -25,11 +26,11 @@ func TestScoreOrderAndValues(t *testing.T) {
 	d := makeData(spec, 700, 4)
 	m := trainTestModel(t, spec, d)
 	dir := t.TempDir()
-	writeCSV(t, filepath.Join(dir, "in.csv"), spec, d, nil)
+	pipelinetest.WriteCSV(t, filepath.Join(dir, "in.csv"), spec, d, nil)
 	writeParquet(t, filepath.Join(dir, "in.parquet"), spec, d, false)
-	wantDec, wantPred := expectedScores(m, d)
+	wantDec, wantPred := pipelinetest.ExpectedScores(m, d)
 	wantContrib := &mat.Dense{}
-	m.NewScorer().Score(&mat.Dense{}, wantContrib, d.matrices())
+	m.NewScorer().Score(&mat.Dense{}, wantContrib, d.Matrices())
 	tests := []struct {
 		name          string
 		input         string
@@ -61,12 +62,12 @@ func TestScoreOrderAndValues(t *testing.T) {
 				t.Fatalf("counts %+v, want %+v", counts, want)
 			}
 			got := readScores(t, out)
-			if len(got) != d.rows() {
-				t.Fatalf("%d output rows, want %d", len(got), d.rows())
+			if len(got) != d.Rows() {
+				t.Fatalf("%d output rows, want %d", len(got), d.Rows())
 			}
 			for i, s := range got {
-				if s.ID != d.ids[i] {
-					t.Fatalf("output row %d has id %d, want %d: input order lost", i, s.ID, d.ids[i])
+				if s.ID != d.IDs[i] {
+					t.Fatalf("output row %d has id %d, want %d: input order lost", i, s.ID, d.IDs[i])
 				}
 				if s.ModelVersion != m.Version || s.Prediction != wantPred[i] || !closeTo(s.Decision[0], wantDec.At(i, 0)) {
 					t.Fatalf("row %d: %+v, want version %s prediction %v decision %v", i, s, m.Version, wantPred[i], wantDec.At(i, 0))
@@ -141,7 +142,7 @@ func TestScoreSkipAccounting(t *testing.T) {
 	m := trainTestModel(t, spec, d)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
-	writeCSV(t, in, spec, d, badInput)
+	pipelinetest.WriteCSV(t, in, spec, d, badInput)
 	for _, batch := range []int{1, 16, 1000} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		out := filepath.Join(dir, "scores.jsonl")
@@ -176,7 +177,7 @@ func TestScoreSkipAccounting(t *testing.T) {
 			ids = append(ids, s.ID)
 		}
 		var wantIDs []int64
-		for i, id := range d.ids {
+		for i, id := range d.IDs {
 			if badInput[i] == nil {
 				wantIDs = append(wantIDs, id)
 			}
@@ -203,7 +204,7 @@ func TestScoreFailStopsAtFirstBadRow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			in := filepath.Join(dir, "in.csv")
-			writeCSV(t, in, spec, d, tt.edit)
+			pipelinetest.WriteCSV(t, in, spec, d, tt.edit)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			counts, err := Score(context.Background(), ScoreConfig{
@@ -234,7 +235,7 @@ func TestScoreCountsBalanceWhenStopped(t *testing.T) {
 	m := trainTestModel(t, spec, d)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
-	writeCSV(t, bad, spec, d, map[int]map[string]string{30: {"a_0": "x"}, 250: {"b_1": "NaN"}})
+	pipelinetest.WriteCSV(t, bad, spec, d, map[int]map[string]string{30: {"a_0": "x"}, 250: {"b_1": "NaN"}})
 	tests := []struct {
 		name     string
 		cfg      ScoreConfig
@@ -283,7 +284,7 @@ func TestScoreCancel(t *testing.T) {
 	m := trainTestModel(t, spec, d)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
-	writeCSV(t, in, spec, d, nil)
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -316,7 +317,7 @@ func TestScoreMemoryBounded(t *testing.T) {
 	dir := t.TempDir()
 	peak := func(rows int) int64 {
 		in := filepath.Join(dir, "in.parquet")
-		writeParquet(t, in, spec, &dataset{ids: d.ids[:rows], labels: d.labels[:rows], views: prefixRows(d, rows), dims: d.dims}, false)
+		writeParquet(t, in, spec, &dataset{IDs: d.IDs[:rows], Labels: d.Labels[:rows], Views: pipelinetest.PrefixRows(d, rows), Dims: d.Dims}, false)
 		mem := &peakAllocator{Allocator: memory.NewGoAllocator()}
 		_, err := Score(context.Background(), ScoreConfig{
 			Model: m, Inputs: []string{in}, Output: filepath.Join(dir, "scores.jsonl"), Workers: 2, QueueDepth: 3,
@@ -340,21 +341,13 @@ func TestScoreMemoryBounded(t *testing.T) {
 	}
 }
 
-func prefixRows(d *dataset, rows int) [][]float64 {
-	out := make([][]float64, len(d.views))
-	for l, v := range d.views {
-		out[l] = v[:rows*d.dims[l]]
-	}
-	return out
-}
-
 func TestScoreConfigErrors(t *testing.T) {
 	spec := testSpec(t)
 	d := makeData(spec, 60, 10)
 	m := trainTestModel(t, spec, d)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
-	writeCSV(t, in, spec, d, nil)
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
 	tests := []struct {
 		name    string
 		cfg     ScoreConfig

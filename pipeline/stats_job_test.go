@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/statsbus"
 )
@@ -49,7 +50,7 @@ func TestStatsDeltasRepeatExactly(t *testing.T) {
 	var files []string
 	for k := range 5 {
 		f := filepath.Join(dir, fmt.Sprintf("part-%d.csv", k))
-		writeCSV(t, f, spec, makeData(spec, 30+k, uint64(k)), nil)
+		pipelinetest.WriteCSV(t, f, spec, makeData(spec, 30+k, uint64(k)), nil)
 		files = append(files, f)
 	}
 	base := trainTestModel(t, spec, makeData(spec, 120, 9))
@@ -84,7 +85,7 @@ func TestStatsDeltasRepeatExactly(t *testing.T) {
 		{"another cut", func(job *StatsJob) { job.DeltaRows = 26 }},
 		{"another shard", func(job *StatsJob) { job.Shard = 0 }},
 		{"a file rewritten", func(*StatsJob) {
-			writeCSV(t, files[3], spec, makeData(spec, 33, 77), nil)
+			pipelinetest.WriteCSV(t, files[3], spec, makeData(spec, 33, 77), nil)
 			later := time.Now().Add(time.Minute)
 			if err := os.Chtimes(files[3], later, later); err != nil {
 				t.Fatal(err)
@@ -107,7 +108,7 @@ func TestStatsDeltasRepeatExactly(t *testing.T) {
 func TestStatsEpochCountsFolds(t *testing.T) {
 	spec := testSpec(t)
 	dir := t.TempDir()
-	writeCSV(t, filepath.Join(dir, "part-0.csv"), spec, makeData(spec, 40, 3), nil)
+	pipelinetest.WriteCSV(t, filepath.Join(dir, "part-0.csv"), spec, makeData(spec, 40, 3), nil)
 	base := trainTestModel(t, spec, makeData(spec, 120, 9))
 	epochs := map[int]string{}
 	for _, folds := range []int{0, 1, 3, 5} {
@@ -135,8 +136,8 @@ func TestStatsJobErrors(t *testing.T) {
 	spec := testSpec(t)
 	dir := t.TempDir()
 	good, bad := filepath.Join(dir, "good.csv"), filepath.Join(dir, "bad.csv")
-	writeCSV(t, good, spec, makeData(spec, 20, 1), nil)
-	writeCSV(t, bad, spec, makeData(spec, 20, 2), map[int]map[string]string{7: {spec.Label: "9"}})
+	pipelinetest.WriteCSV(t, good, spec, makeData(spec, 20, 1), nil)
+	pipelinetest.WriteCSV(t, bad, spec, makeData(spec, 20, 2), map[int]map[string]string{7: {spec.Label: "9"}})
 	base := trainTestModel(t, spec, makeData(spec, 120, 9))
 	publish := func(context.Context, *statsbus.Delta) error { return nil }
 

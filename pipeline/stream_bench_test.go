@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 )
 
 // BenchmarkTrainStreamedWide is `train --stream` at the shape of make
@@ -17,9 +18,9 @@ import (
 func BenchmarkTrainStreamedWide(b *testing.B) {
 	const rows, dim = 100_000, 64
 	in := filepath.Join(b.TempDir(), "train.parquet")
-	spec := benchSpec(b, dim)
+	spec := pipelinetest.BenchSpec(b, dim)
 	writeParquet(b, in, spec, makeData(spec, rows, 29), true)
-	cfg := trainWith(func(c *model.TrainConfig) {
+	cfg := pipelinetest.TrainWith(func(c *model.TrainConfig) {
 		c.Landmarks, c.Seed, c.Fit.Mode, c.Fit.Lambda = 128, 1, model.ModeIdentity, 0.01
 	})
 	b.ResetTimer()

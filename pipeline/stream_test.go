@@ -12,6 +12,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/schemas"
 )
 
@@ -19,8 +20,8 @@ func TestTrainStreamed(t *testing.T) {
 	spec := testSpec(t)
 	d := makeData(spec, 150, 21)
 	in := filepath.Join(t.TempDir(), "train.csv")
-	writeCSV(t, in, spec, d, nil)
-	cfg := trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed, c.Fit.Lambda, c.Fit.MaxIter = 0.2, 5, 0.01, 4 })
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
+	cfg := pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed, c.Fit.Lambda, c.Fit.MaxIter = 0.2, 5, 0.01, 4 })
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	opts := Options{BatchSize: 40, Allocator: mem}
@@ -36,8 +37,8 @@ func TestTrainStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := expectedScores(inMemory, d)
-	b, _ := expectedScores(all, d)
+	a, _ := pipelinetest.ExpectedScores(inMemory, d)
+	b, _ := pipelinetest.ExpectedScores(all, d)
 	var diff mat.Dense
 	diff.Sub(a, b)
 	if r := mat.Norm(&diff, 2) / mat.Norm(a, 2); r > 1e-6 {
@@ -53,10 +54,10 @@ func TestTrainStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, pred := expectedScores(small, d)
+	_, pred := pipelinetest.ExpectedScores(small, d)
 	correct := 0
 	for i, p := range pred {
-		if p == d.labels[i] {
+		if p == d.Labels[i] {
 			correct++
 		}
 	}
@@ -65,7 +66,7 @@ func TestTrainStreamed(t *testing.T) {
 	}
 
 	for name, job := range map[string]TrainJob{
-		"landmarks beyond the sample": {Config: trainWith(func(c *model.TrainConfig) { c.Landmarks = 0.9 }), SampleRows: 60},
+		"landmarks beyond the sample": {Config: pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks = 0.9 }), SampleRows: 60},
 		"grid":                        {Config: cfg, Grid: map[string][]float64{"lambda": {1, 2}}},
 	} {
 		job.Spec, job.Inputs, job.Stream, job.Options = spec, []string{in}, true, opts
@@ -81,12 +82,12 @@ func TestTrainStreamedRegression(t *testing.T) {
 	spec := testSpec(t)
 	spec.Task = schemas.Regression
 	d := makeData(spec, 120, 22)
-	for i := range d.labels {
-		d.labels[i] = 10 + 3*d.row(0, i)[0] + d.row(1, i)[1]
+	for i := range d.Labels {
+		d.Labels[i] = 10 + 3*d.Row(0, i)[0] + d.Row(1, i)[1]
 	}
 	in := filepath.Join(t.TempDir(), "train.csv")
-	writeCSV(t, in, spec, d, nil)
-	cfg := trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Fit.Mode, c.Fit.Lambda = 30, model.ModeIdentity, 0.01 })
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
+	cfg := pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Fit.Mode, c.Fit.Lambda = 30, model.ModeIdentity, 0.01 })
 	want, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +111,9 @@ func TestEachLabelledReadsAhead(t *testing.T) {
 	spec := testSpec(t)
 	d := makeData(spec, 45, 3) // batches of 10: rows 0-9, …, 40-44
 	in := filepath.Join(t.TempDir(), "rows.csv")
-	writeCSV(t, in, spec, d, map[int]map[string]string{25: {"label": ""}})
+	pipelinetest.WriteCSV(t, in, spec, d, map[int]map[string]string{25: {"label": ""}})
 	clean := filepath.Join(t.TempDir(), "clean.csv")
-	writeCSV(t, clean, spec, d, nil)
+	pipelinetest.WriteCSV(t, clean, spec, d, nil)
 	stop := errors.New("stop")
 	for _, tc := range []struct {
 		name    string
@@ -156,8 +157,8 @@ func TestEachLabelledReadsAhead(t *testing.T) {
 			if batches != tc.batches {
 				t.Errorf("fn saw %d batches, want %d", batches, tc.batches)
 			}
-			if want := d.ids[:len(seen)]; !slices.Equal(seen, want) || len(seen) != min(10*tc.batches, len(d.ids)) {
-				t.Errorf("fn saw ids %v, want the first %d rows in order", seen, min(10*tc.batches, len(d.ids)))
+			if want := d.IDs[:len(seen)]; !slices.Equal(seen, want) || len(seen) != min(10*tc.batches, len(d.IDs)) {
+				t.Errorf("fn saw ids %v, want the first %d rows in order", seen, min(10*tc.batches, len(d.IDs)))
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -19,14 +20,14 @@ func TestTrainWritesLoadableModel(t *testing.T) {
 	d := makeData(spec, 150, 11)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "train.csv")
-	writeCSV(t, in, spec, d, nil)
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
 	path := filepath.Join(dir, "m.mvml")
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	loaded := -1
 	m, err := Train(context.Background(), TrainJob{
 		Spec: spec, Inputs: []string{in}, Output: path,
-		Config:   trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 0.2, 5 }),
+		Config:   pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 0.2, 5 }),
 		OnLoaded: func(rows int) { loaded = rows },
 		Options:  Options{BatchSize: 40, Allocator: mem},
 	})
@@ -46,8 +47,8 @@ func TestTrainWritesLoadableModel(t *testing.T) {
 	if read.Version != m.Version || read.Meta != m.Meta {
 		t.Fatalf("read version %s meta %+v, trained %s %+v", read.Version, read.Meta, m.Version, m.Meta)
 	}
-	_, want := expectedScores(m, d)
-	_, got := expectedScores(read, d)
+	_, want := pipelinetest.ExpectedScores(m, d)
+	_, got := pipelinetest.ExpectedScores(read, d)
 	if !slices.Equal(got, want) {
 		t.Fatal("the loaded model predicts differently")
 	}
@@ -75,11 +76,11 @@ func TestTrainFailureLeavesOldModel(t *testing.T) {
 		wantErr string
 	}{
 		{name: "bad row", edit: map[int]map[string]string{60: {"label": "NaN"}}, cfg: model.DefaultTrainConfig(), wantErr: "train.csv: row 60, column label"},
-		{name: "bad config", cfg: trainWith(func(c *model.TrainConfig) { c.Fit.Lambda = -1 }), wantErr: "lambda"},
+		{name: "bad config", cfg: pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Fit.Lambda = -1 }), wantErr: "lambda"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			writeCSV(t, in, spec, d, tt.edit)
+			pipelinetest.WriteCSV(t, in, spec, d, tt.edit)
 			_, err := Train(context.Background(), TrainJob{Spec: spec, Inputs: []string{in}, Output: path, Config: tt.cfg})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -100,10 +101,10 @@ func TestTrainChoosesFromGrid(t *testing.T) {
 	spec := testSpec(t)
 	d := makeData(spec, 150, 12)
 	in := filepath.Join(t.TempDir(), "train.csv")
-	writeCSV(t, in, spec, d, nil)
+	pipelinetest.WriteCSV(t, in, spec, d, nil)
 	m, err := Train(context.Background(), TrainJob{
 		Spec: spec, Inputs: []string{in},
-		Config: trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 0.2, 5 }),
+		Config: pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 0.2, 5 }),
 		// λ = 1e4 all but erases the signal: cross-validation must avoid it.
 		Grid: map[string][]float64{"lambda": {1e4, 1e-3}}, GridFolds: 3,
 	})

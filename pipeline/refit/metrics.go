@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline/internal/metrics"
 )
@@ -164,33 +162,10 @@ func (r *Role) Stats() Stats {
 	return st
 }
 
-// refitterCollector exports the numbers of a Role as refitMetricDefs
-// defines them.
-type refitterCollector struct {
-	r     *Role
-	descs [numRefitMetrics]*prometheus.Desc
-}
-
-func newRefitterCollector(r *Role) *refitterCollector {
-	c := &refitterCollector{r: r}
-	for m, def := range refitMetricDefs {
-		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.Labels, nil)
-	}
-	return c
-}
-
-func (c *refitterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
-		ch <- d
-	}
-}
-
-// Collect sends every number of one Stats.
-func (c *refitterCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.r.Stats()
-	for m, def := range refitMetricDefs {
-		metrics.Send(ch, c.descs[m], def.kind.ValueType(), def.name, def.field(&st))
-	}
+// newRefitterCollector is the collector of the numbers of r as
+// refitMetricDefs defines them.
+func newRefitterCollector(r *Role) *metrics.Collector[Stats] {
+	return metrics.NewCollector(MetricDefs(), r.Stats, func(st *Stats, m int) any { return refitMetricDefs[m].field(st) })
 }
 
 // ServeHTTP answers /healthz (200 while Run runs), /readyz (200 while

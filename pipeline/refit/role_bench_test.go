@@ -8,6 +8,7 @@ import (
 
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/statsbus"
 )
 
@@ -20,19 +21,19 @@ import (
 // refit_ms split an operation's time. Run with -benchtime=3x.
 func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 	const deltas, rows, dim = 100, 100, 64
-	spec := benchSpec(b, dim)
-	train := makeData(spec, 900, 31)
-	base, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 0.12, 1 }))
+	spec := pipelinetest.BenchSpec(b, dim)
+	train := pipelinetest.MakeData(spec, 900, 31)
+	base, err := model.Train(context.Background(), spec, train.Matrices(), train.Labels, pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 0.12, 1 }))
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := makeData(spec, deltas*rows, 32)
-	views := d.matrices()
+	d := pipelinetest.MakeData(spec, deltas*rows, 32)
+	views := d.Matrices()
 	var msgs []kafkaconn.Message
 	replicas := []*replicaSim{newReplicaSim(b, "serve-0", base), newReplicaSim(b, "serve-1", base), newReplicaSim(b, "serve-2", base)}
 	for i := range deltas {
 		r := replicas[i%len(replicas)]
-		delta := r.delta(b, views, d.labels, i*rows, (i+1)*rows, i%len(replicas), int64(i*rows))
+		delta := r.delta(b, views, d.Labels, i*rows, (i+1)*rows, i%len(replicas), int64(i*rows))
 		m, err := statsbus.Messages(delta, 0)
 		if err != nil {
 			b.Fatal(err)

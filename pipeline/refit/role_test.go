@@ -22,6 +22,7 @@ import (
 	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/statsbus"
@@ -49,15 +50,15 @@ func newRefitFixture(t *testing.T, mode model.Mode) *refitFixture {
 func newRefitFixtureOf(t *testing.T, mode model.Mode, landmarks int) *refitFixture {
 	t.Helper()
 	c := kafkatest.Start(t, 1, "stats", "models")
-	spec := testSpec(t)
-	d := makeData(spec, 150, 1)
-	base, err := model.Train(context.Background(), spec, d.matrices(), d.labels, trainWith(func(c *model.TrainConfig) {
+	spec := pipelinetest.Spec(t)
+	d := pipelinetest.MakeData(spec, 150, 1)
+	base, err := model.Train(context.Background(), spec, d.Matrices(), d.Labels, pipelinetest.TrainWith(func(c *model.TrainConfig) {
 		c.Landmarks, c.Seed, c.Fit.Mode, c.Fit.Lambda, c.Fit.MaxIter = float64(landmarks), 3, mode, 0.01, 5
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &refitFixture{c: c, models: openModelTopic(t, c), spec: spec, base: base}
+	f := &refitFixture{c: c, models: pipelinetest.OpenModelTopic(t, c), spec: spec, base: base}
 	f.publish(t, base)
 	return f
 }
@@ -218,32 +219,6 @@ func runOnce(t *testing.T, cfg Config) (*Role, error) {
 	return r, r.Run(ctx)
 }
 
-func decisions(m *model.Model, views []*mat.Dense) *mat.Dense {
-	var dec mat.Dense
-	m.NewScorer().Score(&dec, nil, views)
-	return &dec
-}
-
-// maxRelDiff is the largest |a−b| / max(1, |b|) of two matrices.
-func maxRelDiff(a, b *mat.Dense) float64 {
-	r, c := b.Dims()
-	worst := 0.0
-	for i := range r {
-		for j := range c {
-			x, y := a.At(i, j), b.At(i, j)
-			worst = max(worst, abs(x-y)/max(1, abs(y)))
-		}
-	}
-	return worst
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // The statistics of four replicas, each on its own copy of the model and
 // disjoint rows, one of them in chunks, merged by a refit --once and
 // refitted cold, give the model `mvml train --like` gives on all the rows
@@ -259,27 +234,27 @@ func TestRefitterMergesDeltasExactly(t *testing.T) {
 				t.Skip("under -tags openblas the statistics are summed without residues, so merged deltas are not exact, and the learned metric's Ã₀ amplifies the difference past 1e-8")
 			}
 			f := newRefitFixtureOf(t, mode, 60)
-			d := makeData(f.spec, 200, 7)
-			views := d.matrices()
+			d := pipelinetest.MakeData(f.spec, 200, 7)
+			views := d.Matrices()
 			for k := range 4 {
 				r := newReplicaSim(t, "serve-"+string(rune('0'+k)), f.base)
 				if k == 2 {
 					r.chunk = 1000 // its deltas are blobs of several chunks
 				}
 				lo := k * 50
-				r.publish(t, f.c, views, d.labels, lo, lo+20, k, 0)
-				r.publish(t, f.c, views, d.labels, lo+20, lo+50, k, 20)
+				r.publish(t, f.c, views, d.Labels, lo, lo+20, k, 0)
+				r.publish(t, f.c, views, d.Labels, lo+20, lo+50, k, 20)
 			}
 			refitter, err := runOnce(t, f.config(func(c *Config) { c.Cold = true }))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := model.TrainLike(context.Background(), f.base, views, d.labels, f.base.Config.Fit, false)
+			want, err := model.TrainLike(context.Background(), f.base, views, d.Labels, f.base.Config.Fit, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, man := f.current(t)
-			if diff := maxRelDiff(decisions(got, views), decisions(want, views)); diff > 1e-8 {
+			if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(got, views), pipelinetest.Decisions(want, views)); diff > 1e-8 {
 				t.Errorf("decisions differ from train --like's by %g", diff)
 			}
 			if got.Lineage() != f.base.Lineage() || got.Meta.Rows != 200 || man.Parent != f.base.Version || man.Publisher.Role != registry.RoleRefit {
@@ -301,16 +276,16 @@ func TestRefitterMergesDeltasExactly(t *testing.T) {
 // (new rows), and reads the stats topic from the first one's checkpoint.
 func TestRefitterDecaysAtRefits(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
-	d := makeData(f.spec, 100, 8)
-	views := d.matrices()
+	d := pipelinetest.MakeData(f.spec, 100, 8)
+	views := d.Matrices()
 	r := newReplicaSim(t, "serve-0", f.base)
-	first := r.publish(t, f.c, views, d.labels, 0, 40, 0, 0)
+	first := r.publish(t, f.c, views, d.Labels, 0, 40, 0, 0)
 	store := t.TempDir()
 	cfg := f.config(func(c *Config) { c.Cold, c.Decay, c.ModelDir = true, 0.5, store })
 	if _, err := runOnce(t, cfg); err != nil {
 		t.Fatal(err)
 	}
-	second := r.publish(t, f.c, views, d.labels, 40, 100, 0, 40)
+	second := r.publish(t, f.c, views, d.Labels, 40, 100, 0, 40)
 	refitter, err := runOnce(t, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +310,7 @@ func TestRefitterDecaysAtRefits(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := f.current(t)
-	if diff := maxRelDiff(decisions(got, views), decisions(wantModel, views)); diff > 1e-10 || got.Meta.Rows != 80 {
+	if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(got, views), pipelinetest.Decisions(wantModel, views)); diff > 1e-10 || got.Meta.Rows != 80 {
 		t.Errorf("decisions differ from 0.5·first + second by %g, %d rows (want 80)", diff, got.Meta.Rows)
 	}
 	if cp := f.checkpoint(t, f.base.Lineage()); cp.Rows != 80 {
@@ -362,7 +337,7 @@ func scrapeLogged(t *testing.T, log string) map[string]*dto.MetricFamily {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s", url[1], resp.Status)
 	}
-	return parseMetrics(t, resp.Body)
+	return pipelinetest.ParseMetrics(t, resp.Body)
 }
 
 // A delta delivered twice (a producer's retry) is dropped, one holding
@@ -371,19 +346,19 @@ func scrapeLogged(t *testing.T, log string) map[string]*dto.MetricFamily {
 // statistics hold each label once. /metrics and /readyz say so.
 func TestRefitterDropsRepeatsAndRefusesOverlaps(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
-	d := makeData(f.spec, 100, 9)
-	views := d.matrices()
+	d := pipelinetest.MakeData(f.spec, 100, 9)
+	views := d.Matrices()
 	var log syncbuf.Buffer
 	refitter, stop := startRefitter(t, f.config(func(c *Config) {
 		c.Rows, c.Logger, c.HTTPAddr = 90, slog.New(slog.NewTextHandler(&log, nil)), "127.0.0.1:0"
 	}))
 	a, b := newReplicaSim(t, "serve-a", f.base), newReplicaSim(t, "serve-b", f.base)
-	first := a.publish(t, f.c, views, d.labels, 0, 50, 0, 0)
+	first := a.publish(t, f.c, views, d.Labels, 0, 50, 0, 0)
 	a.send(t, f.c, first)                             // the retry of a write whose acknowledgement was lost
-	b.publish(t, f.c, views, d.labels, 50, 70, 0, 40) // labels 40…59: 40…49 are merged
+	b.publish(t, f.c, views, d.Labels, 50, 70, 0, 40) // labels 40…59: 40…49 are merged
 	f.c.Produce(t, "stats", kafkatest.Message{Key: []byte("serve-x"), Value: []byte("not a delta")})
-	b.publish(t, f.c, views, d.labels, 50, 90, 1, 0)
-	waitFor(t, "a refit", func() bool { return refitter.Stats().Published == 1 })
+	b.publish(t, f.c, views, d.Labels, 50, 90, 1, 0)
+	pipelinetest.WaitFor(t, "a refit", func() bool { return refitter.Stats().Published == 1 })
 	st := refitter.Stats()
 	if st.DeltasMerged != 2 || st.DeltasDropped != 1 || st.DeltasRefused != 1 || st.DeltasCorrupt != 1 || st.RowsMerged != 90 {
 		t.Errorf("stats %+v: want 2 merged, 1 dropped, 1 refused, 1 corrupt, 90 rows", st)
@@ -398,14 +373,14 @@ func TestRefitterDropsRepeatsAndRefusesOverlaps(t *testing.T) {
 	families := scrapeLogged(t, log.String())
 	for name, want := range map[string]float64{"mvml_refit_active": 1, "mvml_refit_deltas_merged_total": 2, "mvml_refit_deltas_dropped_total": 1,
 		"mvml_refit_deltas_refused_total": 1, "mvml_refit_deltas_corrupt_total": 1, "mvml_refit_rows_merged_total": 90, "mvml_refit_published_total": 1} {
-		if got := metricValue(t, families, name); got != want {
+		if got := pipelinetest.MetricValue(t, families, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	if got := metricValue(t, families, "mvml_model_info", "version", got.Version, "lineage", got.Lineage()); got != 1 {
+	if got := pipelinetest.MetricValue(t, families, "mvml_model_info", "version", got.Version, "lineage", got.Lineage()); got != 1 {
 		t.Errorf("mvml_model_info of the model published = %v, want 1", got)
 	}
-	if at := metricValue(t, families, "mvml_refit_last_published_timestamp_seconds"); math.Abs(at-float64(time.Now().Unix())) > 600 {
+	if at := pipelinetest.MetricValue(t, families, "mvml_refit_last_published_timestamp_seconds"); math.Abs(at-float64(time.Now().Unix())) > 600 {
 		t.Errorf("last published at %v, want about now", at)
 	}
 	if families["go_goroutines"] == nil || families["process_cpu_seconds_total"] == nil {
@@ -427,8 +402,8 @@ func TestRefitterDropsRepeatsAndRefusesOverlaps(t *testing.T) {
 // published hold every row once.
 func TestRefitterStandbyTakesOver(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
-	d := makeData(f.spec, 120, 10)
-	views := d.matrices()
+	d := pipelinetest.MakeData(f.spec, 120, 10)
+	views := d.Matrices()
 	var log syncbuf.Buffer
 	defer func() {
 		if t.Failed() {
@@ -437,14 +412,14 @@ func TestRefitterStandbyTakesOver(t *testing.T) {
 	}()
 	cfg := f.config(func(c *Config) { c.Rows, c.Logger = 40, slog.New(slog.NewTextHandler(&log, nil)) })
 	first, stopFirst := startRefitter(t, cfg)
-	waitFor(t, "the first refitter to be active", func() bool { return first.Stats().Active == 1 })
+	pipelinetest.WaitFor(t, "the first refitter to be active", func() bool { return first.Stats().Active == 1 })
 	second, stopSecond := startRefitter(t, cfg)
 	ready := func(r *Role) (int, string) {
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 		return rec.Code, rec.Body.String()
 	}
-	waitFor(t, "one active refitter and one standby", func() bool {
+	pipelinetest.WaitFor(t, "one active refitter and one standby", func() bool {
 		a, b := first.Stats().Active, second.Stats().Active
 		code, body := ready(second)
 		if a == 0 {
@@ -457,16 +432,16 @@ func TestRefitterStandbyTakesOver(t *testing.T) {
 		active, standby, stopActive = second, first, stopSecond
 	}
 	r := newReplicaSim(t, "serve-0", f.base)
-	r.publish(t, f.c, views, d.labels, 0, 40, 0, 0)
-	waitFor(t, "the active refitter's refit", func() bool { return active.Stats().Published == 1 })
-	r.publish(t, f.c, views, d.labels, 40, 60, 0, 40) // merged by the active one, not refitted
-	waitFor(t, "the delta merged", func() bool { return active.Stats().RowsMerged == 60 })
+	r.publish(t, f.c, views, d.Labels, 0, 40, 0, 0)
+	pipelinetest.WaitFor(t, "the active refitter's refit", func() bool { return active.Stats().Published == 1 })
+	r.publish(t, f.c, views, d.Labels, 40, 60, 0, 40) // merged by the active one, not refitted
+	pipelinetest.WaitFor(t, "the delta merged", func() bool { return active.Stats().RowsMerged == 60 })
 	if err := stopActive(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the standby to take over", func() bool { return standby.Stats().Active == 1 })
-	r.publish(t, f.c, views, d.labels, 60, 80, 0, 60)
-	waitFor(t, "the standby's refit", func() bool { return standby.Stats().Published == 1 })
+	pipelinetest.WaitFor(t, "the standby to take over", func() bool { return standby.Stats().Active == 1 })
+	r.publish(t, f.c, views, d.Labels, 60, 80, 0, 60)
+	pipelinetest.WaitFor(t, "the standby's refit", func() bool { return standby.Stats().Published == 1 })
 	got, man := f.current(t)
 	if got.Meta.Rows != 80 || man.Publisher.Role != registry.RoleRefit {
 		t.Errorf("the standby published %d rows, want 80", got.Meta.Rows)
@@ -485,14 +460,14 @@ func TestRefitterStandbyTakesOver(t *testing.T) {
 // its checkpoint.
 func TestRefitterFollowsNewLineage(t *testing.T) {
 	f := newRefitFixture(t, model.ModeIdentity)
-	d := makeData(f.spec, 150, 11)
-	views := d.matrices()
+	d := pipelinetest.MakeData(f.spec, 150, 11)
+	views := d.Matrices()
 	refitter, _ := startRefitter(t, f.config(func(c *Config) { c.Rows = 30 }))
 	old := newReplicaSim(t, "serve-0", f.base)
-	old.publish(t, f.c, views, d.labels, 0, 30, 0, 0)
-	waitFor(t, "the refit of the first lineage", func() bool { return refitter.Stats().Published == 1 })
+	old.publish(t, f.c, views, d.Labels, 0, 30, 0, 0)
+	pipelinetest.WaitFor(t, "the refit of the first lineage", func() bool { return refitter.Stats().Published == 1 })
 
-	retrained, err := model.Train(context.Background(), f.spec, views, d.labels, trainWith(func(c *model.TrainConfig) {
+	retrained, err := model.Train(context.Background(), f.spec, views, d.Labels, pipelinetest.TrainWith(func(c *model.TrainConfig) {
 		c.Landmarks, c.Seed, c.Fit.Mode = 20, 9, model.ModeIdentity
 	}))
 	if err != nil {
@@ -500,10 +475,10 @@ func TestRefitterFollowsNewLineage(t *testing.T) {
 	}
 	f.publish(t, retrained)
 	fresh := newReplicaSim(t, "serve-1", retrained)
-	fresh.publish(t, f.c, views, d.labels, 30, 50, 1, 0)
-	old.publish(t, f.c, views, d.labels, 60, 90, 0, 30) // a replica that has not swapped yet
-	fresh.publish(t, f.c, views, d.labels, 90, 110, 1, 20)
-	waitFor(t, "the refit of the new lineage", func() bool { return refitter.Stats().Published == 2 })
+	fresh.publish(t, f.c, views, d.Labels, 30, 50, 1, 0)
+	old.publish(t, f.c, views, d.Labels, 60, 90, 0, 30) // a replica that has not swapped yet
+	fresh.publish(t, f.c, views, d.Labels, 90, 110, 1, 20)
+	pipelinetest.WaitFor(t, "the refit of the new lineage", func() bool { return refitter.Stats().Published == 2 })
 	got, man := f.current(t)
 	if got.Lineage() != retrained.Lineage() || got.Meta.Rows != 40 || man.Parent != retrained.Version {
 		t.Errorf("refit of lineage %s (want %s), %d rows (want 40), parent %s", got.Lineage(), retrained.Lineage(), got.Meta.Rows, man.Parent)
@@ -522,8 +497,8 @@ func TestRefitterFollowsNewLineage(t *testing.T) {
 	// checkpoint: its 30 rows, the 30 of the delta skipped while the other
 	// lineage was current, and 30 more.
 	f.publish(t, f.base)
-	old.publish(t, f.c, views, d.labels, 110, 140, 0, 60)
-	waitFor(t, "the refits of the first lineage again", func() bool {
+	old.publish(t, f.c, views, d.Labels, 110, 140, 0, 60)
+	pipelinetest.WaitFor(t, "the refits of the first lineage again", func() bool {
 		data, err := f.models.Checkpoint(context.Background(), f.base.Lineage())
 		cp, _ := statsbus.DecodeCheckpoint(data)
 		return err == nil && cp != nil && cp.Rows == 90
@@ -607,7 +582,7 @@ func TestRefitterRefuses(t *testing.T) {
 	}
 	empty := kafkatest.Start(t, 1, "stats", "models")
 	cfg := f.config(nil)
-	cfg.Conn.Brokers, cfg.Models = empty.Brokers, openModelTopic(t, empty)
+	cfg.Conn.Brokers, cfg.Models = empty.Brokers, pipelinetest.OpenModelTopic(t, empty)
 	if _, err := runOnce(t, cfg); !errors.Is(err, registry.ErrNoModel) || !strings.Contains(err.Error(), "mvml train --model-topic") {
 		t.Errorf("no current model: %v", err)
 	}

@@ -10,19 +10,20 @@ import (
 
 	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/statsbus"
 )
 
 // foldDelta is the delta of rows [lo, hi) of d kept as folds fold sums,
 // their labels at offsets lo… of labels/0.
-func (r *replicaSim) foldDelta(t testing.TB, d *dataset, views []*mat.Dense, lo, hi, folds int) *statsbus.Delta {
+func (r *replicaSim) foldDelta(t testing.TB, d *pipelinetest.Dataset, views []*mat.Dense, lo, hi, folds int) *statsbus.Delta {
 	t.Helper()
 	acc, err := r.m.NewFoldAccumulator(folds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := acc.AddFolds(d.ids[lo:hi], rowRange(views, lo, hi), d.labels[lo:hi]); err != nil {
+	if err := acc.AddFolds(d.IDs[lo:hi], rowRange(views, lo, hi), d.Labels[lo:hi]); err != nil {
 		t.Fatal(err)
 	}
 	var rs statsbus.Ranges
@@ -52,12 +53,12 @@ func TestRefitterStandbyKeepsLabelsSince(t *testing.T) {
 	}
 	// The model in service: tuned on rows of the lineage, as `mvml train
 	// --like --tune` makes it, its cross-validated loss recorded.
-	trained := makeData(f.spec, 200, 13)
+	trained := pipelinetest.MakeData(f.spec, 200, 13)
 	acc, err := f.base.NewFoldAccumulator(folds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := acc.AddFolds(trained.ids, trained.matrices(), trained.labels); err != nil {
+	if err := acc.AddFolds(trained.IDs, trained.Matrices(), trained.Labels); err != nil {
 		t.Fatal(err)
 	}
 	serving, tun, err := acc.Tune(context.Background(), f.base.Config.Fit, cands, nil)
@@ -67,13 +68,13 @@ func TestRefitterStandbyKeepsLabelsSince(t *testing.T) {
 	serving.Meta.Tuning = tun
 	f.publish(t, serving)
 
-	d := makeData(f.spec, 400, 14)
+	d := pipelinetest.MakeData(f.spec, 400, 14)
 	for i := range 200 {
 		if i%10 < 4 {
-			d.labels[i] = 1 - d.labels[i]
+			d.Labels[i] = 1 - d.Labels[i]
 		}
 	}
-	views := d.matrices()
+	views := d.Matrices()
 	var log syncbuf.Buffer
 	defer func() {
 		if t.Failed() {
@@ -85,25 +86,25 @@ func TestRefitterStandbyKeepsLabelsSince(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
 	first, stopFirst := startRefitter(t, cfg)
-	waitFor(t, "the first refitter to be active", func() bool { return first.Stats().Active == 1 })
+	pipelinetest.WaitFor(t, "the first refitter to be active", func() bool { return first.Stats().Active == 1 })
 	second, _ := startRefitter(t, cfg)
-	waitFor(t, "the second refitter to stand by", func() bool { return second.Stats().Active == 0 && first.Stats().Active == 1 })
+	pipelinetest.WaitFor(t, "the second refitter to stand by", func() bool { return second.Stats().Active == 0 && first.Stats().Active == 1 })
 	sim := newReplicaSim(t, "serve-0", serving)
 	sim.send(t, f.c, sim.foldDelta(t, d, views, 0, 200, folds))
-	waitFor(t, "the refit on flipped labels rejected", func() bool { return first.Stats().Rejected == 1 })
+	pipelinetest.WaitFor(t, "the refit on flipped labels rejected", func() bool { return first.Stats().Rejected == 1 })
 	// The model store's reader catches up with the checkpoint stored.
-	waitFor(t, "the checkpoint of 200 labels since the serving model", func() bool {
+	pipelinetest.WaitFor(t, "the checkpoint of 200 labels since the serving model", func() bool {
 		cp := f.checkpoint(t, serving.Lineage())
 		return cp.SinceModel == serving.Version && cp.SinceRows == 200
 	})
 	if err := stopFirst(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the standby to take over", func() bool { return second.Stats().Active == 1 })
+	pipelinetest.WaitFor(t, "the standby to take over", func() bool { return second.Stats().Active == 1 })
 	sim.send(t, f.c, sim.foldDelta(t, d, views, 200, 400, folds))
-	waitFor(t, "the standby's refit", func() bool { st := second.Stats(); return st.Published+st.Rejected == 1 })
+	pipelinetest.WaitFor(t, "the standby's refit", func() bool { st := second.Stats(); return st.Published+st.Rejected == 1 })
 	var last registry.Manifest
-	waitFor(t, "the standby's refit listed", func() bool {
+	pipelinetest.WaitFor(t, "the standby's refit listed", func() bool {
 		listing, err := f.models.List(context.Background())
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/statsbus"
 )
 
@@ -20,14 +21,14 @@ import (
 func TestRefitterTunesOnFoldDeltas(t *testing.T) {
 	const folds = 5
 	f := newRefitFixture(t, model.ModeIdentity)
-	d := makeData(f.spec, 200, 9)
-	views := d.matrices()
+	d := pipelinetest.MakeData(f.spec, 200, 9)
+	views := d.Matrices()
 	sim := newReplicaSim(t, "serve-0", f.base)
 	acc, err := sim.m.NewFoldAccumulator(folds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := acc.AddFolds(d.ids, views, d.labels); err != nil {
+	if err := acc.AddFolds(d.IDs, views, d.Labels); err != nil {
 		t.Fatal(err)
 	}
 	var rs statsbus.Ranges
@@ -41,7 +42,7 @@ func TestRefitterTunesOnFoldDeltas(t *testing.T) {
 	}
 	sim.send(t, f.c, delta)
 	// A replica of one fold sum: refused.
-	newReplicaSim(t, "serve-1", f.base).publish(t, f.c, views, d.labels, 0, 50, 1, 0)
+	newReplicaSim(t, "serve-1", f.base).publish(t, f.c, views, d.Labels, 0, 50, 1, 0)
 
 	grid := map[string][]float64{"lambda": {1e-3, 1e-1, 10}}
 	refitter, err := runOnce(t, f.config(func(c *Config) { c.Cold, c.Folds, c.Tune, c.GateMargin = true, folds, grid, -1 }))

@@ -20,6 +20,7 @@ import (
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -47,7 +48,7 @@ func BenchmarkServeKafkaArrow(b *testing.B) {
 		dim, rows, perMessage int
 	}{{64, 20_000, 1}, {64, 64_000, 64}, {315, 32_000, 1}, {315, 16_000, 64}} {
 		b.Run(fmt.Sprintf("shape=3x%d/rows-per-message=%d", c.dim, c.perMessage), func(b *testing.B) {
-			spec := benchSpec(b, c.dim)
+			spec := pipelinetest.BenchSpec(b, c.dim)
 			d := makeData(spec, c.rows, 22)
 			m := benchServeModel(b, spec, d)
 			values := arrowRecords(b, spec, d, c.perMessage)

@@ -17,6 +17,7 @@ import (
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -26,8 +27,8 @@ import (
 func arrowRecords(t testing.TB, spec *schemas.ViewSpec, d *dataset, per int) [][]byte {
 	t.Helper()
 	var out [][]byte
-	for lo := 0; lo < d.rows(); lo += per {
-		rec := inputRecord(memory.NewGoAllocator(), spec, d, lo, min(lo+per, d.rows()))
+	for lo := 0; lo < d.Rows(); lo += per {
+		rec := pipelinetest.InputRecord(memory.NewGoAllocator(), spec, d, lo, min(lo+per, d.Rows()))
 		value, err := schemas.EncodeIPC(rec, memory.NewGoAllocator())
 		rec.Release()
 		if err != nil {
@@ -63,8 +64,8 @@ func TestKafkaRunnerArrow(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 150, 1))
 	d := makeData(spec, 60, 6)
-	d.views[0][13*d.dims[0]] = math.NaN()
-	d.views[1][47*d.dims[1]+1] = 1.7e308
+	d.Views[0][13*d.Dims[0]] = math.NaN()
+	d.Views[1][47*d.Dims[1]+1] = 1.7e308
 	c := kafkatest.Start(t, 1, "in", "out", "dead")
 	c.ProduceValues(t, "in", arrowRecords(t, spec, d, 10)...)
 	r, err := NewKafkaRunner(KafkaConfig{
@@ -93,7 +94,7 @@ func TestKafkaRunnerArrow(t *testing.T) {
 		scored = append(scored, schemas.IDs(rec).Int64Values()...)
 		rec.Release()
 	}
-	want := slices.Concat(d.ids[:13], d.ids[14:47], d.ids[48:])
+	want := slices.Concat(d.IDs[:13], d.IDs[14:47], d.IDs[48:])
 	if !slices.Equal(scored, want) {
 		t.Errorf("scored ids %v, want %v", scored, want)
 	}
@@ -111,8 +112,8 @@ func TestKafkaRunnerArrow(t *testing.T) {
 			t.Errorf("dead letter %d: headers %v, want offset %s and a reason starting %q", i, l.Headers, tt.offset, tt.cause)
 		}
 		rec := readIPC(t, l.Value)
-		if rec.NumRows() != 1 || schemas.IDs(rec).Value(0) != d.ids[tt.row] {
-			t.Errorf("dead letter %d holds %v, want the row of id %d alone", i, rec, d.ids[tt.row])
+		if rec.NumRows() != 1 || schemas.IDs(rec).Value(0) != d.IDs[tt.row] {
+			t.Errorf("dead letter %d holds %v, want the row of id %d alone", i, rec, d.IDs[tt.row])
 		}
 		rec.Release()
 	}

@@ -24,11 +24,11 @@ func TestServeKafkaDeadLettersNonFiniteScores(t *testing.T) {
 	d := makeData(spec, 60, 5)
 	cluster := kafkatest.Start(t, 1, "in", "out", "dead")
 	huge := map[int]float64{7: 1.7e308, 31: -1.7e308}
-	values := make([][]byte, d.rows())
+	values := make([][]byte, d.Rows())
 	for i := range values {
-		rec := map[string]any{"id": d.ids[i], "label": d.labels[i]}
+		rec := map[string]any{"id": d.IDs[i], "label": d.Labels[i]}
 		for l, v := range spec.Views {
-			row := append([]float64(nil), d.row(l, i)...)
+			row := append([]float64(nil), d.Row(l, i)...)
 			if x, ok := huge[i]; ok && l == 1 {
 				row[0] = x
 			}
@@ -103,7 +103,7 @@ func TestServeKafkaDeadLettersNonFiniteScores(t *testing.T) {
 		if err := json.Unmarshal(msg.Value, &s); err != nil || len(s.Decision) == 0 {
 			t.Fatalf("score %s: %v", msg.Value, err)
 		}
-		if s.ID == d.ids[7] || s.ID == d.ids[31] {
+		if s.ID == d.IDs[7] || s.ID == d.IDs[31] {
 			t.Errorf("the overflowing record %d was scored: %s", s.ID, msg.Value)
 		}
 	}

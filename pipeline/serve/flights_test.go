@@ -16,6 +16,7 @@ import (
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -142,7 +143,7 @@ func TestServeWritesInFlight(t *testing.T) {
 			})
 			r := startFlights(t, cluster, m, 20, writes, kafkaconn.Retry{})
 			// Every batch in flight, or waiting for room, has been taken.
-			waitFor(t, "the batches in flight", func() bool { return r.svc.Stats().In >= int64(20*writes) })
+			pipelinetest.WaitFor(t, "the batches in flight", func() bool { return r.svc.Stats().In >= int64(20*writes) })
 			time.Sleep(100 * time.Millisecond)
 			st := r.svc.Stats()
 			if st.Batches != 0 || st.Pending > int64(writes) || st.In > int64(20*(writes+1)) {
@@ -153,23 +154,23 @@ func TestServeWritesInFlight(t *testing.T) {
 				t.Errorf("committed offset %d while the first write is held", c)
 			}
 			close(release)
-			waitFor(t, "every record scored", func() bool { return r.svc.Stats().Scored == int64(d.rows()) })
+			pipelinetest.WaitFor(t, "every record scored", func() bool { return r.svc.Stats().Scored == int64(d.Rows()) })
 			r.stop()
 			if err := <-r.done; err != nil {
 				t.Fatal(err)
 			}
-			want := make([]int64, 0, d.rows()/20)
-			for k := range d.rows() / 20 {
+			want := make([]int64, 0, d.Rows()/20)
+			for k := range d.Rows() / 20 {
 				want = append(want, int64(20*k))
 			}
 			if got := r.src.order(); !slices.Equal(got, want) {
 				t.Errorf("batches acknowledged at offsets %v, want %v", got, want)
 			}
-			if c := cluster.CommittedOffsets(t, "g", "in")[0]; c != int64(d.rows()) {
-				t.Errorf("committed offset %d, want %d", c, d.rows())
+			if c := cluster.CommittedOffsets(t, "g", "in")[0]; c != int64(d.Rows()) {
+				t.Errorf("committed offset %d, want %d", c, d.Rows())
 			}
 			position := map[int64]int{}
-			for i, id := range d.ids {
+			for i, id := range d.IDs {
 				position[id] = i
 			}
 			n := 0
@@ -181,8 +182,8 @@ func TestServeWritesInFlight(t *testing.T) {
 					}
 				}
 			}
-			if n != d.rows() {
-				t.Errorf("%d scores written, want %d", n, d.rows())
+			if n != d.Rows() {
+				t.Errorf("%d scores written, want %d", n, d.Rows())
 			}
 		})
 	}
@@ -204,7 +205,7 @@ func TestServeWritesInFlightRideOutTransientFailure(t *testing.T) {
 		return parts[0] == 1 && refused.Add(1) <= 4
 	})
 	r := startFlights(t, cluster, m, 20, 4, kafkaconn.Retry{MinBackoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
-	waitFor(t, "every record scored", func() bool { return r.svc.Stats().Scored == int64(d.rows()) })
+	pipelinetest.WaitFor(t, "every record scored", func() bool { return r.svc.Stats().Scored == int64(d.Rows()) })
 	r.stop()
 	if err := <-r.done; err != nil {
 		t.Fatal(err)
@@ -218,13 +219,13 @@ func TestServeWritesInFlightRideOutTransientFailure(t *testing.T) {
 			seen[id]++
 		}
 	}
-	for _, id := range d.ids {
+	for _, id := range d.IDs {
 		if seen[id] != 1 {
 			t.Errorf("id %d scored %d times, want once", id, seen[id])
 		}
 	}
-	if c := cluster.CommittedOffsets(t, "g", "in")[0]; c != int64(d.rows()) {
-		t.Errorf("committed offset %d, want %d", c, d.rows())
+	if c := cluster.CommittedOffsets(t, "g", "in")[0]; c != int64(d.Rows()) {
+		t.Errorf("committed offset %d, want %d", c, d.Rows())
 	}
 }
 
@@ -249,7 +250,7 @@ func TestServeStopWithWritesInFlight(t *testing.T) {
 		return nil, nil, false
 	})
 	first := startFlights(t, cluster, m, 20, 4, kafkaconn.Retry{})
-	waitFor(t, "writes in flight", func() bool { return first.svc.Stats().Pending >= 2 })
+	pipelinetest.WaitFor(t, "writes in flight", func() bool { return first.svc.Stats().Pending >= 2 })
 	first.stop()
 	if err := <-first.done; err != nil {
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func TestServeStopWithWritesInFlight(t *testing.T) {
 	}
 	hold.Store(false)
 	second := startFlights(t, cluster, m, 20, 4, kafkaconn.Retry{})
-	waitFor(t, "the rest scored", func() bool { return second.svc.Stats().Scored == int64(d.rows())-committed })
+	pipelinetest.WaitFor(t, "the rest scored", func() bool { return second.svc.Stats().Scored == int64(d.Rows())-committed })
 	second.stop()
 	if err := <-second.done; err != nil {
 		t.Fatal(err)
@@ -278,7 +279,7 @@ func TestServeStopWithWritesInFlight(t *testing.T) {
 			seen[id]++
 		}
 	}
-	for _, id := range d.ids {
+	for _, id := range d.IDs {
 		if seen[id] == 0 {
 			t.Errorf("id %d not scored", id)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 )
 
 // BenchmarkServeKafkaJSON measures the service on JSON records against the
@@ -42,7 +43,7 @@ func BenchmarkServeKafkaJSON(b *testing.B) {
 		{64, 200_000, ingest.DefaultBatchSize}, {64, 40_000, 256}, {315, 10_000, 128},
 	} {
 		b.Run(fmt.Sprintf("shape=3x%d/batch=%d", c.dim, c.batch), func(b *testing.B) {
-			spec := benchSpec(b, c.dim)
+			spec := pipelinetest.BenchSpec(b, c.dim)
 			d := makeData(spec, c.rows, 22)
 			m := benchServeModel(b, spec, d)
 			values := jsonRecords(b, spec, d)

@@ -317,20 +317,9 @@ func (r *KafkaRunner) restore(ctx context.Context, p int, from time.Time, end in
 func (r *KafkaRunner) Service() *Service { return r.svc }
 
 // publish saves a refitted model to the model stores, if there are any,
-// and makes it current there.
+// and makes it current there: publishGated without a gate's verdict.
 func (r *KafkaRunner) publish(ctx context.Context, m *model.Model) error {
-	meta := registry.Meta{Role: registry.RoleRefit, Parent: r.svc.Model().Version}
-	if r.dir != nil {
-		if _, err := r.dir.Publish(ctx, m, meta, true); err != nil {
-			return err
-		}
-	}
-	if r.cfg.Models != nil {
-		if _, err := r.cfg.Models.Publish(ctx, m, meta, true); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.publishGated(ctx, m, nil)
 }
 
 // follower is what the runner follows: the model store, the model file

@@ -150,7 +150,7 @@ func TestKafkaRunnerRidesOutHiccups(t *testing.T) {
 				}
 				scored[row.ID] = true
 			}
-			for _, id := range d.ids {
+			for _, id := range d.IDs {
 				if !scored[id] {
 					t.Errorf("id %d not scored", id)
 				}

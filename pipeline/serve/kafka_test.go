@@ -93,7 +93,7 @@ func TestServeKafkaOutputFailureLosesNothing(t *testing.T) {
 		return svc.Stats(), <-done
 	}
 
-	first, err := run(int64(d.rows()))
+	first, err := run(int64(d.Rows()))
 	if err == nil || !strings.Contains(err.Error(), "serve: output") {
 		t.Fatalf("first run: %v, want the output's refusal", err)
 	}
@@ -120,7 +120,7 @@ func TestServeKafkaOutputFailureLosesNothing(t *testing.T) {
 		}
 		seen[s.ID]++
 	}
-	for _, id := range d.ids {
+	for _, id := range d.IDs {
 		if seen[id] != 1 {
 			t.Errorf("id %d scored %d times, want once", id, seen[id])
 		}
@@ -134,11 +134,11 @@ func TestServeKafkaOutputFailureLosesNothing(t *testing.T) {
 // array per view.
 func jsonRecords(t testing.TB, spec *schemas.ViewSpec, d *dataset) [][]byte {
 	t.Helper()
-	values := make([][]byte, d.rows())
+	values := make([][]byte, d.Rows())
 	for i := range values {
-		rec := map[string]any{"id": d.ids[i]}
+		rec := map[string]any{"id": d.IDs[i]}
 		for l, v := range spec.Views {
-			rec[v.Name] = d.row(l, i)
+			rec[v.Name] = d.Row(l, i)
 		}
 		var err error
 		if values[i], err = json.Marshal(rec); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 )
 
@@ -36,15 +37,15 @@ import (
 // is better read from it than from rows/s. Run with -benchtime=1x.
 func BenchmarkServeLateLabels(b *testing.B) {
 	const rows, dim, batch = 61_440, 64, 1024
-	spec := benchSpec(b, dim)
+	spec := pipelinetest.BenchSpec(b, dim)
 	d := makeData(spec, rows, 23)
 	m := benchServeModel(b, spec, d)
 	values := float32Records(b, spec, d, false)
 	records, labels := make([]kafka.Message, rows), make([]kafka.Message, rows)
 	for i, value := range values {
-		key := []byte(strconv.FormatInt(d.ids[i], 10))
+		key := []byte(strconv.FormatInt(d.IDs[i], 10))
 		records[i] = kafka.Message{Key: key, Value: value}
-		labels[i] = kafka.Message{Key: key, Value: []byte(`{"id": ` + string(key) + `, "label": ` + strconv.FormatFloat(d.labels[i], 'g', -1, 64) + `}`)}
+		labels[i] = kafka.Message{Key: key, Value: []byte(`{"id": ` + string(key) + `, "label": ` + strconv.FormatFloat(d.Labels[i], 'g', -1, 64) + `}`)}
 	}
 	for _, c := range []struct {
 		name          string

@@ -20,6 +20,7 @@ import (
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -37,7 +38,7 @@ func recordMessages(t *testing.T, spec *schemas.ViewSpec, d *dataset, lo, hi int
 	values := jsonRecords(t, spec, d)
 	var msgs []kafkatest.Message
 	for i := lo; i < hi; i++ {
-		msgs = append(msgs, kafkatest.Message{Partition: int(d.ids[i] % lateParts), Key: fmt.Append(nil, d.ids[i]), Value: values[i]})
+		msgs = append(msgs, kafkatest.Message{Partition: int(d.IDs[i] % lateParts), Key: fmt.Append(nil, d.IDs[i]), Value: values[i]})
 	}
 	return msgs
 }
@@ -51,7 +52,7 @@ func labelMessage(id int64, label string) kafkatest.Message {
 func labelMessages(d *dataset, lo, hi int) []kafkatest.Message {
 	var msgs []kafkatest.Message
 	for i := lo; i < hi; i++ {
-		msgs = append(msgs, labelMessage(d.ids[i], fmt.Sprint(d.labels[i])))
+		msgs = append(msgs, labelMessage(d.IDs[i], fmt.Sprint(d.Labels[i])))
 	}
 	return msgs
 }
@@ -141,7 +142,7 @@ func TestServeJoinsLateLabels(t *testing.T) {
 		Labels: LateLabels{Window: 3 * time.Second, StatsInterval: 100 * time.Millisecond, StatsRows: 64}})
 	waitStats(t, r, "the first records scored", func(st Stats) bool { return st.In >= 150 })
 	c.Produce(t, "labels", labelMessages(d, 0, 100)...)
-	c.Produce(t, "labels", labelMessage(d.ids[0], "1"), labelMessage(d.ids[100], "null"), labelMessage(99_999, "0"),
+	c.Produce(t, "labels", labelMessage(d.IDs[0], "1"), labelMessage(d.IDs[100], "null"), labelMessage(99_999, "0"),
 		kafkatest.Message{Partition: 1, Value: []byte(`{"id": 5, "label": "one"}`)})
 	c.Produce(t, "in", recordMessages(t, spec, d, 150, 200)...)
 	st := waitStats(t, r, "every label used", func(st Stats) bool {
@@ -152,11 +153,11 @@ func TestServeJoinsLateLabels(t *testing.T) {
 		t.Errorf("labels: %+v", st)
 	}
 	// The model's predictions of the rows labelled, against their labels.
-	_, pred := expectedScores(m, d)
+	_, pred := pipelinetest.ExpectedScores(m, d)
 	hits := 0
 	for i := range 200 {
 		if i < 100 || i >= 150 {
-			if pred[i] == d.labels[i] {
+			if pred[i] == d.Labels[i] {
 				hits++
 			}
 		}
@@ -194,7 +195,7 @@ func TestServePublishesStatistics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	models := openModelTopic(t, c)
+	models := pipelinetest.OpenModelTopic(t, c)
 	if _, err := models.Publish(context.Background(), m, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestServePublishesStatistics(t *testing.T) {
 	}
 	// The statistics of the rows from their views.
 	direct := m.NewAccumulator()
-	if err := direct.Add(d.matrices(), d.labels); err != nil {
+	if err := direct.Add(d.Matrices(), d.Labels); err != nil {
 		t.Fatal(err)
 	}
 	checkSameStats(t, total, direct)
@@ -293,7 +294,7 @@ func TestServeStopFinishesPublicationUnderWay(t *testing.T) {
 		_, err := stop()
 		stopped <- err
 	}()
-	waitFor(t, "the stop under way, the delta held", func() bool { return r.Service().events.flushesStopped.Load() > 0 })
+	pipelinetest.WaitFor(t, "the stop under way, the delta held", func() bool { return r.Service().events.flushesStopped.Load() > 0 })
 	close(release)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
@@ -353,8 +354,8 @@ func checkSameStats(t *testing.T, got, want *model.Accumulator) {
 	}
 	d := makeData(a.Spec, 50, 99)
 	var da, db mat.Dense
-	a.NewScorer().Score(&da, nil, d.matrices())
-	b.NewScorer().Score(&db, nil, d.matrices())
+	a.NewScorer().Score(&da, nil, d.Matrices())
+	b.NewScorer().Score(&db, nil, d.Matrices())
 	if !mat.EqualApprox(&da, &db, 1e-9) {
 		t.Errorf("the statistics published refit to other decisions than those of the rows:\n%v\n%v", mat.Formatted(da.Slice(0, 3, 0, 1)), mat.Formatted(db.Slice(0, 3, 0, 1)))
 	}
@@ -371,7 +372,7 @@ func statsCluster(t *testing.T, m *model.Model) (*kafkatest.Cluster, *registry.K
 			t.Fatal(err)
 		}
 	}
-	models := openModelTopic(t, c)
+	models := pipelinetest.OpenModelTopic(t, c)
 	if _, err := models.Publish(context.Background(), m, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
 		t.Fatal(err)
 	}
@@ -415,11 +416,11 @@ func TestServeTakesOverPartitions(t *testing.T) {
 			}
 			// The labels of a partition are in the order of their ids.
 			for i := range 100 {
-				p := int(d.ids[i] % lateParts)
+				p := int(d.IDs[i] % lateParts)
 				if perPartition[p] < 5 {
 					perPartition[p]++
 					views = append(views, rowOf(d, i))
-					ys = append(ys, d.labels[i])
+					ys = append(ys, d.Labels[i])
 				}
 			}
 			if err := acc.Add(matricesOf(d, views), ys); err != nil {
@@ -463,7 +464,7 @@ func TestServeTakesOverPartitions(t *testing.T) {
 			}
 			total, published := readDeltas(t, c, m)
 			direct := m.NewAccumulator()
-			if err := direct.Add(d.matrices(), d.labels); err != nil {
+			if err := direct.Add(d.Matrices(), d.Labels); err != nil {
 				t.Fatal(err)
 			}
 			if published.Count() != 100 || total.Rows() != 100 {
@@ -477,17 +478,17 @@ func TestServeTakesOverPartitions(t *testing.T) {
 // rowOf is row i of d, its views' values one after the other.
 func rowOf(d *dataset, i int) []float64 {
 	var row []float64
-	for l := range d.views {
-		row = append(row, d.row(l, i)...)
+	for l := range d.Views {
+		row = append(row, d.Row(l, i)...)
 	}
 	return row
 }
 
 // matricesOf are rows (as rowOf gives them) as one matrix per view of d.
 func matricesOf(d *dataset, rows [][]float64) []*mat.Dense {
-	out := make([]*mat.Dense, len(d.dims))
+	out := make([]*mat.Dense, len(d.Dims))
 	off := 0
-	for l, dim := range d.dims {
+	for l, dim := range d.Dims {
 		out[l] = mat.NewDense(len(rows), dim, nil)
 		for i, row := range rows {
 			copy(out[l].RawRowView(i), row[off:off+dim])
@@ -507,13 +508,13 @@ func TestServeCommitsInRecordLabelsAfterPublication(t *testing.T) {
 	c, models := statsCluster(t, m)
 	var msgs []kafkatest.Message
 	for i, v := range labelledRecords(t, spec, d) {
-		msgs = append(msgs, kafkatest.Message{Partition: int(d.ids[i] % lateParts), Value: v})
+		msgs = append(msgs, kafkatest.Message{Partition: int(d.IDs[i] % lateParts), Value: v})
 	}
 	c.Produce(t, "in", msgs...)
 	r, stop := startLate(t, c, KafkaConfig{Model: m, Models: models, StatsTopic: "stats", LabelsTopic: "labels",
 		Labels: LateLabels{StatsInterval: time.Hour, StatsRows: 1_000_000}})
 	waitStats(t, r, "the records taken", func(st Stats) bool { return st.In == 60 && st.StatsUnpublished == 60 })
-	waitFor(t, "the records held back for their statistics", func() bool { return r.Service().events.heldForStats.Load() == 60 })
+	pipelinetest.WaitFor(t, "the records held back for their statistics", func() bool { return r.Service().events.heldForStats.Load() == 60 })
 	if got := c.CommittedOffsets(t, "g", "in"); !equalOffsets(got, []int64{-1, -1, -1, -1}) {
 		t.Errorf("records committed at %v before their statistics were published", got)
 	}
@@ -538,7 +539,7 @@ func labelledRecords(t *testing.T, spec *schemas.ViewSpec, d *dataset) [][]byte 
 	t.Helper()
 	values := jsonRecords(t, spec, d)
 	for i := range values {
-		values[i] = fmt.Appendf(nil, `{"label": %v, %s`, d.labels[i], values[i][1:])
+		values[i] = fmt.Appendf(nil, `{"label": %v, %s`, d.Labels[i], values[i][1:])
 	}
 	return values
 }
@@ -590,15 +591,15 @@ func TestServeRebalanceKeepsPartitions(t *testing.T) {
 		t.Fatalf("the deltas hold %d labels and %v rows, want 150", published.Count(), total.Rows())
 	}
 	direct := m.NewAccumulator()
-	labelled := &dataset{ids: d.ids[:100], labels: d.labels[:100], views: prefixRows(d, 100), dims: d.dims}
-	if err := direct.Add(labelled.matrices(), labelled.labels); err != nil {
+	labelled := &dataset{IDs: d.IDs[:100], Labels: d.Labels[:100], Views: pipelinetest.PrefixRows(d, 100), Dims: d.Dims}
+	if err := direct.Add(labelled.Matrices(), labelled.Labels); err != nil {
 		t.Fatal(err)
 	}
-	rest := &dataset{ids: d.ids[150:], labels: d.labels[150:], dims: d.dims}
-	for l := range d.views {
-		rest.views = append(rest.views, d.views[l][150*d.dims[l]:])
+	rest := &dataset{IDs: d.IDs[150:], Labels: d.Labels[150:], Dims: d.Dims}
+	for l := range d.Views {
+		rest.Views = append(rest.Views, d.Views[l][150*d.Dims[l]:])
 	}
-	if err := direct.Add(rest.matrices(), rest.labels); err != nil {
+	if err := direct.Add(rest.Matrices(), rest.Labels); err != nil {
 		t.Fatal(err)
 	}
 	checkSameStats(t, total, direct)
@@ -630,7 +631,7 @@ func TestJoinKeepsRecordsScoredBeforeAssignment(t *testing.T) {
 	}
 	j := svc.join
 	d := makeData(spec, 4, 2)
-	rec := withoutLabels(spec, inputRecord(memory.NewGoAllocator(), spec, d, 0, 4))
+	rec := withoutLabels(spec, pipelinetest.InputRecord(memory.NewGoAllocator(), spec, d, 0, 4))
 	defer rec.Release()
 	b := ingest.Batch{Record: rec, Source: "in", Rows: []int64{10, 11, 12, 13}, Partitions: []int32{0, 1, 0, 1}}
 	var u, dec mat.Dense
@@ -644,8 +645,8 @@ func TestJoinKeepsRecordsScoredBeforeAssignment(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := ingest.LabelBatch{Topic: "labels", Generation: 1}
-	for i, id := range d.ids {
-		batch.Labels = append(batch.Labels, ingest.Label{Partition: 0, Offset: int64(i), ID: id, Value: d.labels[i]})
+	for i, id := range d.IDs {
+		batch.Labels = append(batch.Labels, ingest.Label{Partition: 0, Offset: int64(i), ID: id, Value: d.Labels[i]})
 	}
 	if err := j.take(context.Background(), batch); err != nil {
 		t.Fatal(err)

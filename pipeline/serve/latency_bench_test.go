@@ -15,6 +15,7 @@ import (
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -47,12 +48,12 @@ import (
 func BenchmarkServeKafkaLightLoad(b *testing.B) {
 	const dim, distinct = 315, 1000
 	const warmUp, window = time.Second, 4 * time.Second
-	spec := benchSpec(b, dim)
+	spec := pipelinetest.BenchSpec(b, dim)
 	d := makeData(spec, 2000, 22)
 	m := benchServeModel(b, spec, d)
 	// The records cycle through distinct ones: the topic need not be held
 	// twice in memory.
-	values := jsonRecords(b, spec, &dataset{ids: d.ids[:distinct], labels: d.labels[:distinct], views: prefixRows(d, distinct), dims: d.dims})
+	values := jsonRecords(b, spec, &dataset{IDs: d.IDs[:distinct], Labels: d.Labels[:distinct], Views: pipelinetest.PrefixRows(d, distinct), Dims: d.Dims})
 	for _, rate := range []int{250, 1000, 2000, 5000} {
 		b.Run(fmt.Sprintf("shape=3x%d/rate=%d", dim, rate), func(b *testing.B) {
 			var bare, serve, taken latencies

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -46,9 +47,9 @@ func (discardSink) Close(context.Context) error               { return nil }
 // difference is the O(D²) update of the statistics.
 func BenchmarkServeScoreAndLearn(b *testing.B) {
 	const rows, dim, batches = 1024, 64, 20
-	spec := benchSpec(b, dim)
+	spec := pipelinetest.BenchSpec(b, dim)
 	d := makeData(spec, rows, 24)
-	m, err := model.Train(context.Background(), spec, d.matrices(), d.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
+	m, err := model.Train(context.Background(), spec, d.Matrices(), d.Labels, pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func BenchmarkServeScoreAndLearn(b *testing.B) {
 			name = "labelled=true"
 		}
 		b.Run(name, func(b *testing.B) {
-			rec := inputRecord(memory.NewGoAllocator(), spec, d, 0, rows)
+			rec := pipelinetest.InputRecord(memory.NewGoAllocator(), spec, d, 0, rows)
 			if !labelled {
 				rec = withoutLabels(spec, rec)
 			}

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline/internal/metrics"
@@ -501,40 +499,14 @@ func (s *Service) Stats() Stats {
 	return st
 }
 
-// serviceCollector exports the numbers of a Service as serveMetricDefs
-// defines them.
-type serviceCollector struct {
-	s     *Service
-	descs [numMetrics]*prometheus.Desc
-}
-
-func newServiceCollector(s *Service) *serviceCollector {
-	c := &serviceCollector{s: s}
-	for m, def := range serveMetricDefs {
-		if m > 0 && serveMetricDefs[m-1].name == def.name {
-			// A row of a metrics.LabelledInt: one series of the metric above.
-			c.descs[m] = c.descs[m-1]
-			continue
-		}
-		c.descs[m] = prometheus.NewDesc(def.name, def.help, def.kind.Labels, nil)
+// newServiceCollector is the collector of the numbers of s as
+// serveMetricDefs defines them.
+func newServiceCollector(s *Service) *metrics.Collector[Stats] {
+	defs := make([]metrics.Def, len(serveMetricDefs))
+	for m, d := range serveMetricDefs {
+		defs[m] = metrics.Def{Name: d.name, Kind: d.kind, Help: d.help}
 	}
-	return c
-}
-
-func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for m, d := range c.descs {
-		if m == 0 || d != c.descs[m-1] {
-			ch <- d
-		}
-	}
-}
-
-// Collect sends every number of one Stats.
-func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.Stats()
-	for m, def := range serveMetricDefs {
-		metrics.Send(ch, c.descs[m], def.kind.ValueType(), def.name, def.field(&st))
-	}
+	return metrics.NewCollector(defs, s.Stats, func(st *Stats, m int) any { return serveMetricDefs[m].field(st) })
 }
 
 // readiness is implemented by sources that know whether they are

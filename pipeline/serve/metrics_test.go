@@ -3,66 +3,24 @@ package serve
 import (
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	prommodel "github.com/prometheus/common/model"
 
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/pipeline/internal/metrics"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/pipeline/refit"
 )
-
-// parseMetrics reads a Prometheus text exposition with Prometheus' own
-// parser.
-func parseMetrics(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
-	t.Helper()
-	parser := expfmt.NewTextParser(prommodel.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	return families
-}
-
-// metricValue is the value of the counter or gauge name whose labels
-// include the given name, value pairs; it fails the test when there is
-// none.
-func metricValue(t *testing.T, families map[string]*dto.MetricFamily, name string, labels ...string) float64 {
-	t.Helper()
-	f := families[name]
-	if f == nil {
-		t.Fatalf("/metrics lacks %s", name)
-	}
-next:
-	for _, m := range f.GetMetric() {
-		for i := 0; i+1 < len(labels); i += 2 {
-			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.GetCounter().GetValue()
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("/metrics lacks %s%v", name, labels)
-	return 0
-}
 
 // A runner's /metrics, scraped over HTTP while it serves a run against the
 // in-process broker and read by Prometheus' parser, has the counters, the
@@ -107,14 +65,14 @@ func TestKafkaRunnerMetrics(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %s", url[1], resp.Status)
 		}
-		families = parseMetrics(t, resp.Body)
+		families = pipelinetest.ParseMetrics(t, resp.Body)
 		return true
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]float64{"mvml_records_in_total": 62, "mvml_records_scored_total": 60, "mvml_records_dead_lettered_total": 2, "mvml_records_not_committed": 0} {
-		if got := metricValue(t, families, name); got != want {
+		if got := pipelinetest.MetricValue(t, families, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
@@ -127,22 +85,22 @@ func TestKafkaRunnerMetrics(t *testing.T) {
 	}
 	var fetched float64
 	for _, p := range []string{"0", "1"} {
-		if lag := metricValue(t, families, "mvml_kafka_consumer_lag", "topic", "in", "partition", p); lag != 0 {
+		if lag := pipelinetest.MetricValue(t, families, "mvml_kafka_consumer_lag", "topic", "in", "partition", p); lag != 0 {
 			t.Errorf("lag of partition %s: %v after every record was taken, want 0", p, lag)
 		}
-		fetched += metricValue(t, families, "mvml_kafka_fetched_messages_total", "topic", "in", "partition", p)
+		fetched += pipelinetest.MetricValue(t, families, "mvml_kafka_fetched_messages_total", "topic", "in", "partition", p)
 		// A fetch may time out on a busy machine: the errors are there,
 		// whatever their number.
-		metricValue(t, families, "mvml_kafka_fetch_errors_total", "topic", "in", "partition", p)
+		pipelinetest.MetricValue(t, families, "mvml_kafka_fetch_errors_total", "topic", "in", "partition", p)
 	}
-	if fetched != 62 || metricValue(t, families, "mvml_kafka_fetched_bytes_total", "topic", "in", "partition", "0") <= 0 {
+	if fetched != 62 || pipelinetest.MetricValue(t, families, "mvml_kafka_fetched_bytes_total", "topic", "in", "partition", "0") <= 0 {
 		t.Errorf("%v messages fetched, want 62, and their bytes", fetched)
 	}
 	for topic, want := range map[string]float64{"out": 60, "dead": 2} {
-		if got := metricValue(t, families, "mvml_kafka_written_messages_total", "topic", topic); got != want {
+		if got := pipelinetest.MetricValue(t, families, "mvml_kafka_written_messages_total", "topic", topic); got != want {
 			t.Errorf("%v messages written to %s, want %v", got, topic, want)
 		}
-		if got := metricValue(t, families, "mvml_kafka_write_errors_total", "topic", topic); got != 0 {
+		if got := pipelinetest.MetricValue(t, families, "mvml_kafka_write_errors_total", "topic", topic); got != 0 {
 			t.Errorf("%v write errors of %s", got, topic)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 )
@@ -25,12 +26,12 @@ func TestKafkaRunnerFollowsModelTopic(t *testing.T) {
 	m2 := trainTestModel(t, spec, makeData(spec, 150, 2))
 	alienSpec := &schemas.ViewSpec{Task: schemas.Classification, Views: spec.Views[:2]}
 	alienData := makeData(alienSpec, 150, 3)
-	alien, err := model.Train(context.Background(), alienSpec, alienData.matrices(), alienData.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks = 20 }))
+	alien, err := model.Train(context.Background(), alienSpec, alienData.Matrices(), alienData.Labels, pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks = 20 }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := kafkatest.Start(t, 1, "in", "out", "dead", "models")
-	publisher := openModelTopic(t, c)
+	publisher := pipelinetest.OpenModelTopic(t, c)
 	train := registry.Meta{Role: registry.RoleTrain}
 	ctx := context.Background()
 	if _, err := publisher.Publish(ctx, m1, train, true); err != nil {
@@ -40,7 +41,7 @@ func TestKafkaRunnerFollowsModelTopic(t *testing.T) {
 	c.ProduceValues(t, "in", records[:20]...)
 	r, err := NewKafkaRunner(KafkaConfig{
 		Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "in", Group: "g", MaxWait: 20 * time.Millisecond,
-		OutputTopic: "out", DeadLetterTopic: "dead", Model: m1, Models: openModelTopic(t, c), Options: pipeline.Options{BatchSize: 10},
+		OutputTopic: "out", DeadLetterTopic: "dead", Model: m1, Models: pipelinetest.OpenModelTopic(t, c), Options: pipeline.Options{BatchSize: 10},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,15 +110,15 @@ func TestKafkaRunnerPublishesRefitsToModelTopic(t *testing.T) {
 	spec := testSpec(t)
 	m1 := trainTestModel(t, spec, makeData(spec, 150, 1))
 	c := kafkatest.Start(t, 1, "in", "out", "dead", "models")
-	if _, err := openModelTopic(t, c).Publish(context.Background(), m1, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
+	if _, err := pipelinetest.OpenModelTopic(t, c).Publish(context.Background(), m1, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
 		t.Fatal(err)
 	}
 	d := makeData(spec, 120, 5)
 	var records [][]byte
-	for i := range d.rows() {
-		rec := map[string]any{"id": d.ids[i], "label": d.labels[i]}
+	for i := range d.Rows() {
+		rec := map[string]any{"id": d.IDs[i], "label": d.Labels[i]}
 		for l, v := range spec.Views {
-			rec[v.Name] = d.row(l, i)
+			rec[v.Name] = d.Row(l, i)
 		}
 		b, err := json.Marshal(rec)
 		if err != nil {
@@ -128,7 +129,7 @@ func TestKafkaRunnerPublishesRefitsToModelTopic(t *testing.T) {
 	c.ProduceValues(t, "in", records...)
 	r, err := NewKafkaRunner(KafkaConfig{
 		Conn: kafkaconn.Config{Brokers: c.Brokers}, Topic: "in", Group: "g", MaxWait: 20 * time.Millisecond,
-		OutputTopic: "out", DeadLetterTopic: "dead", Model: m1, Models: openModelTopic(t, c),
+		OutputTopic: "out", DeadLetterTopic: "dead", Model: m1, Models: pipelinetest.OpenModelTopic(t, c),
 		Refit: RefitPolicy{Rows: 60}, Options: pipeline.Options{BatchSize: 30},
 	})
 	if err != nil {
@@ -138,7 +139,7 @@ func TestKafkaRunnerPublishesRefitsToModelTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, man, err := openModelTopic(t, c).Current(context.Background())
+	cur, man, err := pipelinetest.OpenModelTopic(t, c).Current(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

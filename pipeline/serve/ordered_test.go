@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -204,8 +205,8 @@ func TestServeCommitsInOrderWhenScoredOutOfOrder(t *testing.T) {
 		for i, l := range lines {
 			ids[i] = l.ID
 		}
-		if !slices.Equal(ids, d.ids) {
-			t.Errorf("%+v: %d output rows, not the %d records in input order", tt, len(ids), len(d.ids))
+		if !slices.Equal(ids, d.IDs) {
+			t.Errorf("%+v: %d output rows, not the %d records in input order", tt, len(ids), len(d.IDs))
 		}
 		if st := svc.Stats(); st.Scored != int64(total) || st.Batches != int64(len(sizes)) || st.NotCommitted != 0 {
 			t.Errorf("%+v: stats %+v", tt, st)
@@ -239,7 +240,7 @@ func TestServeSwapWhileScoringAhead(t *testing.T) {
 	go func() { done <- svc.Run(ctx) }()
 	go func() {
 		defer close(src)
-		for lo := 0; lo < d.rows(); lo += 100 {
+		for lo := 0; lo < d.Rows(); lo += 100 {
 			select {
 			case src <- labelledBatch(mem, spec, d, lo, lo+100):
 			case <-ctx.Done():
@@ -255,10 +256,10 @@ func TestServeSwapWhileScoringAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := decodeLines[serveLine](t, out.Bytes())
-	if len(lines) != d.rows() {
-		t.Fatalf("%d output rows, want %d", len(lines), d.rows())
+	if len(lines) != d.Rows() {
+		t.Fatalf("%d output rows, want %d", len(lines), d.Rows())
 	}
-	_, pred2 := expectedScores(m2, d)
+	_, pred2 := pipelinetest.ExpectedScores(m2, d)
 	switched := false
 	for i, l := range lines {
 		switch {

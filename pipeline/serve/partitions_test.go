@@ -38,9 +38,9 @@ func TestServeKafkaDeadLettersNamePartitions(t *testing.T) {
 			value = []byte(`{"id": "not a number"}`)
 			want[place{p, offsets[p]}] = "id is a string"
 		default:
-			rec := map[string]any{"id": d.ids[i]}
+			rec := map[string]any{"id": d.IDs[i]}
 			for l, v := range spec.Views {
-				row := append([]float64(nil), d.row(l, i)...)
+				row := append([]float64(nil), d.Row(l, i)...)
 				if (i == 7 || i == 41) && l == 1 {
 					row[0] = 1.7e308
 					want[place{p, offsets[p]}] = "no finite score"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 )
 
 // BenchmarkServeWritesInFlight measures what writes in flight
@@ -31,7 +32,7 @@ import (
 // -count ≥ 6.
 func BenchmarkServeWritesInFlight(b *testing.B) {
 	const rows = 40_000
-	spec := benchSpec(b, 64)
+	spec := pipelinetest.BenchSpec(b, 64)
 	d := makeData(spec, rows, 22)
 	m := benchServeModel(b, spec, d)
 	values := jsonRecords(b, spec, d)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline/internal/metrics"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/sink"
 )
 
@@ -212,7 +213,7 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 	svc.join.quality.add("v1", 0, 1)
 	rec := httptest.NewRecorder()
 	svc.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	families := parseMetrics(t, rec.Body)
+	families := pipelinetest.ParseMetrics(t, rec.Body)
 	for i, def := range serveMetricDefs {
 		if i > 0 && serveMetricDefs[i-1].name == def.name {
 			continue // a row of one label value: the first row has the help
@@ -237,14 +238,14 @@ func TestServeMetricsDefinedOnce(t *testing.T) {
 		t.Errorf("mvml_prequential_accuracy: %v, want 0.5 for version v1", f)
 	}
 	for name, want := range map[string]float64{"mvml_records_in_total": 1234567, "mvml_refit_rows": 12.5, "mvml_records_scored_total": 0} {
-		if got := metricValue(t, families, name); got != want {
+		if got := pipelinetest.MetricValue(t, families, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	if got := metricValue(t, families, "mvml_model_info", "version", m.Version); got != 1 {
+	if got := pipelinetest.MetricValue(t, families, "mvml_model_info", "version", m.Version); got != 1 {
 		t.Errorf("mvml_model_info{version=%q} = %v, want 1", m.Version, got)
 	}
-	if got := metricValue(t, families, "mvml_refit_outcomes_total", "outcome", refitFailed); got != 2 {
+	if got := pipelinetest.MetricValue(t, families, "mvml_refit_outcomes_total", "outcome", refitFailed); got != 2 {
 		t.Errorf("refits failed %v, want 2", got)
 	}
 	h := families["mvml_batch_score_seconds"].GetMetric()[0].GetHistogram()

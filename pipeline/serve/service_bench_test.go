@@ -13,6 +13,7 @@ import (
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/kafkaconn"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
 )
@@ -21,8 +22,8 @@ import (
 // the first 2000 rows of d, 128 landmarks per view.
 func benchServeModel(b *testing.B, spec *schemas.ViewSpec, d *dataset) *model.Model {
 	b.Helper()
-	train := &dataset{ids: d.ids[:2000], labels: d.labels[:2000], views: prefixRows(d, 2000), dims: d.dims}
-	m, err := model.Train(context.Background(), spec, train.matrices(), train.labels, trainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
+	train := &dataset{IDs: d.IDs[:2000], Labels: d.Labels[:2000], Views: pipelinetest.PrefixRows(d, 2000), Dims: d.Dims}
+	m, err := model.Train(context.Background(), spec, train.Matrices(), train.Labels, pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 128, 1 }))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func benchServeModel(b *testing.B, spec *schemas.ViewSpec, d *dataset) *model.Mo
 // 64 float32-precision numbers and a label, as JSON.
 func labelledServeRecords(b *testing.B, rows int) (*model.Model, [][]byte) {
 	b.Helper()
-	spec := benchSpec(b, 64)
+	spec := pipelinetest.BenchSpec(b, 64)
 	d := makeData(spec, rows, 22)
 	return benchServeModel(b, spec, d), float32Records(b, spec, d, true)
 }
@@ -43,15 +44,15 @@ func labelledServeRecords(b *testing.B, rows int) (*model.Model, [][]byte) {
 // of float32-precision numbers, with their labels when labelled.
 func float32Records(b *testing.B, spec *schemas.ViewSpec, d *dataset, labelled bool) [][]byte {
 	b.Helper()
-	values := make([][]byte, d.rows())
+	values := make([][]byte, d.Rows())
 	for i := range values {
-		rec := map[string]any{"id": d.ids[i]}
+		rec := map[string]any{"id": d.IDs[i]}
 		if labelled {
-			rec["label"] = d.labels[i]
+			rec["label"] = d.Labels[i]
 		}
 		for l, v := range spec.Views {
-			xs := make([]float32, len(d.row(l, i)))
-			for j, x := range d.row(l, i) {
+			xs := make([]float32, len(d.Row(l, i)))
+			for j, x := range d.Row(l, i) {
 				xs[j] = float32(x)
 			}
 			rec[v.Name] = xs

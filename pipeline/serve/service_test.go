@@ -24,6 +24,7 @@ import (
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/syncbuf"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/schemas"
 	"github.com/mvml/mvml/sink"
@@ -63,7 +64,7 @@ func TestServeFileSourceRefits(t *testing.T) {
 	m := trainTestModel(t, spec, train)
 	stream := makeData(spec, 300, 2)
 	path := tempPath(t, "stream.csv")
-	writeCSV(t, path, spec, stream, map[int]map[string]string{17: {"b_1": "abc"}, 230: {"a_0": "NaN"}})
+	pipelinetest.WriteCSV(t, path, spec, stream, map[int]map[string]string{17: {"b_1": "abc"}, 230: {"a_0": "NaN"}})
 	src, err := ingest.Open(context.Background(), spec, []string{path}, ingest.Options{BatchSize: 64, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
@@ -98,14 +99,14 @@ func TestServeFileSourceRefits(t *testing.T) {
 	if len(lines) != 298 {
 		t.Fatalf("%d output rows, want 298", len(lines))
 	}
-	_, wantPred := expectedScores(m, stream)
+	_, wantPred := pipelinetest.ExpectedScores(m, stream)
 	for i, l := range lines[:64] { // the first batch is scored by the initial model
 		row := i
 		if i >= 17 {
 			row++
 		}
-		if l.ID != stream.ids[row] || l.Version != m.Version || l.Pred != wantPred[row] {
-			t.Fatalf("output row %d = %+v, want id %d, version %s, prediction %v", i, l, stream.ids[row], m.Version, wantPred[row])
+		if l.ID != stream.IDs[row] || l.Version != m.Version || l.Pred != wantPred[row] {
+			t.Fatalf("output row %d = %+v, want id %d, version %s, prediction %v", i, l, stream.IDs[row], m.Version, wantPred[row])
 		}
 	}
 	rejects := decodeLines[schemas.RowError](t, dead.Bytes())
@@ -114,13 +115,13 @@ func TestServeFileSourceRefits(t *testing.T) {
 	}
 	// The refitted model learned the same rule from the streamed labels.
 	correct := 0
-	dec, _ := expectedScores(svc.Model(), train)
-	for i := range train.rows() {
-		if svc.Model().Predict(dec.RawRowView(i)) == train.labels[i] {
+	dec, _ := pipelinetest.ExpectedScores(svc.Model(), train)
+	for i := range train.Rows() {
+		if svc.Model().Predict(dec.RawRowView(i)) == train.Labels[i] {
 			correct++
 		}
 	}
-	if acc := float64(correct) / float64(train.rows()); acc < 0.85 {
+	if acc := float64(correct) / float64(train.Rows()); acc < 0.85 {
 		t.Errorf("refitted model: accuracy %.3f on the training rows, want ≥ 0.85", acc)
 	}
 }
@@ -163,7 +164,7 @@ func TestServeAcksAfterWrite(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
 	path := tempPath(t, "stream.csv")
-	writeCSV(t, path, spec, makeData(spec, 100, 3), nil)
+	pipelinetest.WriteCSV(t, path, spec, makeData(spec, 100, 3), nil)
 	inner, err := ingest.Open(context.Background(), spec, []string{path}, ingest.Options{BatchSize: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -361,17 +362,17 @@ func TestServeSwap(t *testing.T) {
 	go func() { done <- svc.Run(ctx) }()
 	send := func(lo, hi int) {
 		rows := make([]int64, hi-lo)
-		src <- ingest.Batch{Record: inputRecord(mem, spec, d, lo, hi), Source: "test", Rows: rows}
+		src <- ingest.Batch{Record: pipelinetest.InputRecord(mem, spec, d, lo, hi), Source: "test", Rows: rows}
 	}
 	send(0, 50)
 	// Swap takes effect between two batches of the run loop, which may not
 	// have taken the first one yet when the source has handed it over.
-	waitFor(t, "the first batch scored", func() bool { return svc.Stats().Scored == 50 })
+	pipelinetest.WaitFor(t, "the first batch scored", func() bool { return svc.Stats().Scored == 50 })
 	other, err := schemas.ParseViewSpec([]byte(`{"task": "classification", "views": [{"name": "a", "prefix": "a_", "dim": 2}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	alien := trainTestModel(t, other, &dataset{ids: d.ids[:60], labels: d.labels[:60], views: [][]float64{d.views[0][:120]}, dims: []int{2}})
+	alien := trainTestModel(t, other, &dataset{IDs: d.IDs[:60], Labels: d.Labels[:60], Views: [][]float64{d.Views[0][:120]}, Dims: []int{2}})
 	if err := svc.Swap(ctx, alien); err == nil || !strings.Contains(err.Error(), "other views") {
 		t.Errorf("Swap of a model of other views: %v", err)
 	}
@@ -410,7 +411,7 @@ func TestServeAcksAfterCommit(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 120, 1))
 	path := tempPath(t, "stream.csv")
-	writeCSV(t, path, spec, makeData(spec, 95, 3), nil)
+	pipelinetest.WriteCSV(t, path, spec, makeData(spec, 95, 3), nil)
 	inner, err := ingest.Open(context.Background(), spec, []string{path}, ingest.Options{BatchSize: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -452,25 +453,13 @@ func (c *commitSpy) Commit(ctx context.Context) error {
 	return c.RollingParquet.Commit(ctx)
 }
 
-// waitFor polls cond until it holds or the time runs out.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // labelledBatch is rows [lo, hi) of d as a batch at offsets 100+lo...
 func labelledBatch(mem memory.Allocator, spec *schemas.ViewSpec, d *dataset, lo, hi int) ingest.Batch {
 	rows := make([]int64, hi-lo)
 	for i := range rows {
 		rows[i] = int64(100 + lo + i)
 	}
-	return ingest.Batch{Record: inputRecord(mem, spec, d, lo, hi), Source: "in", Rows: rows}
+	return ingest.Batch{Record: pipelinetest.InputRecord(mem, spec, d, lo, hi), Source: "in", Rows: rows}
 }
 
 // A label the model cannot learn from (not a class, not finite) costs the
@@ -482,7 +471,7 @@ func TestServeRejectsLabelsOneByOne(t *testing.T) {
 	spec := testSpec(t)
 	m := trainTestModel(t, spec, makeData(spec, 150, 1))
 	d := makeData(spec, 60, 6)
-	d.labels[5], d.labels[17] = 99, math.NaN()
+	d.Labels[5], d.Labels[17] = 99, math.NaN()
 	src := make(chanSource, 1)
 	var log syncbuf.Buffer
 	var refitted []*model.Model
@@ -552,7 +541,7 @@ func TestServeRefitDueWhileRefitting(t *testing.T) {
 	go func() { done <- svc.Run(ctx) }()
 	src <- labelledBatch(mem, spec, d, 0, 60)   // a refit starts
 	src <- labelledBatch(mem, spec, d, 60, 120) // due again while it runs
-	waitFor(t, "the second batch", func() bool { return svc.Stats().In == 120 })
+	pipelinetest.WaitFor(t, "the second batch", func() bool { return svc.Stats().In == 120 })
 	close(release)
 	for i, want := range []int{60, 120} { // statistics keep every row (no decay)
 		select {
@@ -609,15 +598,15 @@ func TestServeFollowModelFile(t *testing.T) {
 	if err := os.WriteFile(path, good[:len(good)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the damaged file counted", func() bool { return svc.Stats().ReloadFailures > 0 })
+	pipelinetest.WaitFor(t, "the damaged file counted", func() bool { return svc.Stats().ReloadFailures > 0 })
 	if _, err := store.Publish(context.Background(), m2, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the published model in service", func() bool { return svc.Model().Version == m2.Version })
+	pipelinetest.WaitFor(t, "the published model in service", func() bool { return svc.Model().Version == m2.Version })
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the missing file logged", func() bool { return strings.Contains(log.String(), "model file is gone") })
+	pipelinetest.WaitFor(t, "the missing file logged", func() bool { return strings.Contains(log.String(), "model file is gone") })
 	cancel()
 	<-watching
 	if err := <-done; err != nil {

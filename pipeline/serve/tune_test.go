@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mvml/mvml/internal/kafkatest"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/statsbus"
 )
@@ -27,7 +28,7 @@ func TestServePublishesFoldStatistics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	models := openModelTopic(t, c)
+	models := pipelinetest.OpenModelTopic(t, c)
 	if _, err := models.Publish(context.Background(), m, registry.Meta{Role: registry.RoleTrain}, true); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestServePublishesFoldStatistics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := direct.AddFolds(d.ids, d.matrices(), d.labels); err != nil {
+	if err := direct.AddFolds(d.IDs, d.Matrices(), d.Labels); err != nil {
 		t.Fatal(err)
 	}
 	gotLoss, err := total.Losses(m)

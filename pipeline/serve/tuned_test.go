@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/mvml/mvml/ingest"
 	"github.com/mvml/mvml/internal/kafkatest"
 	"github.com/mvml/mvml/model"
+	"github.com/mvml/mvml/pipeline/internal/pipelinetest"
 	"github.com/mvml/mvml/registry"
 	"github.com/mvml/mvml/sink"
 )
@@ -38,7 +37,7 @@ func TestServeTunesAndGatesItsRefits(t *testing.T) {
 	d := makeData(spec, 400, 5)
 	for i := 200; i < 400; i++ {
 		if i%10 < 4 {
-			d.labels[i] = 1 - d.labels[i]
+			d.Labels[i] = 1 - d.Labels[i]
 		}
 	}
 	grid := map[string][]float64{"lambda": {1e-3, 1e-1, 10}}
@@ -65,11 +64,11 @@ func TestServeTunesAndGatesItsRefits(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(context.Background()) }()
 	send := func(lo, hi int) {
-		src <- ingest.Batch{Record: inputRecord(mem, spec, d, lo, hi), Source: "test", Rows: make([]int64, hi-lo)}
+		src <- ingest.Batch{Record: pipelinetest.InputRecord(mem, spec, d, lo, hi), Source: "test", Rows: make([]int64, hi-lo)}
 	}
 	outcomes := func() map[string]int64 { return svc.Stats().RefitOutcomes }
 	send(0, 200)
-	waitFor(t, "the clean refit", func() bool { return outcomes()[refitServed] == 1 })
+	pipelinetest.WaitFor(t, "the clean refit", func() bool { return outcomes()[refitServed] == 1 })
 	tuned := svc.Model()
 	cands, err := model.Candidates(grid)
 	if err != nil {
@@ -79,11 +78,11 @@ func TestServeTunesAndGatesItsRefits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clean := &dataset{ids: d.ids[:200], labels: d.labels[:200], dims: d.dims}
-	for l, dim := range d.dims {
-		clean.views = append(clean.views, d.views[l][:200*dim])
+	clean := &dataset{IDs: d.IDs[:200], Labels: d.Labels[:200], Dims: d.Dims}
+	for l, dim := range d.Dims {
+		clean.Views = append(clean.Views, d.Views[l][:200*dim])
 	}
-	if err := acc.AddFolds(clean.ids, clean.matrices(), clean.labels); err != nil {
+	if err := acc.AddFolds(clean.IDs, clean.Matrices(), clean.Labels); err != nil {
 		t.Fatal(err)
 	}
 	want, wantTun, err := acc.Tune(context.Background(), base.Config.Fit, cands, base)
@@ -93,12 +92,12 @@ func TestServeTunesAndGatesItsRefits(t *testing.T) {
 	if tuned == base || tuned.Meta.Tuning == nil || tuned.Meta.Tuning.Chosen != wantTun.Chosen || tuned.Config.Fit.Lambda != want.Config.Fit.Lambda {
 		t.Fatalf("in service %s (tuning %+v), want the tuned refit λ=%g", tuned.Version, tuned.Meta.Tuning, want.Config.Fit.Lambda)
 	}
-	if diff := maxRelDiff(decisions(tuned, clean.matrices()), decisions(want, clean.matrices())); diff > 1e-8 {
+	if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(tuned, clean.Matrices()), pipelinetest.Decisions(want, clean.Matrices())); diff > 1e-8 {
 		t.Errorf("the refit's decisions differ from Accumulator.Tune's by %g", diff)
 	}
 
 	send(200, 400)
-	waitFor(t, "the refit on flipped labels", func() bool { return outcomes()[refitRejected] == 1 })
+	pipelinetest.WaitFor(t, "the refit on flipped labels", func() bool { return outcomes()[refitRejected] == 1 })
 	close(src)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -184,7 +183,7 @@ func TestServeTunesOnLateLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := acc.AddFolds(d.ids, d.matrices(), d.labels); err != nil {
+	if err := acc.AddFolds(d.IDs, d.Matrices(), d.Labels); err != nil {
 		t.Fatal(err)
 	}
 	cands, err := model.Candidates(grid)
@@ -199,29 +198,9 @@ func TestServeTunesOnLateLabels(t *testing.T) {
 	if tun == nil || tun.Chosen != wantTun.Chosen || !slicesEqual(tun.FoldRows, wantTun.FoldRows) {
 		t.Fatalf("tuning %+v, want chosen %d over fold rows %v", tun, wantTun.Chosen, wantTun.FoldRows)
 	}
-	if diff := maxRelDiff(decisions(got, d.matrices()), decisions(want, d.matrices())); diff > 1e-8 {
+	if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(got, d.Matrices()), pipelinetest.Decisions(want, d.Matrices())); diff > 1e-8 {
 		t.Errorf("the refit's decisions differ from Accumulator.Tune's by %g", diff)
 	}
 }
 
 func slicesEqual(a, b []float64) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
-
-// decisions are m's decisions on views.
-func decisions(m *model.Model, views []*mat.Dense) *mat.Dense {
-	var dec mat.Dense
-	m.NewScorer().Score(&dec, nil, views)
-	return &dec
-}
-
-// maxRelDiff is the largest |a−b| / max(1, |b|) of two matrices.
-func maxRelDiff(a, b *mat.Dense) float64 {
-	r, c := b.Dims()
-	worst := 0.0
-	for i := range r {
-		for j := range c {
-			x, y := a.At(i, j), b.At(i, j)
-			worst = max(worst, math.Abs(x-y)/max(1, math.Abs(y)))
-		}
-	}
-	return worst
-}

@@ -120,3 +120,46 @@ func Handler(logger *slog.Logger, cs ...prometheus.Collector) http.Handler {
 	reg.MustRegister(cs...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
 }
+
+// Collector is the Prometheus collector of a role's numbers, as its
+// table of rows defines them: at every scrape it takes one Stats S from
+// stats and sends field(st, m), row m's field of it, with Send as defs[m]
+// describes it. Consecutive rows of one name are the series of one metric
+// (rows of a LabelledInt) and share its description, the first row's.
+type Collector[S any] struct {
+	defs  []Def
+	stats func() S
+	field func(st *S, m int) any
+	descs []*prometheus.Desc
+}
+
+// NewCollector returns the collector of the numbers defs describe, read
+// from stats by field.
+func NewCollector[S any](defs []Def, stats func() S, field func(st *S, m int) any) *Collector[S] {
+	c := &Collector[S]{defs: defs, stats: stats, field: field, descs: make([]*prometheus.Desc, len(defs))}
+	for m, def := range defs {
+		if m > 0 && defs[m-1].Name == def.Name {
+			c.descs[m] = c.descs[m-1]
+			continue
+		}
+		c.descs[m] = prometheus.NewDesc(def.Name, def.Help, def.Kind.Labels, nil)
+	}
+	return c
+}
+
+// Describe sends the description of every metric once.
+func (c *Collector[S]) Describe(ch chan<- *prometheus.Desc) {
+	for m, d := range c.descs {
+		if m == 0 || d != c.descs[m-1] {
+			ch <- d
+		}
+	}
+}
+
+// Collect sends every number of one Stats.
+func (c *Collector[S]) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	for m, def := range c.defs {
+		Send(ch, c.descs[m], def.Kind.ValueType(), def.Name, c.field(&st, m))
+	}
+}
