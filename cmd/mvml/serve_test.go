@@ -562,7 +562,30 @@ func serveSummaryAfterFailure(t *testing.T, writesInFlight string) {
 	rec["label"] = 99
 	msgs[3], _ = json.Marshal(rec)
 	cluster := kafkatest.Start(t, 1, "records", "scores", "dead")
-	cluster.ProduceValues(t, "records", append(msgs, []byte(`{"id": 5}`))...)
+	// The records arrive a batch at a time, each once the scores of the
+	// batch before are written, so that every write of scores is one batch
+	// (writes waiting for their turn would otherwise leave together).
+	msgs = append(msgs, []byte(`{"id": 5}`))
+	served := make(chan struct{})
+	defer func() { <-served }()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		defer close(served)
+		for lo := 0; lo < len(msgs); lo += 10 {
+			for cluster.EndOffsets(t, "scores")[0] < int64(lo) {
+				select {
+				case <-stopped:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			if err := cluster.SendTogether("records", kafkatest.Values(msgs[lo:min(lo+10, len(msgs))]...)...); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
 	// The broker refuses the third and later writes of scores, as for a
 	// topic the service may no longer write (not retriable).
 	var scoreWrites atomic.Int32

@@ -102,6 +102,20 @@ func (c *Cluster) Send(topic string, msgs ...Message) error {
 	return nil
 }
 
+// SendTogether is Send in one produce request: the messages reach the
+// broker at once, as a batch of records does from one producer's call.
+func (c *Cluster) SendTogether(topic string, msgs ...Message) error {
+	km := make([]kafka.Message, len(msgs))
+	for i, m := range msgs {
+		km[i] = kafka.Message{Partition: m.Partition, Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}
+	}
+	byPartition := kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })
+	if err := c.write(topic, byPartition, km, false); err != nil {
+		return fmt.Errorf("kafkatest: producing %d messages to %s: %w", len(msgs), topic, err)
+	}
+	return nil
+}
+
 // write sends msgs to topic with a synchronous writer that waits for the
 // broker's acknowledgement; oneByOne keeps the order within a partition
 // whatever the writer's batching does, at one round trip per message.
