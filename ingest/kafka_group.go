@@ -441,15 +441,20 @@ func (s *KafkaSource) take(ctx context.Context, labels bool) (*groupGen, []kafka
 // coming it returns at once, so that at light load a record is not held
 // for a batch that will not fill, while at full load, with the readers
 // behind the broker, batches fill as before. It stops early when ctx ends
-// or g stops delivering.
+// or g stops delivering. A reader counts a message out of ahead just
+// after putting it on in, so fill, waiting, looks at ahead again every
+// aheadRecheck: the last message known to be coming may have been taken
+// before it was counted out, and nothing else would wake fill then.
 func (s *KafkaSource) fill(ctx context.Context, g *groupGen, in <-chan kafkaconn.Message, ahead *atomic.Int64, first kafkaconn.Message) []kafkaconn.Message {
 	msgs := make([]kafkaconn.Message, 1, min(s.opts.BatchSize, 256))
 	msgs[0] = first
 	start := time.Now()
-	var timer *time.Timer // started when fill first waits
+	var timer *time.Timer    // started when fill first waits
+	var recheck *time.Ticker // likewise
 	defer func() {
 		if timer != nil {
 			timer.Stop()
+			recheck.Stop()
 		}
 	}()
 	for len(msgs) < s.opts.BatchSize {
@@ -465,10 +470,12 @@ func (s *KafkaSource) fill(ctx context.Context, g *groupGen, in <-chan kafkaconn
 		}
 		if timer == nil {
 			timer = time.NewTimer(s.cfg.MaxWait - time.Since(start))
+			recheck = time.NewTicker(aheadRecheck)
 		}
 		select {
 		case m := <-in:
 			msgs = append(msgs, m)
+		case <-recheck.C:
 		case <-timer.C:
 			return msgs
 		case <-g.ending:
@@ -479,6 +486,10 @@ func (s *KafkaSource) fill(ctx context.Context, g *groupGen, in <-chan kafkaconn
 	}
 	return msgs
 }
+
+// aheadRecheck is how often fill, waiting for messages known to be
+// coming, looks at their count again.
+const aheadRecheck = time.Millisecond
 
 // errGenerationOver stops the retries of a commit whose generation is
 // over; it is not transient.
