@@ -145,15 +145,7 @@ func (e *configError) Error() string {
 }
 
 func (p configProblem) String() string {
-	var b strings.Builder
-	if p.line > 0 {
-		fmt.Fprintf(&b, "line %d: ", p.line)
-	}
-	if p.key != "" {
-		b.WriteString(p.key + ": ")
-	}
-	b.WriteString(p.msg)
-	return b.String()
+	return (&linedoc.Error{Line: p.line, Path: p.key, Msg: p.msg}).Error()
 }
 
 // loadConfig reads the configuration file at path for the flags of fs,

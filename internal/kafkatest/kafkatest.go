@@ -96,7 +96,7 @@ func Values(values ...[]byte) []Message {
 // Send is Produce for goroutines other than the test's: it returns the
 // error instead of failing the test.
 func (c *Cluster) Send(topic string, msgs ...Message) error {
-	if err := c.produce(topic, msgs); err != nil {
+	if err := c.produce(topic, msgs, true); err != nil {
 		return fmt.Errorf("kafkatest: producing %d messages to %s: %w", len(msgs), topic, err)
 	}
 	return nil
@@ -105,12 +105,7 @@ func (c *Cluster) Send(topic string, msgs ...Message) error {
 // SendTogether is Send in one produce request: the messages reach the
 // broker at once, as a batch of records does from one producer's call.
 func (c *Cluster) SendTogether(topic string, msgs ...Message) error {
-	km := make([]kafka.Message, len(msgs))
-	for i, m := range msgs {
-		km[i] = kafka.Message{Partition: m.Partition, Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}
-	}
-	byPartition := kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })
-	if err := c.write(topic, byPartition, km, false); err != nil {
+	if err := c.produce(topic, msgs, false); err != nil {
 		return fmt.Errorf("kafkatest: producing %d messages to %s: %w", len(msgs), topic, err)
 	}
 	return nil
@@ -141,14 +136,16 @@ func (c *Cluster) write(topic string, balancer kafka.Balancer, msgs []kafka.Mess
 	return errors.Join(err, w.Close())
 }
 
-func (c *Cluster) produce(topic string, msgs []Message) error {
+// produce writes msgs to the partitions they name, one by one or in one
+// request (oneByOne, as write says).
+func (c *Cluster) produce(topic string, msgs []Message, oneByOne bool) error {
 	km := make([]kafka.Message, len(msgs))
 	for i, m := range msgs {
 		km[i] = kafka.Message{Partition: m.Partition, Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}
 	}
 	// Partition is carried in the message for this balancer.
 	byPartition := kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })
-	return c.write(topic, byPartition, km, true)
+	return c.write(topic, byPartition, km, oneByOne)
 }
 
 // ProduceBulk writes values to topic in one batch call, spread over its
