@@ -173,13 +173,24 @@ type fitInput struct {
 }
 
 func newFitInput(st *Stats, cfg Config, units labelUnits) (*fitInput, error) {
+	return newFitInputFrom(st, cfg, units, nil)
+}
+
+// newFitInputFrom is newFitInput writing the centred statistics into
+// reuse's, those of an input of st's shape that no fit reads any more,
+// when not nil.
+func newFitInputFrom(st *Stats, cfg Config, units labelUnits, reuse *fitInput) (*fitInput, error) {
 	if st.N <= 0 {
 		return nil, errors.New("fit: no rows in the statistics")
 	}
 	in := &fitInput{units: units, labels: units.stats(st, cfg.NoIntercept)}
 	in.solver = in.labels
 	if !cfg.NoIntercept {
-		in.solver = in.labels.centered()
+		var dst *Stats
+		if reuse != nil && reuse.solver != reuse.labels && reuse.solver.Dim() == st.Dim() && reuse.solver.Outputs() == st.Outputs() {
+			dst = reuse.solver
+		}
+		in.solver = in.labels.centeredInto(dst)
 	}
 	return in, nil
 }
@@ -196,7 +207,8 @@ func newStart(ctx context.Context, in *fitInput, cfg Config, warm *Solution) (*s
 
 // newStartFrom is newStart working in the matrices of reuse, a start (or
 // a solver) of the same order that is no longer needed, when not nil
-// (newSolverFrom).
+// (newSolverFrom), its metric and B(w) included: the fits that began
+// from reuse must be done.
 func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver) (*solver, error) {
 	s, err := newStartMetric(ctx, in, cfg, warm, reuse, false)
 	if err != nil {
@@ -215,15 +227,22 @@ func newStartFrom(ctx context.Context, in *fitInput, cfg Config, warm *Solution,
 // unset): for cross-validation's fixedFits, which reads only Ã, w, B(w)
 // and the statistics.
 //
-// With fast set, a metric other than I is factorised by cholCV, without
-// a condition estimate (the trace's Cond is left 0): for fixed fits,
-// whose loss reads neither. The factor is then potrfUpper's to rounding,
+// With fast set, the metric I is not factorised (fixedFits takes L = I)
+// and another is factorised by cholCV, without a condition estimate
+// (the trace's Cond is left 0): for fixed fits, whose loss reads
+// neither. The factor is then potrfUpper's to rounding,
 // not its bits, and the jitter it needs (initMetric) the same but at
 // the edge of positive definiteness.
 func newStartMetric(ctx context.Context, in *fitInput, cfg Config, warm *Solution, reuse *solver, fast bool) (*solver, error) {
 	s := newSolverFrom(in.solver, nil, cfg, reuse)
 	s.fastMetric = fast
 	s.ctx = ctx
+	var bw *mat.Dense
+	if reuse != nil && reuse.d == s.d && reuse.a != nil && reuse.bw != nil {
+		// Nothing reads reuse's metric or B(w) any more: its fits are done.
+		s.a, bw = reuse.a, reuse.bw
+		s.a.Zero()
+	}
 	if err := s.initMetric(warm); err != nil {
 		return nil, err
 	}
@@ -234,7 +253,7 @@ func newStartMetric(ctx context.Context, in *fitInput, cfg Config, warm *Solutio
 	if warm != nil && len(warm.W) == len(w) {
 		copy(w, warm.W)
 	}
-	s.setWeights(w)
+	s.setWeightsIn(w, bw)
 	return s, nil
 }
 
@@ -415,7 +434,9 @@ func (s *solver) viewOf(i int) int {
 // positive definite when it is only semidefinite.
 func (s *solver) initMetric(warm *Solution) error {
 	d := s.d
-	s.a = mat.NewSymDense(d, nil)
+	if s.a == nil {
+		s.a = mat.NewSymDense(d, nil)
+	}
 	switch {
 	case s.cfg.Mode == ModeIdentity:
 		for i := 0; i < d; i++ {
@@ -569,6 +590,11 @@ func scaleTri(t *mat.TriDense, f float64) {
 // is not positive definite.
 func (s *solver) factorMetric() bool {
 	if s.cfg.Mode == ModeIdentity {
+		if s.fastMetric {
+			// Fixed fits in mode identity read neither the factor nor a
+			// condition number (newStartMetric).
+			return true
+		}
 		// I = IᵀI: the factor Potrf gives, without its O(D³) of zeros.
 		ur := s.u.RawTriangular()
 		for i := 0; i < s.d; i++ {
@@ -599,9 +625,17 @@ func (s *solver) factorMetric() bool {
 }
 
 // setWeights sets w and the weighted statistics B(w) and b(w).
-func (s *solver) setWeights(w []float64) {
+func (s *solver) setWeights(w []float64) { s.setWeightsIn(w, nil) }
+
+// setWeightsIn is setWeights writing B(w) into bw, a D×D matrix that no
+// solver reads any more, when not nil; otherwise into a new one, since
+// heads share their start's.
+func (s *solver) setWeightsIn(w []float64, bw *mat.Dense) {
 	s.w = w
-	s.bw = mat.NewDense(s.d, s.d, nil) // a new one: heads share their start's
+	if bw == nil {
+		bw = mat.NewDense(s.d, s.d, nil)
+	}
+	s.bw = bw
 	sr, br := s.st.S.RawSymmetric(), s.bw.RawMatrix()
 	for i := 0; i < s.d; i++ {
 		wi := w[s.viewOf(i)]

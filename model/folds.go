@@ -250,5 +250,32 @@ func mergeFoldsInto(dst *Stats, folds []*Stats, skip int) *Stats {
 	return out
 }
 
+// withoutFoldInto returns the sums of the rows of total (all the folds
+// merged, sums) that are not in fold, one of its folds: total less fold,
+// each value the nearest float64 to the difference of the two
+// double-doubles, so within a unit in the last place of the other folds
+// merged (mergeFolds), for one pass over the sums instead of one a fold.
+// The result has no residues (derived statistics, which a fit reads and
+// nothing adds to); it is written into dst, such statistics of total's
+// shape whose values are no longer needed, when not nil.
+func withoutFoldInto(dst, total, fold *Stats) *Stats {
+	if dst == nil {
+		dst = total.derived()
+	}
+	dst.N = total.N - fold.N
+	d := total.Dim()
+	out, tr, fr := dst.S.RawSymmetric(), total.S.RawSymmetric(), fold.S.RawSymmetric()
+	for i := 0; i < d; i++ {
+		ddDiff(out.Data[i*out.Stride+i:i*out.Stride+d],
+			tr.Data[i*tr.Stride+i:i*tr.Stride+d], total.res.s[i*tr.Stride+i:i*tr.Stride+d],
+			fr.Data[i*fr.Stride+i:i*fr.Stride+d], fold.res.s[i*fr.Stride+i:i*fr.Stride+d])
+	}
+	ddDiff(dst.C.RawMatrix().Data, total.C.RawMatrix().Data, total.res.c, fold.C.RawMatrix().Data, fold.res.c)
+	ddDiff(dst.YtY, total.YtY, total.res.yty, fold.YtY, fold.res.yty)
+	ddDiff(dst.USum, total.USum, total.res.uSum, fold.USum, fold.res.uSum)
+	ddDiff(dst.YSum, total.YSum, total.res.ySum, fold.YSum, fold.res.ySum)
+	return dst
+}
+
 // errFewFolds reports cross-validation of rows that lie in one fold.
 var errFewFolds = errors.New("cross-validation needs rows in at least two folds")

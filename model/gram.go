@@ -103,6 +103,16 @@ func ddAdd(hi, lo, oHi, oLo []float64) {
 	}
 }
 
+// ddDiff sets out[j] to the nearest float64 to the difference of the
+// double-doubles (aHi, aLo) and (bHi, bLo).
+func ddDiff(out, aHi, aLo, bHi, bLo []float64) {
+	aHi, aLo, bHi, bLo = aHi[:len(out)], aLo[:len(out)], bHi[:len(out)], bLo[:len(out)]
+	for j := range out {
+		h, l := addTerm(aHi[j], aLo[j]-bLo[j], -bHi[j])
+		out[j] = h + l
+	}
+}
+
 // ddScale multiplies the double-doubles (hi, lo) by f: the product of hi
 // is split exactly into its rounding and error (by a fused multiply-add).
 func ddScale(f float64, hi, lo []float64) {

@@ -242,28 +242,37 @@ func (s *Stats) derived() *Stats {
 // centered returns the statistics of the rows with the column means of U
 // and Y removed: S − nūūᵀ, C − nūȳᵀ, yᵀy − nȳ². Fitting them and adding
 // the intercept ȳ − ūᵀg̃_w back is ridge with an unpenalised intercept.
-func (s *Stats) centered() *Stats {
-	c := s.derived()
+func (s *Stats) centered() *Stats { return s.centeredInto(nil) }
+
+// centeredInto is centered writing into dst, derived statistics of s's
+// shape whose values are no longer needed, when not nil.
+func (s *Stats) centeredInto(dst *Stats) *Stats {
+	if dst == nil {
+		dst = &Stats{Ranks: slices.Clone(s.Ranks), S: mat.NewSymDense(s.Dim(), nil), C: mat.NewDense(s.Dim(), s.Outputs(), nil),
+			YtY: make([]float64, s.Outputs()), USum: make([]float64, s.Dim()), YSum: make([]float64, s.Outputs())}
+	}
+	dst.N = s.N
 	d := s.Dim()
 	inv := 1 / s.N
+	sr, cr := s.S.RawSymmetric(), s.C.RawMatrix()
+	dr, dc := dst.S.RawSymmetric(), dst.C.RawMatrix()
 	for i := 0; i < d; i++ {
+		ui := inv * s.USum[i]
+		src, out := sr.Data[i*sr.Stride:i*sr.Stride+d], dr.Data[i*dr.Stride:i*dr.Stride+d]
 		for j := i; j < d; j++ {
-			c.S.SetSym(i, j, s.S.At(i, j)-inv*s.USum[i]*s.USum[j])
+			out[j] = src[j] - ui*s.USum[j]
 		}
-		for k := range s.YSum {
-			c.C.Set(i, k, s.C.At(i, k)-inv*s.USum[i]*s.YSum[k])
+		crow, drow := cr.Data[i*cr.Stride:i*cr.Stride+cr.Cols], dc.Data[i*dc.Stride:i*dc.Stride+dc.Cols]
+		for k, v := range s.YSum {
+			drow[k] = crow[k] - ui*v
 		}
 	}
 	for k, v := range s.YSum {
-		c.YtY[k] = s.YtY[k] - inv*v*v
+		dst.YtY[k] = s.YtY[k] - inv*v*v
 	}
-	for i := range c.USum {
-		c.USum[i] = 0
-	}
-	for k := range c.YSum {
-		c.YSum[k] = 0
-	}
-	return c
+	clear(dst.USum)
+	clear(dst.YSum)
+	return dst
 }
 
 // offsets returns the first feature index of every view block.

@@ -206,6 +206,7 @@ func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, 
 	errs := make([][]error, len(a.folds))
 	var fatal error
 	var mu sync.Mutex
+	a.sums() // merged once, before the folds read them
 	eachFold(filled, func(w *foldWork, f int) {
 		l, e, err := a.crossFold(ctx, w, f, cfgs, warm, a.folds[f])
 		mu.Lock()
@@ -277,6 +278,7 @@ func (a *Accumulator) CrossLosses(ctx context.Context, fit Config, warm *Model, 
 	}
 	out := make([]float64, len(a.folds))
 	errs := make([]error, len(a.folds))
+	a.sums() // merged once, before the folds read them
 	eachFold(filled, func(w *foldWork, f int) {
 		l, e, err := a.crossFold(ctx, w, f, []Config{fit}, warm, on.folds[f])
 		if err == nil {
@@ -360,6 +362,7 @@ func eachFold(folds []int, fn func(w *foldWork, f int)) {
 // D×D matrices a fold). Nothing of one fold is read by the next.
 type foldWork struct {
 	train *Stats
+	in    *fitInput
 	start *solver
 	done  *solver
 	fixed *fixedFits
@@ -372,13 +375,14 @@ type foldWork struct {
 // is the third result. It works in w's matrices and leaves its own there.
 func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []Config, warm *Model, score *Stats) ([]float64, []error, error) {
 	losses, errs := make([]float64, len(cfgs)), make([]error, len(cfgs))
-	train := mergeFoldsInto(w.train, a.folds, f)
+	train := withoutFoldInto(w.train, a.sums(), a.folds[f])
 	w.train = train
 	units := a.m.labelUnits()
-	in, err := newFitInput(train, cfgs[0], units)
+	in, err := newFitInputFrom(train, cfgs[0], units, w.in)
 	if err != nil {
 		return nil, nil, err
 	}
+	w.in = in
 	done := w.done // the last fit's, whose working matrices the next reuses
 	var start *solver
 	var startErr error
