@@ -41,3 +41,26 @@ func BenchmarkCholCV(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCholSolveRows solves for 8 right-hand sides with a factor of
+// order 321 (cholCV's, its transpose below the diagonal): the solves of
+// one candidate's fold fit in BenchmarkTune.
+func BenchmarkCholSolveRows(b *testing.B) {
+	const n, k = 321, 8
+	rng := rand.New(rand.NewPCG(12, 3))
+	a := randomSPD(rng, n).RawSymmetric()
+	m := blas64.Symmetric{N: n, Stride: n, Uplo: blas.Upper, Data: append([]float64(nil), a.Data...)}
+	if !cholCV(m) {
+		b.Fatal("not positive definite")
+	}
+	rhs := make([]float64, k*n)
+	for i := range rhs {
+		rhs[i] = rng.NormFloat64()
+	}
+	x := blas64.General{Rows: k, Cols: n, Stride: n, Data: make([]float64, k*n)}
+	u := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: n, Stride: n, Data: m.Data}
+	for b.Loop() {
+		copy(x.Data, rhs)
+		cholSolveRowsL(u, x)
+	}
+}

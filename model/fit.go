@@ -317,7 +317,7 @@ type solver struct {
 	// that middle factor, and P, T and T⁻¹ follow in O(D²k): no O(D³)
 	// product is formed inside the iterations.
 	lower *mat.TriDense
-	t     *mat.Dense // T (D×D)
+	t     *mat.Dense // T (D×D), nil until materializeT
 	tinv  *mat.Dense // T⁻¹, kept by the closed form of each factor's inverse
 	// tIdentity says that T = T⁻¹ = I (after a refactorisation), whatever
 	// t and tinv hold: the g̃-step skips its products with them, and they
@@ -360,14 +360,14 @@ func newSolver(st *Stats, cols []int, cfg Config) *solver {
 // The results of that fit (Ã, g̃, w) are not among them.
 func newSolverFrom(st *Stats, cols []int, cfg Config, done *solver) *solver {
 	d, k := st.Dim(), len(cols)
-	s := &solver{cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k, sparseMu: cfg.StepMu()}
+	s := &solver{cfg: cfg, st: st, cols: slices.Clone(cols), off: offsets(st.Ranks), d: d, k: k, sparseMu: cfg.StepMu(), tIdentity: true}
 	if done != nil && done.d == d {
 		s.u, s.lower, s.t, s.tinv, s.p, s.m = done.u, done.lower, done.t, done.tinv, done.p, done.m
 		s.spare, s.scratch, s.prevA = done.spare, done.scratch, done.prevA
 		s.identCond = done.identCond
 	} else {
 		s.u, s.lower = mat.NewTriDense(d, mat.Upper, nil), mat.NewTriDense(d, mat.Lower, nil)
-		s.t, s.tinv, s.p = mat.NewDense(d, d, nil), mat.NewDense(d, d, nil), mat.NewDense(d, d, nil)
+		s.p = mat.NewDense(d, d, nil)
 		s.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
 	}
 	// A start (newStart) has no target columns.
@@ -776,9 +776,13 @@ func (s *solver) ctxErr() error {
 	return nil
 }
 
-// materializeT sets t and tinv to T = T⁻¹ = I when tIdentity says so.
+// materializeT sets t and tinv to T = T⁻¹ = I when tIdentity says so,
+// making them at their first use: fits of a fixed metric never do.
 func (s *solver) materializeT() {
 	if s.tIdentity {
+		if s.t == nil {
+			s.t, s.tinv = mat.NewDense(s.d, s.d, nil), mat.NewDense(s.d, s.d, nil)
+		}
 		identity(s.t)
 		identity(s.tinv)
 		s.tIdentity = false
