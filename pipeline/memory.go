@@ -127,11 +127,11 @@ type Estimate struct {
 	Tune int64
 }
 
-// tuneWorkerMats is the D×D matrices one goroutine of the
+// tuneWorkerMats bounds the D×D matrices one goroutine of the
 // cross-validation (model.Accumulator.Tune, a fold at a time) holds: the
-// other folds' sums merged (with their residues) and centred, a cold
-// start's solver and a head's (about ten each), and the held-out sums and
-// the shifted system of the fixed-metric fits.
+// other folds' sums and their centred copy, a cold start's solver and a
+// head's (about ten each), and the held-out sums and the shifted system
+// of the fixed-metric fits. Fits of a fixed metric hold about half.
 const tuneWorkerMats = 26
 
 // EstimateTrain estimates what training on rows rows of views whose
