@@ -146,7 +146,10 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 // and the statistics of the refit (leader's total: the last refit's,
 // copied and decayed, and the rows since); fit_ms the refit or the tuning
 // with its final fit; gate_ms the gate; encode_ms the model's encoding as
-// the model store publishes it (Model.Encode). cpu-ms/op is the process's
+// the model store publishes it (Model.Encode); ckpt_ms the encoding of
+// the checkpoint stored after it (statsbus.Checkpoint: the statistics,
+// the labels since the model in service and the ledger). The writes to
+// the brokers are not timed. cpu-ms/op is the process's
 // CPU time per operation, all goroutines (Tune and the gate fit folds in
 // parallel). Run with -benchtime=3x.
 func BenchmarkRefitterTune(b *testing.B) {
@@ -198,8 +201,8 @@ func BenchmarkRefitterTune(b *testing.B) {
 func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *model.Model, msgs []kafkaconn.Message) {
 	ctx := context.Background()
 	r := &Role{cfg: cfg, logger: slog.New(slog.DiscardHandler), cands: cands}
-	var merge, fit, gate, encode time.Duration
-	var size int
+	var merge, fit, gate, encode, checkpoint time.Duration
+	var size, cpSize int
 	cpu := cpuSeconds()
 	for b.Loop() {
 		l := &leader{r: r, lin: newLineageState(cur, 0, cfg.Folds), cur: cur}
@@ -260,6 +263,29 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 		}
 		encode += time.Since(start)
 		size = buf.Len()
+		// leader.refit's checkpoint as putCheckpoint encodes it: the
+		// statistics refitted and the labels since the model in service,
+		// emptied when the refit is made current, decayed when the gate
+		// rejects it.
+		start = time.Now()
+		since, serving := l.lin.empty(), m.Version
+		if verdict != nil && verdict.Outcome != registry.GateAccepted {
+			since, serving = l.lin.since, cur.Version
+			since.Decay(cfg.Decay)
+		}
+		cp, err := statsbus.NewCheckpoint(total, statsbus.CheckpointHeader{NextSOffset: int64(len(msgs)), Model: m.Version, Created: time.Now().UTC(), Ledger: l.lin.ledger.Clone()})
+		if err == nil {
+			err = cp.KeepSince(since, serving)
+		}
+		var data []byte
+		if err == nil {
+			data, err = cp.Encode()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkpoint += time.Since(start)
+		cpSize = len(data)
 	}
 	cpu = cpuSeconds() - cpu
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N) }
@@ -267,6 +293,8 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 	b.ReportMetric(ms(fit), "fit_ms/op")
 	b.ReportMetric(ms(gate), "gate_ms/op")
 	b.ReportMetric(ms(encode), "encode_ms/op")
+	b.ReportMetric(ms(checkpoint), "ckpt_ms/op")
 	b.ReportMetric(cpu*1e3/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(size), "model_B")
+	b.ReportMetric(float64(cpSize), "ckpt_B")
 }
