@@ -29,39 +29,54 @@ func cholCV(a blas64.Symmetric) bool { return cholCVBlocked(a, cvCholBlock) }
 
 // cholCVBlocked is cholCV with block rows of nb rows.
 func cholCVBlocked(a blas64.Symmetric, nb int) bool {
-	n, lda := a.N, a.Stride
+	return cholCVWith(a.Data, a.N, a.Stride, 0, nb)
+}
+
+// cholCVRHS is cholCV of the upper triangle of the n×n matrix A at the
+// start of data (row stride lda ≥ n+k) carrying the k columns after it,
+// right-hand sides B, through the same row operations: they end holding
+// U⁻ᵀB, the forward half of solving AX = B, at a few per cent of the
+// factorisation's cost (each block row's Dgemm is k columns longer).
+// The factor comes out bit for bit cholCV's.
+func cholCVRHS(data []float64, n, lda, k int) bool {
+	return cholCVWith(data, n, lda, k, cvCholBlock)
+}
+
+// cholCVWith is cholCVRHS with block rows of nb rows.
+func cholCVWith(data []float64, n, lda, k, nb int) bool {
+	w := n + k // the columns the row operations run over
 	gen := func(i, j, r, c int) blas64.General {
-		return blas64.General{Rows: r, Cols: c, Stride: lda, Data: a.Data[i*lda+j:]}
+		return blas64.General{Rows: r, Cols: c, Stride: lda, Data: data[i*lda+j:]}
 	}
 	for j := 0; j < n; j += nb {
 		jb := min(nb, n-j)
 		if j > 0 {
 			// A[J, j:] −= U[:j, J]ᵀ U[:j, j:], U[:j, J]ᵀ = L[J, :j] read
 			// along its rows.
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, gen(j, 0, jb, j), gen(0, j, j, n-j), 1, gen(j, j, jb, n-j))
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, gen(j, 0, jb, j), gen(0, j, j, w-j), 1, gen(j, j, jb, w-j))
 		}
-		for k := j; k < j+jb; k++ {
-			d := a.Data[k*lda+k]
+		for r := j; r < j+jb; r++ {
+			d := data[r*lda+r]
 			if !(d > 0) {
 				return false
 			}
 			d = math.Sqrt(d)
-			a.Data[k*lda+k] = d
-			row := a.Data[k*lda+k+1 : k*lda+n]
+			data[r*lda+r] = d
+			row := data[r*lda+r+1 : r*lda+w]
 			blas64.Scal(1/d, unitVec(row))
-			for i := k + 1; i < j+jb; i++ {
-				if v := a.Data[k*lda+i]; v != 0 {
-					blas64.Axpy(-v, unitVec(a.Data[k*lda+i:k*lda+n]), unitVec(a.Data[i*lda+i:i*lda+n]))
+			for i := r + 1; i < j+jb; i++ {
+				if v := data[r*lda+i]; v != 0 {
+					blas64.Axpy(-v, unitVec(data[r*lda+i:r*lda+w]), unitVec(data[i*lda+i:i*lda+w]))
 				}
 			}
 		}
 		// L[j:, J] = U[J, j:]ᵀ, for the next block rows' products.
 		for i0 := j; i0 < n; i0 += mirrorBlock {
 			i1 := min(i0+mirrorBlock, n)
-			for k := j; k < j+jb; k++ {
-				row := a.Data[k*lda : k*lda+i1]
-				for i := max(i0, k); i < i1; i++ {
-					a.Data[i*lda+k] = row[i]
+			for r := j; r < j+jb; r++ {
+				row := data[r*lda : r*lda+i1]
+				for i := max(i0, r); i < i1; i++ {
+					data[i*lda+r] = row[i]
 				}
 			}
 		}

@@ -190,7 +190,7 @@ func newFitInputFrom(st *Stats, cfg Config, units labelUnits, reuse *fitInput) (
 		if reuse != nil && reuse.solver != reuse.labels && reuse.solver.Dim() == st.Dim() && reuse.solver.Outputs() == st.Outputs() {
 			dst = reuse.solver
 		}
-		in.solver = in.labels.centeredInto(dst)
+		in.solver = in.labels.centered(dst)
 	}
 	return in, nil
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -17,12 +18,14 @@ import (
 // for all of them: b(w), Lᵀb(w), P = LᵀBL (the start's; in mode
 // identity, L = I, P is B(w) itself, and the start need not form P:
 // newStartMetric) and the held-out S with both triangles. Each λ then
-// costs the factorisation of P + λI (cholCV), the two triangular solves
-// for all columns at once (cholSolveRows), one product with L unless the
-// metric is the identity, and one product with the held-out S for the
-// loss: all but the factorisation O(D²k). The working matrices are
-// allocated once per fold. The columns are kept as rows (k×D), where the
-// solves' and the products' inner loops run along memory.
+// costs the factorisation of P + λI carrying Lᵀb(w) along (cholCVRHS,
+// which leaves the forward solve done), the backward solve for all
+// columns at once and one product with L unless the metric is the
+// identity (fit); the products with the held-out S of every fit since
+// the last score are one Dgemm (score). All but the factorisations are
+// O(D²k). The working matrices are allocated once per fold, or taken
+// over from the fold before. The columns are kept as rows (k×D), where
+// the solves' and the products' inner loops run along memory.
 type fixedFits struct {
 	in    *fitInput
 	start *solver
@@ -37,12 +40,17 @@ type fixedFits struct {
 	// lbT is (Lᵀb(w))ᵀ for all target columns (k×D), bT b(w)ᵀ when
 	// L is not the identity.
 	lbT, bT *mat.Dense
-	// m is P + λI, factorised in place.
-	m blas64.Symmetric
+	// m is [P + λI | Lᵀb(w)] (D×(D+k)), factorised in place by
+	// cholCVRHS: U, Uᵀ below it, and z = U⁻ᵀLᵀb(w) in its last k columns.
+	m blas64.General
 	// zT holds the solution of (P + λI)z = Lᵀb(w) as rows; gT is g̃ᵀ
-	// (zT itself when ident), gamma the decision's coefficients
-	// w_l g̃_l, sg = (S gamma)ᵀ with the held-out S.
-	zT, gT, gamma, sg *mat.Dense
+	// (zT itself when ident).
+	zT, gT *mat.Dense
+	// The fits since the last score, k rows each: gamma the decision's
+	// coefficients w_l g̃_l (zero for a fit that failed), icpt the
+	// intercepts, errs the errors; sg = (S gamma)ᵀ with the held-out S.
+	gamma, icpt, sg []float64
+	errs            []error
 	// full is the held-out S with both triangles.
 	full blas64.General
 	sol  Solution
@@ -73,10 +81,11 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 	d := start.d
 	f := &fixedFits{in: in, start: start, score: score, ident: start.cfg.Mode == ModeIdentity}
 	if reuse != nil && reuse.start.d == d && reuse.lbT.RawMatrix().Rows == k {
-		f.lbT, f.zT, f.gamma, f.sg, f.bT, f.m, f.full, f.usq = reuse.lbT, reuse.zT, reuse.gamma, reuse.sg, reuse.bT, reuse.m, reuse.full, reuse.usq
+		f.lbT, f.zT, f.bT, f.m, f.full, f.usq = reuse.lbT, reuse.zT, reuse.bT, reuse.m, reuse.full, reuse.usq
 		f.gT = reuse.gT
+		f.gamma, f.icpt, f.sg, f.errs = reuse.gamma[:0], reuse.icpt[:0], reuse.sg, reuse.errs[:0]
 	} else {
-		f.lbT, f.zT, f.gamma, f.sg = mat.NewDense(k, d, nil), mat.NewDense(k, d, nil), mat.NewDense(k, d, nil), mat.NewDense(k, d, nil)
+		f.lbT, f.zT = mat.NewDense(k, d, nil), mat.NewDense(k, d, nil)
 		f.full = blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
 	}
 	bT := f.lbT
@@ -121,7 +130,7 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 		copy(f.full.Data[i*d+i:(i+1)*d], sr.Data[i*sr.Stride+i:i*sr.Stride+d])
 	}
 	mirrorUpper(f.full.Data, d, d)
-	f.sol = Solution{A: start.a, G: f.gT, W: start.w, Intercept: make([]float64, k)}
+	f.sol = Solution{A: start.a, G: f.gT, W: start.w}
 	f.finiteA = (f.ident || allFinite(start.a.RawSymmetric().Data)) && allFinite(start.w) // mode identity's metric is I
 	return f
 }
@@ -130,25 +139,50 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 // its squared loss on the held-out rows, as fitGroups, then
 // solutionsLoss, would (to rounding: the sums run in other orders).
 func (f *fixedFits) loss(cfg Config) (float64, error) {
+	f.fit(cfg)
+	losses, errs := f.scoreFits()
+	return losses[0], errs[0]
+}
+
+// fit fits cfg (isFixed, of the start's mode and intercept) and keeps its
+// decision's coefficients, or its error, for the next scoreFits.
+func (f *fixedFits) fit(cfg Config) {
 	s, d := f.start, f.start.d
+	lb := f.lbT.RawMatrix()
+	k := lb.Rows
+	w := d + k
 	if f.m.Data == nil {
-		f.m = blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: make([]float64, d*d)}
+		f.m = blas64.General{Rows: d, Cols: w, Stride: w, Data: make([]float64, d*w)}
 	}
 	for i := 0; i < d; i++ {
-		copy(f.m.Data[i*d+i:(i+1)*d], f.p.Data[i*f.p.Stride+i:i*f.p.Stride+d])
-		f.m.Data[i*d+i] += cfg.Lambda
+		row := f.m.Data[i*w : (i+1)*w]
+		copy(row[i:d], f.p.Data[i*f.p.Stride+i:i*f.p.Stride+d])
+		row[i] += cfg.Lambda
+		for c := range k {
+			row[d+c] = lb.Data[c*lb.Stride+i]
+		}
 	}
-	if !cholCV(f.m) {
-		return 0, fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
+	slot := len(f.errs)
+	f.gamma = append(f.gamma, make([]float64, k*d)...)
+	f.icpt = append(f.icpt, make([]float64, k)...)
+	f.errs = append(f.errs, nil)
+	gam, icpt := f.gamma[slot*k*d:(slot+1)*k*d], f.icpt[slot*k:(slot+1)*k]
+	if !cholCVRHS(f.m.Data, d, w, k) {
+		f.errs[slot] = fmt.Errorf("fit: g-step system FᵀBF+λI: %w", ErrNotPositiveDefinite)
+		return
 	}
-	f.zT.Copy(f.lbT)
-	cholSolveRowsL(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: d, Data: f.m.Data}, f.zT.RawMatrix())
+	zr := f.zT.RawMatrix()
+	for i := 0; i < d; i++ {
+		for c := range k {
+			zr.Data[c*zr.Stride+i] = f.m.Data[i*w+d+c]
+		}
+	}
+	backSolveRows(blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: w, Data: f.m.Data}, zr)
 	if !f.ident {
 		// g̃ = Lz: g̃ᵀ = zᵀLᵀ.
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, f.zT.RawMatrix(), f.usq, 0, f.gT.RawMatrix())
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, zr, f.usq, 0, f.gT.RawMatrix())
 	}
-	st, icpt := f.in.labels, f.sol.Intercept
-	clear(icpt)
+	st := f.in.labels
 	if !cfg.NoIntercept {
 		for c := range icpt {
 			b := st.YSum[c] / st.N
@@ -160,33 +194,59 @@ func (f *fixedFits) loss(cfg Config) (float64, error) {
 			icpt[c] = b
 		}
 	}
+	f.sol.Intercept = icpt
 	f.in.units.encode(&f.sol, cfg.NoIntercept)
 	if !f.finiteA || !allFinite(f.gT.RawMatrix().Data) || !allFinite(icpt) {
 		// finiteSolution's error, its metric checked once per fold.
-		return 0, finiteSolution(&f.sol)
+		f.errs[slot] = finiteSolution(&f.sol)
+		clear(icpt)
+		return
 	}
-	// The loss of every column (squaredLoss) with Sγ for all at once.
-	gr, gam := f.gT.RawMatrix(), f.gamma.RawMatrix()
-	for c := range icpt {
+	gr := f.gT.RawMatrix()
+	for c := range k {
 		for l := range st.Ranks {
 			for i := s.off[l]; i < s.off[l+1]; i++ {
-				gam.Data[c*gam.Stride+i] = s.w[l] * gr.Data[c*gr.Stride+i]
+				gam[c*d+i] = s.w[l] * gr.Data[c*gr.Stride+i]
 			}
 		}
 	}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, gam, f.full, 0, f.sg.RawMatrix())
-	sc, cr, sgr := f.score, f.score.C.RawMatrix(), f.sg.RawMatrix()
-	total := 0.0
-	for c, b := range icpt {
-		lin, quad := 0.0, 0.0
-		for i := 0; i < d; i++ {
-			g := gam.Data[c*gam.Stride+i]
-			lin += g * (cr.Data[i*cr.Stride+c] - b*sc.USum[i])
-			quad += g * sgr.Data[c*sgr.Stride+i]
-		}
-		total += sc.YtY[c] - 2*b*sc.YSum[c] + sc.N*b*b - 2*lin + quad
+}
+
+// scoreFits returns the squared loss on the held-out rows (squaredLoss
+// of every column, with Sγ for all the fits at once) of every fit since
+// the last call, in the order fitted, with the error of each that could
+// not be fitted, and forgets them.
+func (f *fixedFits) scoreFits() ([]float64, []error) {
+	d, k := f.start.d, f.lbT.RawMatrix().Rows
+	n := len(f.errs)
+	rows := n * k
+	if cap(f.sg) < rows*d {
+		f.sg = make([]float64, rows*d)
 	}
-	return lossUnits(total, f.in.units)
+	f.sg = f.sg[:rows*d]
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, blas64.General{Rows: rows, Cols: d, Stride: d, Data: f.gamma}, f.full,
+		0, blas64.General{Rows: rows, Cols: d, Stride: d, Data: f.sg})
+	losses, errs := make([]float64, n), slices.Clone(f.errs)
+	sc, cr := f.score, f.score.C.RawMatrix()
+	for slot := range n {
+		if errs[slot] != nil {
+			continue
+		}
+		total := 0.0
+		for c := range k {
+			r := slot*k + c
+			b, gam, sg := f.icpt[r], f.gamma[r*d:(r+1)*d], f.sg[r*d:(r+1)*d]
+			lin, quad := 0.0, 0.0
+			for i, g := range gam {
+				lin += g * (cr.Data[i*cr.Stride+c] - b*sc.USum[i])
+				quad += g * sg[i]
+			}
+			total += sc.YtY[c] - 2*b*sc.YSum[c] + sc.N*b*b - 2*lin + quad
+		}
+		losses[slot], errs[slot] = lossUnits(total, f.in.units)
+	}
+	f.gamma, f.icpt, f.errs = f.gamma[:0], f.icpt[:0], f.errs[:0]
+	return losses, errs
 }
 
 // cholSolveRows solves UᵀU x = b in place for every row b of x (k×n),
@@ -211,36 +271,48 @@ func cholSolveRowsMirror(u blas64.Triangular, x blas64.General, mirror bool) {
 	tri := func(j, jb int) blas64.Triangular {
 		return blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: jb, Stride: lda, Data: u.Data[j*lda+j:]}
 	}
-	ublock := func(i, j, r, c int) blas64.General {
-		return blas64.General{Rows: r, Cols: c, Stride: lda, Data: u.Data[i*lda+j:]}
-	}
-	xcols := func(j, c int) blas64.General {
-		return blas64.General{Rows: k, Cols: c, Stride: x.Stride, Data: x.Data[j:]}
-	}
 	// Uᵀz = b, as zᵀU = bᵀ: block column J from the blocks before it.
 	for j := 0; j < n; j += cholSolveBlock {
 		jb := min(cholSolveBlock, n-j)
 		if j > 0 {
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, xcols(0, j), ublock(0, j, j, jb), 1, xcols(j, jb))
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, rowsCols(x, 0, j), subMatrix(u.Data, lda, 0, j, j, jb), 1, rowsCols(x, j, jb))
 		}
 		for r := range k {
 			solveTri(tri(j, jb), blas.Trans, x.Data[r*x.Stride+j:r*x.Stride+j+jb])
 		}
 	}
-	// Ux = z, as xᵀUᵀ = zᵀ: block column J from the blocks after it, by
-	// products with Uᵀ's blocks, copied into the lower triangle, where the
-	// BLAS's Dgemm runs its fast kernels (a product with a transposed
-	// right operand it computes by dot products).
 	if mirror {
 		mirrorUpper(u.Data, n, lda)
 	}
+	backSolveRows(u, x)
+}
+
+// backSolveRows solves Ux = z in place for every row z of x (k×n), U
+// upper triangular with Uᵀ in its strictly lower triangle (cholCV's
+// factor): as xᵀUᵀ = zᵀ, block column J from the blocks after it, by
+// products with Uᵀ's blocks, where the BLAS's Dgemm runs its fast
+// kernels (a product with a transposed right operand it computes by dot
+// products), and backRows on the diagonal blocks.
+func backSolveRows(u blas64.Triangular, x blas64.General) {
+	n, lda := u.N, u.Stride
 	for j := (n - 1) / cholSolveBlock * cholSolveBlock; j >= 0; j -= cholSolveBlock {
 		jb := min(cholSolveBlock, n-j)
 		if rest := n - j - jb; rest > 0 {
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, xcols(j+jb, rest), ublock(j+jb, j, rest, jb), 1, xcols(j, jb))
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, rowsCols(x, j+jb, rest), subMatrix(u.Data, lda, j+jb, j, rest, jb), 1, rowsCols(x, j, jb))
 		}
 		backRows(u.Data, lda, j, jb, x)
 	}
+}
+
+// rowsCols is columns j…j+c−1 of every row of x.
+func rowsCols(x blas64.General, j, c int) blas64.General {
+	return blas64.General{Rows: x.Rows, Cols: c, Stride: x.Stride, Data: x.Data[j:]}
+}
+
+// subMatrix is the r×c block at row i, column j of the matrix in data
+// (row stride lda).
+func subMatrix(data []float64, lda, i, j, r, c int) blas64.General {
+	return blas64.General{Rows: r, Cols: c, Stride: lda, Data: data[i*lda+j:]}
 }
 
 // backRows solves U_JJ x_J = z_J in place for every row of x (k×n),

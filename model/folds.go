@@ -225,20 +225,10 @@ func (a *Accumulator) sums() *Stats {
 // mergeFolds returns the folds but skip (−1: none) merged in fold order,
 // or nil when there is none.
 func mergeFolds(folds []*Stats, skip int) *Stats {
-	return mergeFoldsInto(nil, folds, skip)
-}
-
-// mergeFoldsInto is mergeFolds writing into dst, statistics of the folds'
-// shape whose values are no longer needed, when not nil: the same sums,
-// without allocating them.
-func mergeFoldsInto(dst *Stats, folds []*Stats, skip int) *Stats {
 	var out *Stats
 	for f, st := range folds {
 		switch {
 		case f == skip:
-		case out == nil && dst != nil:
-			dst.copyFrom(st)
-			out = dst
 		case out == nil:
 			out = st.Clone()
 		default:

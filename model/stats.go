@@ -203,30 +203,6 @@ func (s *Stats) Clone() *Stats {
 	return c
 }
 
-// copyFrom sets s to a copy of o, residues included: Clone into s's own
-// storage, which must be of o's shape and have residues when o has.
-func (s *Stats) copyFrom(o *Stats) {
-	s.N = o.N
-	s.S.CopySym(o.S)
-	s.C.Copy(o.C)
-	copy(s.YtY, o.YtY)
-	copy(s.USum, o.USum)
-	copy(s.YSum, o.YSum)
-	if o.res != nil {
-		copy(s.res.s, o.res.s)
-		copy(s.res.c, o.res.c)
-		copy(s.res.yty, o.res.yty)
-		copy(s.res.uSum, o.res.uSum)
-		copy(s.res.ySum, o.res.ySum)
-	} else if s.res != nil {
-		clear(s.res.s)
-		clear(s.res.c)
-		clear(s.res.yty)
-		clear(s.res.uSum)
-		clear(s.res.ySum)
-	}
-}
-
 // derived returns a copy of the values without their residues, for
 // statistics computed from these (centred, in label units), which a fit
 // reads and nothing adds to.
@@ -242,11 +218,9 @@ func (s *Stats) derived() *Stats {
 // centered returns the statistics of the rows with the column means of U
 // and Y removed: S − nūūᵀ, C − nūȳᵀ, yᵀy − nȳ². Fitting them and adding
 // the intercept ȳ − ūᵀg̃_w back is ridge with an unpenalised intercept.
-func (s *Stats) centered() *Stats { return s.centeredInto(nil) }
-
-// centeredInto is centered writing into dst, derived statistics of s's
-// shape whose values are no longer needed, when not nil.
-func (s *Stats) centeredInto(dst *Stats) *Stats {
+// They are written into dst, derived statistics of s's shape whose values
+// are no longer needed, when not nil.
+func (s *Stats) centered(dst *Stats) *Stats {
 	if dst == nil {
 		dst = &Stats{Ranks: slices.Clone(s.Ranks), S: mat.NewSymDense(s.Dim(), nil), C: mat.NewDense(s.Dim(), s.Outputs(), nil),
 			YtY: make([]float64, s.Outputs()), USum: make([]float64, s.Dim()), YSum: make([]float64, s.Outputs())}

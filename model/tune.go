@@ -415,6 +415,7 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 			w.start = start
 		}
 	}
+	var fixedCands []int // the candidates fitted by fixed, in order
 	for i, cfg := range cfgs {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -427,7 +428,8 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 			if fixed == nil {
 				fixed = newFixedFitsFrom(in, start, train.Outputs(), score, w.fixed)
 			}
-			losses[i], errs[i] = fixed.loss(cfg)
+			fixed.fit(cfg)
+			fixedCands = append(fixedCands, i)
 			continue
 		}
 		var sols []*Solution
@@ -441,6 +443,12 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 			return nil, nil, ctx.Err()
 		}
 		errs[i] = err
+	}
+	if len(fixedCands) > 0 {
+		l, e := fixed.scoreFits()
+		for j, i := range fixedCands {
+			losses[i], errs[i] = l[j], e[j]
+		}
 	}
 	return losses, errs, nil
 }
