@@ -151,7 +151,8 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 // the labels since the model in service and the ledger). The writes to
 // the brokers are not timed. cpu-ms/op is the process's
 // CPU time per operation, all goroutines (Tune and the gate fit folds in
-// parallel). Run with -benchtime=3x.
+// parallel), fit_cpu-ms and gate_cpu-ms that of the fit and the gate
+// alone (model.BenchmarkTune's measure). Run with -benchtime=3x.
 func BenchmarkRefitterTune(b *testing.B) {
 	grid := map[string][]float64{"lambda": {1e-4, 1e-3, 1e-2, 1e-1, 1}}
 	cands, err := model.Candidates(grid)
@@ -202,6 +203,7 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 	ctx := context.Background()
 	r := &Role{cfg: cfg, logger: slog.New(slog.DiscardHandler), cands: cands}
 	var merge, fit, gate, encode, checkpoint time.Duration
+	var fitCPU, gateCPU float64
 	var size, cpSize int
 	cpu := cpuSeconds()
 	for b.Loop() {
@@ -223,7 +225,7 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 		}
 		// leader.refit's fit: leader.tune with candidates (its Tune, then
 		// its gate, timed apart), else a cold or warm refit.
-		start = time.Now()
+		start, startCPU := time.Now(), cpuSeconds()
 		var m *model.Model
 		var verdict *registry.Gate
 		switch {
@@ -238,7 +240,8 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 			}
 			m.Meta.Tuning = tun
 			fit += time.Since(start)
-			start = time.Now()
+			fitCPU += cpuSeconds() - startCPU
+			start, startCPU = time.Now(), cpuSeconds()
 			if verdict, err = l.gate(ctx, total, m, warm, cur); err != nil {
 				b.Fatal(err)
 			}
@@ -246,12 +249,15 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 				b.Fatalf("gate %+v: no loss on the labels since the serving model", verdict)
 			}
 			gate += time.Since(start)
+			gateCPU += cpuSeconds() - startCPU
 		case cfg.Cold:
 			m, err = total.RefitCold(ctx, cur.Config.Fit)
 			fit += time.Since(start)
+			fitCPU += cpuSeconds() - startCPU
 		default:
 			m, err = total.Refit(ctx, cur.Config.Fit, cur)
 			fit += time.Since(start)
+			fitCPU += cpuSeconds() - startCPU
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -295,6 +301,8 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 	b.ReportMetric(ms(encode), "encode_ms/op")
 	b.ReportMetric(ms(checkpoint), "ckpt_ms/op")
 	b.ReportMetric(cpu*1e3/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(fitCPU*1e3/float64(b.N), "fit_cpu-ms/op")
+	b.ReportMetric(gateCPU*1e3/float64(b.N), "gate_cpu-ms/op")
 	b.ReportMetric(float64(size), "model_B")
 	b.ReportMetric(float64(cpSize), "ckpt_B")
 }
