@@ -145,10 +145,27 @@ func newReplicaSim(t testing.TB, name string, m *model.Model) *replicaSim {
 // offsets labelFrom… of labels/partition.
 func (r *replicaSim) delta(t testing.TB, views []*mat.Dense, labels []float64, lo, hi, partition int, labelFrom int64) *statsbus.Delta {
 	t.Helper()
+	return r.deltaKeeping(t, 1, nil, views, labels, lo, hi, partition, labelFrom)
+}
+
+// deltaKeeping is delta keeping folds fold sums, as a replica with
+// serve.LateLabels.Folds builds it (projected rows, then
+// Accumulator.AddProjectedFolds): row i goes to fold
+// model.FoldOf(ids[i], folds); ids is not read for one fold.
+func (r *replicaSim) deltaKeeping(t testing.TB, folds int, ids []int64, views []*mat.Dense, labels []float64, lo, hi, partition int, labelFrom int64) *statsbus.Delta {
+	t.Helper()
 	var u mat.Dense
 	r.m.Project(&u, rowRange(views, lo, hi))
 	acc := r.m.NewAccumulator()
-	if err := acc.AddProjected(&u, labels[lo:hi]); err != nil {
+	var err error
+	if folds > 1 {
+		if acc, err = r.m.NewFoldAccumulator(folds); err == nil {
+			err = acc.AddProjectedFolds(ids[lo:hi], &u, labels[lo:hi])
+		}
+	} else {
+		err = acc.AddProjected(&u, labels[lo:hi])
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	var rs statsbus.Ranges
