@@ -186,9 +186,19 @@ func (d *StatsDecoder) DecodeCovered(data []byte) (*Accumulator, error) {
 	return unmarshalAccumulator(data, d.m, d.lineage, false)
 }
 
-// unmarshalAccumulator is UnmarshalAccumulator for m of the given
-// lineage ("": hashed here), verifying the checksum when verify is set.
-func unmarshalAccumulator(data []byte, m *Model, lineageOfM string, verify bool) (*Accumulator, error) {
+// CheckStats verifies that data are statistics (MarshalBinary's, of a
+// format this build reads) whose bytes match their checksum, without
+// reading them: what a delta's producer checks before sealing them under
+// a checksum of its own, which its readers then verify for both. Damaged
+// bytes are an error wrapping ErrCorruptStats.
+func CheckStats(data []byte) error {
+	_, err := openStats(data, true)
+	return err
+}
+
+// openStats opens the envelope of statistics, verifying its checksum
+// when verify is set.
+func openStats(data []byte, verify bool) (envelope.Frame, error) {
 	open := statsEnvelope.Open
 	if !verify {
 		open = statsEnvelope.OpenCovered
@@ -196,10 +206,18 @@ func unmarshalAccumulator(data []byte, m *Model, lineageOfM string, verify bool)
 	fr, err := open(data)
 	switch {
 	case errors.Is(err, envelope.ErrNotFramed):
-		return nil, fmt.Errorf("%w: not mvml statistics (bad magic or %d bytes, too short)", ErrCorruptStats, len(data))
+		return fr, fmt.Errorf("%w: not mvml statistics (bad magic or %d bytes, too short)", ErrCorruptStats, len(data))
 	case errors.Is(err, envelope.ErrChecksum):
-		return nil, fmt.Errorf("%w: %v", ErrCorruptStats, err)
-	case err != nil:
+		return fr, fmt.Errorf("%w: %v", ErrCorruptStats, err)
+	}
+	return fr, err
+}
+
+// unmarshalAccumulator is UnmarshalAccumulator for m of the given
+// lineage ("": hashed here), verifying the checksum when verify is set.
+func unmarshalAccumulator(data []byte, m *Model, lineageOfM string, verify bool) (*Accumulator, error) {
+	fr, err := openStats(data, verify)
+	if err != nil {
 		return nil, err
 	}
 	format := fr.Version

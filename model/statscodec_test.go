@@ -250,6 +250,32 @@ func TestStatsDecoder(t *testing.T) {
 	}
 }
 
+// CheckStats verifies the checksum of statistics without reading them.
+func TestCheckStats(t *testing.T) {
+	_, acc := gatheredToy(t)
+	data, err := acc.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(data)
+	flipped[len(flipped)/2] ^= 0x10
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string // "": accepted
+	}{
+		{"intact", data, ""},
+		{"a changed byte", flipped, "checksum mismatch"},
+		{"truncated", data[:len(data)-1], "checksum mismatch"},
+		{"not statistics", []byte("MVMLMODL and then some more bytes to pass the length check, yes"), "bad magic"},
+	} {
+		err := CheckStats(tc.data)
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrCorruptStats) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 // Size of the statistics at the design's dimensions: 84 bytes of header
 // and checksum (three views) and 8·(1 + 2·(D(D+1)/2 + D(k+1) + 2k)) bytes
 // of values and residues, O((vp)²).
