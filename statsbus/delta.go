@@ -74,10 +74,10 @@ type Delta struct {
 	Header
 	// Stats are the statistics' bytes (model.Accumulator.MarshalBinary).
 	Stats []byte
-	// sealed is Stats as decoded, which the delta's checksum (or its
+	// decoded is Stats as decoded, which the delta's checksum (or its
 	// blob's) covered: while Stats is that slice, AccumulatorFrom does
 	// not compute the statistics' own checksum again.
-	sealed []byte
+	decoded []byte
 }
 
 // New makes the delta of the statistics acc has gathered, with h's
@@ -120,7 +120,7 @@ func decode(data []byte, how opening) (*Delta, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.sealed = d.Stats
+	d.decoded = d.Stats
 	return d, nil
 }
 
@@ -167,7 +167,7 @@ func (d *Delta) Accumulator(m *model.Model) (*model.Accumulator, error) {
 // covers every byte of them, was verified (or its blob's), and Messages
 // sealed them only after checking theirs. Otherwise they are verified.
 func (d *Delta) AccumulatorFrom(dec *model.StatsDecoder) (*model.Accumulator, error) {
-	if len(d.Stats) > 0 && len(d.Stats) == len(d.sealed) && &d.Stats[0] == &d.sealed[0] {
+	if len(d.Stats) > 0 && len(d.Stats) == len(d.decoded) && &d.Stats[0] == &d.decoded[0] {
 		return d.accumulator(dec.DecodeCovered(d.Stats))
 	}
 	return d.accumulator(dec.Decode(d.Stats))

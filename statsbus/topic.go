@@ -66,7 +66,9 @@ func NewStream() *Stream {
 // nil while a blob is incomplete. A message that is not a delta or a
 // chunk of one, a blob whose chunks do not add up and a delta that does
 // not decode are errors, wrapping ErrCorruptDelta and naming the offset,
-// that cost that message or blob alone.
+// that cost that message or blob alone. A delta's bytes are hashed once:
+// a blob's checksum, verified when its chunks are put together, stands
+// for the delta's, which is then not computed again.
 func (s *Stream) Add(msg kafkaconn.Message) (d *Delta, first int64, err error) {
 	c, value, err := s.asm.Add(msg)
 	id := openBlob{c.Blob, c.SHA256}
