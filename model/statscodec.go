@@ -150,13 +150,74 @@ func statsValues(d, k int, format uint32) int {
 // length, shape, a value that is not finite), statistics of another
 // lineage one wrapping ErrOtherLineage that names both lineages.
 func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
-	fr, err := statsEnvelope.Open(data)
+	return unmarshalAccumulator(data, m, "", true)
+}
+
+// StatsDecoder reads statistics for one model as UnmarshalAccumulator
+// does, with the model's lineage hashed once, when it is made, rather
+// than at every read: a refitter reads every delta of its lineage for one
+// model. The model must not change while the decoder is used. It is safe
+// for concurrent use.
+type StatsDecoder struct {
+	m       *Model
+	lineage string
+}
+
+// NewStatsDecoder returns a decoder of statistics for m.
+func NewStatsDecoder(m *Model) *StatsDecoder { return &StatsDecoder{m: m, lineage: m.Lineage()} }
+
+// Model is the model the decoder reads statistics for.
+func (d *StatsDecoder) Model() *Model { return d.m }
+
+// Lineage is the decoder's model's lineage (Model.Lineage).
+func (d *StatsDecoder) Lineage() string { return d.lineage }
+
+// Decode is UnmarshalAccumulator(data, d.Model()).
+func (d *StatsDecoder) Decode(data []byte) (*Accumulator, error) {
+	return unmarshalAccumulator(data, d.m, d.lineage, true)
+}
+
+// DecodeCovered is Decode for data whose every byte a checksum the caller
+// has just verified covers (the statistics of a delta whose checksum
+// matched): the statistics' own checksum is not computed again, every
+// other check (magic, format, lineage, shape, length, finite values and
+// residues) is made.
+func (d *StatsDecoder) DecodeCovered(data []byte) (*Accumulator, error) {
+	return unmarshalAccumulator(data, d.m, d.lineage, false)
+}
+
+// CheckStats verifies that data are statistics (MarshalBinary's, of a
+// format this build reads) whose bytes match their checksum, without
+// reading them: what a delta's producer checks before sealing them under
+// a checksum of its own, which its readers then verify for both. Damaged
+// bytes are an error wrapping ErrCorruptStats.
+func CheckStats(data []byte) error {
+	_, err := openStats(data, true)
+	return err
+}
+
+// openStats opens the envelope of statistics, verifying its checksum
+// when verify is set.
+func openStats(data []byte, verify bool) (envelope.Frame, error) {
+	open := statsEnvelope.Open
+	if !verify {
+		open = statsEnvelope.OpenCovered
+	}
+	fr, err := open(data)
 	switch {
 	case errors.Is(err, envelope.ErrNotFramed):
-		return nil, fmt.Errorf("%w: not mvml statistics (bad magic or %d bytes, too short)", ErrCorruptStats, len(data))
+		return fr, fmt.Errorf("%w: not mvml statistics (bad magic or %d bytes, too short)", ErrCorruptStats, len(data))
 	case errors.Is(err, envelope.ErrChecksum):
-		return nil, fmt.Errorf("%w: %v", ErrCorruptStats, err)
-	case err != nil:
+		return fr, fmt.Errorf("%w: %v", ErrCorruptStats, err)
+	}
+	return fr, err
+}
+
+// unmarshalAccumulator is UnmarshalAccumulator for m of the given
+// lineage ("": hashed here), verifying the checksum when verify is set.
+func unmarshalAccumulator(data []byte, m *Model, lineageOfM string, verify bool) (*Accumulator, error) {
+	fr, err := openStats(data, verify)
+	if err != nil {
 		return nil, err
 	}
 	format := fr.Version
@@ -185,6 +246,7 @@ func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
 	if err != nil {
 		return nil, err
 	}
+	acc.lineage = lineageOfM
 	if want := acc.Lineage(); lineage != want {
 		return nil, fmt.Errorf("%w: gathered on lineage %q, model %s is of lineage %s", ErrOtherLineage, lineage, m.Version, want)
 	}

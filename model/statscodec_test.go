@@ -187,6 +187,95 @@ func TestUnmarshalAccumulatorRefuses(t *testing.T) {
 	}
 }
 
+// A StatsDecoder reads what UnmarshalAccumulator reads, without hashing
+// its model's lineage per read; DecodeCovered makes every check but the
+// checksum, which the caller's outer checksum has verified.
+func TestStatsDecoder(t *testing.T) {
+	m, acc := gatheredToy(t)
+	data, err := acc.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := NewStatsDecoder(m)
+	if dec.Lineage() != m.Lineage() || dec.Model() != m {
+		t.Fatalf("decoder of lineage %s, model %p; want %s, %p", dec.Lineage(), dec.Model(), m.Lineage(), m)
+	}
+	le64 := func(v float64) []byte { return binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)) }
+	patched := func(at int, b ...byte) []byte {
+		out := bytes.Clone(data)
+		copy(out[at:], b)
+		return out
+	}
+	const lineageAt, sAt = 16, 32 + 16 + 8
+	badSum := patched(len(data)-1, data[len(data)-1]^1)
+	for _, tc := range []struct {
+		name          string
+		data          []byte
+		decode, cover string // "": accepted, else a fragment of the error
+	}{
+		{"intact", data, "", ""},
+		{"checksum changed", badSum, "checksum mismatch", ""},
+		{"truncated", data[:len(data)-100], "checksum mismatch", "bytes of values, the shape needs"},
+		{"too short", data[:40], "too short", "too short"},
+		{"changed lineage", patched(lineageAt, 'x'), "checksum mismatch", "lineage \"x"},
+		{"NaN in S", patched(sAt+8, le64(math.NaN())...), "checksum mismatch", "S[0,1] is NaN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, c := range []struct {
+				name   string
+				decode func([]byte) (*Accumulator, error)
+				want   string
+			}{{"Decode", dec.Decode, tc.decode}, {"DecodeCovered", dec.DecodeCovered, tc.cover}} {
+				got, err := c.decode(tc.data)
+				switch {
+				case c.want == "" && err != nil:
+					t.Errorf("%s: %v, want the statistics", c.name, err)
+				case c.want == "":
+					out, _ := got.MarshalBinary()
+					if !bytes.Equal(out, data) || got.Lineage() != m.Lineage() {
+						t.Errorf("%s: read statistics that encode to other bytes, or of lineage %s", c.name, got.Lineage())
+					}
+				case !errors.Is(err, ErrCorruptStats) && !errors.Is(err, ErrOtherLineage) || !strings.Contains(err.Error(), c.want):
+					t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+				}
+			}
+		})
+	}
+	// The lineage is hashed when the decoder is made, not at every read:
+	// a read allocates less than UnmarshalAccumulator's, which hashes it.
+	perRead := testing.AllocsPerRun(5, func() { _, _ = dec.Decode(data) })
+	hashing := testing.AllocsPerRun(5, func() { _, _ = UnmarshalAccumulator(data, m) })
+	if perRead >= hashing {
+		t.Errorf("Decode allocates %v times, UnmarshalAccumulator %v: want fewer, without the lineage's hash", perRead, hashing)
+	}
+}
+
+// CheckStats verifies the checksum of statistics without reading them.
+func TestCheckStats(t *testing.T) {
+	_, acc := gatheredToy(t)
+	data, err := acc.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(data)
+	flipped[len(flipped)/2] ^= 0x10
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string // "": accepted
+	}{
+		{"intact", data, ""},
+		{"a changed byte", flipped, "checksum mismatch"},
+		{"truncated", data[:len(data)-1], "checksum mismatch"},
+		{"not statistics", []byte("MVMLMODL and then some more bytes to pass the length check, yes"), "bad magic"},
+	} {
+		err := CheckStats(tc.data)
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrCorruptStats) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 // Size of the statistics at the design's dimensions: 84 bytes of header
 // and checksum (three views) and 8·(1 + 2·(D(D+1)/2 + D(k+1) + 2k)) bytes
 // of values and residues, O((vp)²).
@@ -214,14 +303,15 @@ func TestStatsSize(t *testing.T) {
 }
 
 // The decoder never panics; what it accepts it encodes back to the same
-// bytes (format 1 in format 2, with residues of zero); and no byte of
-// valid statistics can change unnoticed.
+// bytes (format 1 in format 2, with residues of zero), and DecodeCovered
+// accepts it too; and no byte of valid statistics can change unnoticed.
 func FuzzUnmarshalAccumulator(f *testing.F) {
 	m, acc := gatheredToy(f)
 	data, err := acc.MarshalBinary()
 	if err != nil {
 		f.Fatal(err)
 	}
+	dec := NewStatsDecoder(m)
 	f.Add(data, uint32(0), byte(0))
 	f.Add(data, uint32(len(data)/2), byte(1))
 	f.Add(data[:60], uint32(8), byte(0x80))
@@ -229,9 +319,27 @@ func FuzzUnmarshalAccumulator(f *testing.F) {
 	f.Add(plainFormat(data, acc.stats), uint32(0), byte(0))
 	f.Fuzz(func(t *testing.T, in []byte, pos uint32, flip byte) {
 		for _, candidate := range [][]byte{in, resum(append(bytes.Clone(in), make([]byte, sha256.Size)...))} {
+			covered, errCovered := dec.DecodeCovered(candidate)
+			if errCovered == nil {
+				// What DecodeCovered accepts is statistics up to the
+				// checksum, which it does not compute.
+				out, err := covered.MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if binary.LittleEndian.Uint32(candidate[8:]) == statsFormatPlain {
+					out = plainFormat(out, covered.stats)
+				}
+				if !bytes.Equal(out[:len(out)-sha256.Size], candidate[:len(candidate)-sha256.Size]) {
+					t.Fatal("statistics read without their checksum encode to other bytes")
+				}
+			}
 			got, err := UnmarshalAccumulator(candidate, m)
 			if err != nil {
 				continue
+			}
+			if errCovered != nil {
+				t.Fatalf("UnmarshalAccumulator reads what DecodeCovered refuses: %v", errCovered)
 			}
 			out, err := got.MarshalBinary()
 			if err != nil {

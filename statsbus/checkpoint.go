@@ -117,7 +117,7 @@ func (c *Checkpoint) Encode() ([]byte, error) {
 // SinceAccumulator. Damaged bytes are an error wrapping
 // ErrCorruptCheckpoint.
 func DecodeCheckpoint(data []byte) (*Checkpoint, error) {
-	c, err := open[Checkpoint](checkpointEnvelope, data)
+	c, err := open[Checkpoint](checkpointEnvelope, data, opening{})
 	if err != nil {
 		return nil, err
 	}

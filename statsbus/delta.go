@@ -74,6 +74,10 @@ type Delta struct {
 	Header
 	// Stats are the statistics' bytes (model.Accumulator.MarshalBinary).
 	Stats []byte
+	// decoded is Stats as decoded, which the delta's checksum (or its
+	// blob's) covered: while Stats is that slice, AccumulatorFrom does
+	// not compute the statistics' own checksum again.
+	decoded []byte
 }
 
 // New makes the delta of the statistics acc has gathered, with h's
@@ -108,7 +112,17 @@ func (d *Delta) Encode() ([]byte, error) { return deltaEnvelope.encode(d) }
 // Decode reads a delta written by Encode, verifying its checksum and its
 // header; the statistics are read with Accumulator. Damaged bytes are an
 // error wrapping ErrCorruptDelta.
-func Decode(data []byte) (*Delta, error) { return open[Delta](deltaEnvelope, data) }
+func Decode(data []byte) (*Delta, error) { return decode(data, opening{}) }
+
+// decode is Decode, reading as how says.
+func decode(data []byte, how opening) (*Delta, error) {
+	d, err := open[Delta](deltaEnvelope, data, how)
+	if err != nil {
+		return nil, err
+	}
+	d.decoded = d.Stats
+	return d, nil
+}
 
 // check says what a delta lacks.
 func (d *Delta) check() error {
@@ -143,8 +157,25 @@ func (d *Delta) check() error {
 // lineage or number of rows are refused (ErrCorruptDelta). A refitter
 // skips deltas of other lineages by their header before reading them.
 func (d *Delta) Accumulator(m *model.Model) (*model.Accumulator, error) {
+	return d.accumulator(model.UnmarshalAccumulator(d.Stats, m))
+}
+
+// AccumulatorFrom is Accumulator for dec's model, read with dec, which
+// hashed the model's lineage once for all the deltas it reads. When d
+// was decoded (Decode, Stream) and its Stats are still the bytes decoded,
+// the statistics' own checksum is not computed again: the delta's, which
+// covers every byte of them, was verified (or its blob's), and Messages
+// sealed them only after checking theirs. Otherwise they are verified.
+func (d *Delta) AccumulatorFrom(dec *model.StatsDecoder) (*model.Accumulator, error) {
+	if len(d.Stats) > 0 && len(d.Stats) == len(d.decoded) && &d.Stats[0] == &d.decoded[0] {
+		return d.accumulator(dec.DecodeCovered(d.Stats))
+	}
+	return d.accumulator(dec.Decode(d.Stats))
+}
+
+// accumulator checks acc, read from d's statistics, against d's header.
+func (d *Delta) accumulator(acc *model.Accumulator, err error) (*model.Accumulator, error) {
 	id := d.ID()
-	acc, err := model.UnmarshalAccumulator(d.Stats, m)
 	if err != nil {
 		return nil, fmt.Errorf("statistics delta %s: %w", id, err)
 	}

@@ -258,8 +258,9 @@ func TestNewEpoch(t *testing.T) {
 	}
 }
 
-// The decoder never panics, what it accepts is a valid delta, and no byte
-// of a valid delta can change unnoticed.
+// The decoder never panics, what it accepts is a valid delta (and so is
+// what it accepts without computing the checksum, which accepts all that
+// Decode does), and no byte of a valid delta can change unnoticed.
 func FuzzDecode(f *testing.F) {
 	m := trained(f, 0)
 	acc, rs := gathered(f, m)
@@ -280,9 +281,18 @@ func FuzzDecode(f *testing.F) {
 		sum := sha256.Sum256(in)
 		copy(resummed[len(in):], sum[:])
 		for _, candidate := range [][]byte{in, resummed} {
+			covered, errCovered := decode(bytes.Clone(candidate), opening{covered: true, owned: true})
+			if errCovered == nil {
+				if err := covered.check(); err != nil {
+					t.Fatalf("accepted an invalid delta without its checksum: %v", err)
+				}
+			}
 			got, err := Decode(candidate)
 			if err != nil {
 				continue
+			}
+			if errCovered != nil {
+				t.Fatalf("Decode accepts what a covered decode refuses: %v", errCovered)
 			}
 			if err := got.check(); err != nil {
 				t.Fatalf("accepted an invalid delta: %v", err)

@@ -18,6 +18,14 @@
 // it publishes; a replica taking over a partition scans the stats topic
 // from that offset.
 //
+// A delta's statistics are sealed under their own checksum, then under
+// the delta's, and a delta in chunks under the blob's too. The refitter
+// hashes a delta's bytes once: the blob's checksum stands for the
+// delta's (Stream), the delta's for the statistics' (AccumulatorFrom),
+// and Messages refuses statistics that no longer match their own, so
+// that a checksum never vouches for bytes damaged before it was made.
+// Every other reader (Decode, Accumulator, checkpoints) verifies each.
+//
 // Both the replica and the refitter (packages pipeline/serve and
 // pipeline/refit) import it; it imports model, kafkaconn and kafka-go's
 // message type, and reads or writes no topic itself.

@@ -28,7 +28,19 @@ func seal(magic string, header, payload []byte) []byte {
 // payload (which share data's memory); what names the kind of binary in
 // its errors.
 func unseal(magic, what string, data []byte) (header, payload []byte, err error) {
-	fr, err := frame.Format{Magic: magic, Header: true}.Open(data)
+	return unsealCovered(magic, what, data, false)
+}
+
+// unsealCovered is unseal, which does not compute the checksum when
+// covered: the caller has just verified one over exactly data
+// (frame.Format.OpenCovered).
+func unsealCovered(magic, what string, data []byte, covered bool) (header, payload []byte, err error) {
+	f := frame.Format{Magic: magic, Header: true}
+	open := f.Open
+	if covered {
+		open = f.OpenCovered
+	}
+	fr, err := open(data)
 	switch {
 	case errors.Is(err, frame.ErrNotFramed):
 		return nil, nil, fmt.Errorf("not a %s (bad magic or %d bytes, too short)", what, len(data))
@@ -72,14 +84,25 @@ func (e envelope) encode(v sealed) ([]byte, error) {
 	return seal(e.magic, js, *v.stats()), nil
 }
 
+// opening says how open reads a binary.
+type opening struct {
+	// covered: a checksum over exactly the binary's bytes has just been
+	// verified (a blob's), so that its own is not computed again.
+	covered bool
+	// owned: the caller hands the binary's memory over, so that the
+	// statistics are not copied out of it.
+	owned bool
+}
+
 // open unseals data sealed in e into a new T, with a copy of its
-// statistics, and checks it: damaged bytes are an error wrapping
-// e.corrupt, a header of another format one that names both formats.
+// statistics (data's own when how.owned), and checks it: damaged bytes
+// are an error wrapping e.corrupt, a header of another format one that
+// names both formats.
 func open[T any, P interface {
 	*T
 	sealed
-}](e envelope, data []byte) (*T, error) {
-	js, stats, err := unseal(e.magic, e.what, data)
+}](e envelope, data []byte, how opening) (*T, error) {
+	js, stats, err := unsealCovered(e.magic, e.what, data, how.covered)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", e.corrupt, err)
 	}
@@ -93,7 +116,10 @@ func open[T any, P interface {
 		}
 		return nil, fmt.Errorf("%s format %d, this build reads formats %d to %d", e.what, f, e.oldest, e.format)
 	}
-	*v.stats() = bytes.Clone(stats)
+	if !how.owned {
+		stats = bytes.Clone(stats)
+	}
+	*v.stats() = stats
 	if err := v.check(); err != nil {
 		return nil, fmt.Errorf("%w: %v", e.corrupt, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/mvml/mvml/kafkaconn"
+	"github.com/mvml/mvml/model"
 )
 
 // On the stats topic (one partition) a delta is one message keyed by its
@@ -20,8 +21,14 @@ import (
 // Messages are the messages of d on the stats topic: one when its
 // encoding fits in chunkSize bytes (0 means kafkaconn.DefaultChunkSize,
 // below the brokers' default message.max.bytes), the chunks of a blob
-// otherwise.
+// otherwise. Statistics that do not match their own checksum (changed
+// since New) are refused (model.ErrCorruptStats): the refitter verifies
+// the delta's checksum, or its blob's, and trusts it for the statistics
+// (Delta.AccumulatorFrom).
 func Messages(d *Delta, chunkSize int) ([]kafkaconn.Message, error) {
+	if err := model.CheckStats(d.Stats); err != nil {
+		return nil, fmt.Errorf("statistics delta %s: %w", d.ID(), err)
+	}
 	data, err := d.Encode()
 	if err != nil {
 		return nil, err
@@ -59,11 +66,14 @@ func NewStream() *Stream {
 // nil while a blob is incomplete. A message that is not a delta or a
 // chunk of one, a blob whose chunks do not add up and a delta that does
 // not decode are errors, wrapping ErrCorruptDelta and naming the offset,
-// that cost that message or blob alone.
+// that cost that message or blob alone. A delta's bytes are hashed once:
+// a blob's checksum, verified when its chunks are put together, stands
+// for the delta's, which is then not computed again.
 func (s *Stream) Add(msg kafkaconn.Message) (d *Delta, first int64, err error) {
 	c, value, err := s.asm.Add(msg)
 	id := openBlob{c.Blob, c.SHA256}
 	first = msg.Offset
+	var how opening
 	switch {
 	case errors.Is(err, kafkaconn.ErrNotChunk):
 		value = msg.Value
@@ -80,8 +90,13 @@ func (s *Stream) Add(msg kafkaconn.Message) (d *Delta, first int64, err error) {
 			first = at
 		}
 		delete(s.open, id)
+		// The assembler verified the blob's checksum, made by the
+		// producer over exactly the delta's bytes, and value is a new
+		// slice of its own: the delta's checksum need not be computed
+		// again, nor its statistics copied.
+		how = opening{covered: true, owned: true}
 	}
-	if d, err = Decode(value); err != nil {
+	if d, err = decode(value, how); err != nil {
 		return nil, first, fmt.Errorf("offset %d (key %q): %w", msg.Offset, msg.Key, err)
 	}
 	return d, first, nil

@@ -113,8 +113,56 @@ func TestOpenRefuses(t *testing.T) {
 	}
 }
 
-// No input makes Open panic or return a frame outside its data; what it
-// opens, Begin and Seal write back byte for byte.
+// OpenCovered refuses all that Open refuses but a checksum that does not
+// match, which it does not compute: a byte flipped after the checksum was
+// made is read as it is, for the caller's outer checksum to have caught.
+func TestOpenCovered(t *testing.T) {
+	errLater := errors.New("format 9 is later")
+	f := Format{Magic: "MVMLTEST", Versioned: true, Header: true, MaxHeader: 64, MinBody: 1,
+		Version: func(v uint32) error {
+			if v > 7 {
+				return errLater
+			}
+			return nil
+		}}
+	good := Seal(append(f.Begin(nil, 7, []byte("hi"), 4), "body"...))
+	patched := func(at int, b ...byte) []byte {
+		d := bytes.Clone(good)
+		copy(d[at:], b)
+		return d
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want error
+		body string
+	}{
+		{"intact", good, nil, "body"},
+		{"empty", nil, ErrNotFramed, ""},
+		{"other magic", patched(0, 'X'), ErrNotFramed, ""},
+		{"no body", Seal(f.Begin(nil, 7, nil, 0)), ErrNotFramed, ""},
+		{"later version", patched(8, 9), errLater, ""},
+		{"header beyond the data", patched(12, 0x30), ErrHeaderLength, ""},
+		{"header beyond the bound", patched(12, 0, 1), ErrHeaderLength, ""},
+		{"flipped body byte, checksum not computed", patched(18, 'x'), nil, "xody"},
+		{"flipped checksum byte, not computed", patched(len(good)-1, good[len(good)-1]^1), nil, "body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fr, err := f.OpenCovered(tt.data)
+			if !errors.Is(err, tt.want) || string(fr.Body) != tt.body {
+				t.Errorf("body %q, error %v; want %q, %v", fr.Body, err, tt.body, tt.want)
+			}
+			if _, err := f.Open(tt.data); tt.want == nil && tt.body != "body" && !errors.Is(err, ErrChecksum) {
+				t.Errorf("Open: %v, want %v", err, ErrChecksum)
+			}
+		})
+	}
+}
+
+// No input makes Open or OpenCovered panic or return a frame outside its
+// data; what Open opens, OpenCovered opens alike, and Begin and Seal
+// write back byte for byte.
 func FuzzOpen(f *testing.F) {
 	for _, fm := range formats {
 		f.Add(Seal(append(fm.Begin(nil, 3, []byte("{}"), 4), "body"...)))
@@ -123,6 +171,10 @@ func FuzzOpen(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, fm := range formats {
 			fr, err := fm.Open(data)
+			covered, errCovered := fm.OpenCovered(data)
+			if err == nil && (errCovered != nil || !bytes.Equal(covered.Header, fr.Header) || !bytes.Equal(covered.Body, fr.Body) || covered.Version != fr.Version) {
+				t.Fatalf("Open %+v, OpenCovered %+v, %v: want the same frame", fr, covered, errCovered)
+			}
 			if err != nil {
 				continue
 			}

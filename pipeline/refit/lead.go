@@ -63,8 +63,10 @@ type leader struct {
 // the deltas in either, and where it is on the stats topic.
 type lineageState struct {
 	id string
-	// model reads the statistics of the lineage's deltas and checkpoints.
+	// model reads the statistics of the lineage's deltas and checkpoints;
+	// dec reads those of its deltas, its lineage hashed once.
 	model       *model.Model
+	dec         *model.StatsDecoder
 	base, fresh *model.Accumulator
 	// since holds the rows merged since the model in service was made
 	// current (fresh's of every refit the gate rejected since, decayed
@@ -84,7 +86,8 @@ type lineageState struct {
 }
 
 func newLineageState(m *model.Model, next int64, folds int) *lineageState {
-	s := &lineageState{id: m.Lineage(), model: m, folds: max(1, folds), stream: statsbus.NewStream(), next: next}
+	dec := model.NewStatsDecoder(m)
+	s := &lineageState{id: dec.Lineage(), model: m, dec: dec, folds: max(1, folds), stream: statsbus.NewStream(), next: next}
 	s.base, s.fresh, s.since = s.empty(), s.empty(), s.empty()
 	return s
 }
@@ -101,14 +104,9 @@ func (s *lineageState) empty() *model.Accumulator {
 // total is the statistics a refit fits now: those of the last refit,
 // decayed, and the rows merged since.
 func (s *lineageState) total(decay float64) (*model.Accumulator, error) {
-	data, err := s.base.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	t, err := model.UnmarshalAccumulator(data, s.model)
-	if err != nil {
-		return nil, err
-	}
+	// A copy, not an encoding read back: that hashed the statistics twice
+	// and the lineage once more.
+	t := s.base.Clone()
 	t.Decay(decay)
 	if err := t.Merge(s.fresh); err != nil {
 		return nil, err
@@ -411,7 +409,7 @@ func (l *leader) take(ctx context.Context, msg kafkaconn.Message) error {
 			"labels", fmt.Sprintf("%s/%d %v", overlap.Topic, overlap.Partition, overlap.Runs), "rows", d.Rows)
 		return nil
 	}
-	acc, err := d.Accumulator(lin.model)
+	acc, err := d.AccumulatorFrom(lin.dec)
 	if err == nil && acc.Folds() != lin.folds {
 		err = fmt.Errorf("the delta keeps %d fold sums, the refitter %d: give the replicas and stats jobs the refitter's --folds", acc.Folds(), lin.folds)
 	}

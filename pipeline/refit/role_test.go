@@ -3,6 +3,7 @@ package refit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"math"
@@ -602,5 +603,103 @@ func TestRefitterRefuses(t *testing.T) {
 	cfg.Conn.Brokers, cfg.Models = empty.Brokers, pipelinetest.OpenModelTopic(t, empty)
 	if _, err := runOnce(t, cfg); !errors.Is(err, registry.ErrNoModel) || !strings.Contains(err.Error(), "mvml train --model-topic") {
 		t.Errorf("no current model: %v", err)
+	}
+}
+
+// A delta with a byte of its statistics flipped on the wire, after its
+// producer framed it, is refused and counted corrupt, in one message
+// (the delta's checksum) or in chunks (the blob's): the refitter hashes
+// each delta's bytes once, and the statistics' own checksum is not what
+// refuses them. The intact deltas around them are merged.
+func TestRefitterRefusesDeltasDamagedOnTheWire(t *testing.T) {
+	f := newRefitFixture(t, model.ModeIdentity)
+	d := pipelinetest.MakeData(f.spec, 100, 10)
+	views := d.Matrices()
+	// damaged sends d with the byte at the middle of its statistics
+	// flipped in the message that carries it.
+	damaged := func(r *replicaSim, d *statsbus.Delta) {
+		msgs, err := statsbus.Messages(d, r.chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var size int
+		for _, m := range msgs {
+			size += len(m.Value)
+		}
+		at := size - sha256.Size - len(d.Stats)/2
+		out := make([]kafkatest.Message, len(msgs))
+		for i, m := range msgs {
+			value := bytes.Clone(m.Value)
+			if at >= 0 && at < len(value) {
+				value[at] ^= 0x10
+			}
+			at -= len(value)
+			out[i] = kafkatest.Message{Key: m.Key, Value: value, Headers: kafkatest.HeadersOf(m.Headers)}
+		}
+		f.c.Produce(t, "stats", out...)
+	}
+	one, chunked := newReplicaSim(t, "serve-one", f.base), newReplicaSim(t, "serve-chunked", f.base)
+	chunked.chunk = 1000
+	one.publish(t, f.c, views, d.Labels, 0, 30, 0, 0)
+	damaged(one, one.delta(t, views, d.Labels, 30, 50, 0, 30))
+	damaged(chunked, chunked.delta(t, views, d.Labels, 50, 70, 1, 0))
+	chunked.publish(t, f.c, views, d.Labels, 70, 100, 1, 20)
+
+	refitter, err := runOnce(t, f.config(func(c *Config) { c.Cold = true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := refitter.Stats(); st.DeltasMerged != 2 || st.DeltasCorrupt != 2 || st.RowsMerged != 60 || st.Published != 1 {
+		t.Errorf("stats %+v: want 2 merged, 2 corrupt, 60 rows, 1 published", st)
+	}
+	rec := httptest.NewRecorder()
+	refitter.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "mvml_refit_deltas_corrupt_total 2\n") {
+		t.Errorf("/metrics lacks mvml_refit_deltas_corrupt_total 2:\n%s", rec.Body.String())
+	}
+	if got, _ := f.current(t); got.Meta.Rows != 60 {
+		t.Errorf("published %d rows, want 60", got.Meta.Rows)
+	}
+}
+
+// The refitter does not compute the checksum of a delta's statistics
+// again behind the delta's own: statistics a producer framed damaged
+// (a value changed before the delta's checksum was made over it) are
+// merged as framed, which is why a replica's statsbus.Messages refuses
+// to frame them. The same bytes changed on the wire are refused
+// (TestRefitterRefusesDeltasDamagedOnTheWire).
+func TestRefitterTrustsTheDeltaChecksumForItsStatistics(t *testing.T) {
+	f := newRefitFixture(t, model.ModeIdentity)
+	d := pipelinetest.MakeData(f.spec, 40, 11)
+	views := d.Matrices()
+	r := newReplicaSim(t, "serve-0", f.base)
+	delta := r.delta(t, views, d.Labels, 0, 40, 0, 0)
+	// S[0,0] follows the statistics' magic, version, lineage, views,
+	// ranks, outputs and N.
+	sAt := 8 + 4 + 4 + len(delta.Lineage) + 4 + 4*len(f.base.Features.Views) + 4 + 8
+	damaged := *delta
+	damaged.Stats = bytes.Clone(delta.Stats)
+	damaged.Stats[sAt+4] ^= 0x10
+	if _, err := statsbus.Messages(&damaged, 0); !errors.Is(err, model.ErrCorruptStats) {
+		t.Fatalf("Messages framed damaged statistics: %v", err)
+	}
+	// A producer that frames them all the same: the delta's checksum
+	// made over them.
+	data, err := delta.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := len(data) - sha256.Size - len(delta.Stats) + sAt + 4
+	data[at] ^= 0x10
+	sum := sha256.Sum256(data[:len(data)-sha256.Size])
+	copy(data[len(data)-sha256.Size:], sum[:])
+	f.c.Produce(t, "stats", kafkatest.Message{Key: []byte(r.name), Value: data})
+
+	refitter, err := runOnce(t, f.config(func(c *Config) { c.Cold = true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := refitter.Stats(); st.DeltasMerged != 1 || st.DeltasCorrupt != 0 || st.RowsMerged != 40 {
+		t.Errorf("stats %+v: want the delta merged as framed", st)
 	}
 }
