@@ -28,9 +28,6 @@ func congruence(p, b, l, y blas64.General) {
 // it returns at once, with P part-computed.
 func congruenceContext(ctx context.Context, p, b, l, y blas64.General) {
 	d := l.Rows
-	sub := func(m blas64.General, i, j, r, c int) blas64.General {
-		return blas64.General{Rows: r, Cols: c, Stride: m.Stride, Data: m.Data[i*m.Stride+j:]}
-	}
 	// Y = LᵀB a block row at a time: L's block column J is zero above its
 	// diagonal block, so Y[J, :] = L[j:, J]ᵀ·B[j:, :].
 	for j := 0; j < d; j += congruenceBlock {
@@ -38,7 +35,7 @@ func congruenceContext(ctx context.Context, p, b, l, y blas64.General) {
 			return
 		}
 		jb := min(congruenceBlock, d-j)
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1, sub(l, j, j, d-j, jb), sub(b, j, 0, d-j, d), 0, sub(y, j, 0, jb, d))
+		blas64.Gemm(blas.Trans, blas.NoTrans, 1, block(l, j, j, d-j, jb), block(b, j, 0, d-j, d), 0, block(y, j, 0, jb, d))
 	}
 	// The upper triangle of P = YL a block row at a time: L[:, i:] is zero
 	// above row i, so P[I, i:] = Y[I, i:]·L[i:, i:].
@@ -47,7 +44,7 @@ func congruenceContext(ctx context.Context, p, b, l, y blas64.General) {
 			return
 		}
 		ib := min(congruenceBlock, d-i)
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, sub(y, i, i, ib, d-i), sub(l, i, i, d-i, d-i), 0, sub(p, i, i, ib, d-i))
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, block(y, i, i, ib, d-i), block(l, i, i, d-i, d-i), 0, block(p, i, i, ib, d-i))
 	}
 	// The lower triangle is the upper's mirror; the diagonal blocks'
 	// computed lower halves differ from it in the last bits only.

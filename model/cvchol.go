@@ -45,15 +45,12 @@ func cholCVRHS(data []float64, n, lda, k int) bool {
 // cholCVWith is cholCVRHS with block rows of nb rows.
 func cholCVWith(data []float64, n, lda, k, nb int) bool {
 	w := n + k // the columns the row operations run over
-	gen := func(i, j, r, c int) blas64.General {
-		return blas64.General{Rows: r, Cols: c, Stride: lda, Data: data[i*lda+j:]}
-	}
 	for j := 0; j < n; j += nb {
 		jb := min(nb, n-j)
 		if j > 0 {
 			// A[J, j:] −= U[:j, J]ᵀ U[:j, j:], U[:j, J]ᵀ = L[J, :j] read
 			// along its rows.
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, gen(j, 0, jb, j), gen(0, j, j, w-j), 1, gen(j, j, jb, w-j))
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, -1, subMatrix(data, lda, j, 0, jb, j), subMatrix(data, lda, 0, j, j, w-j), 1, subMatrix(data, lda, j, j, jb, w-j))
 		}
 		for r := j; r < j+jb; r++ {
 			d := data[r*lda+r]

@@ -309,12 +309,6 @@ func rowsCols(x blas64.General, j, c int) blas64.General {
 	return blas64.General{Rows: x.Rows, Cols: c, Stride: x.Stride, Data: x.Data[j:]}
 }
 
-// subMatrix is the r×c block at row i, column j of the matrix in data
-// (row stride lda).
-func subMatrix(data []float64, lda, i, j, r, c int) blas64.General {
-	return blas64.General{Rows: r, Cols: c, Stride: lda, Data: data[i*lda+j:]}
-}
-
 // backRows solves U_JJ x_J = z_J in place for every row of x (k×n),
 // where U_JJ is the diagonal block of rows and columns j…j+jb−1 of the
 // upper triangular u (row stride lda) whose transpose is in u's lower

@@ -146,3 +146,14 @@ func axpy4(a *[4]float64, r0, r1, r2, r3, y []float64) {
 	n := len(y)
 	axpy4Go(a, r0[:n], r1[:n], r2[:n], r3[:n], y)
 }
+
+// subMatrix is the r×c block at row i, column j of the matrix in data
+// (row stride lda), sharing its memory.
+func subMatrix(data []float64, lda, i, j, r, c int) blas64.General {
+	return blas64.General{Rows: r, Cols: c, Stride: lda, Data: data[i*lda+j:]}
+}
+
+// block is subMatrix of m.
+func block(m blas64.General, i, j, r, c int) blas64.General {
+	return subMatrix(m.Data, m.Stride, i, j, r, c)
+}

@@ -36,9 +36,7 @@ func potrfUpper(a blas64.Symmetric) bool {
 // done, it returns false at once, a part-factorised.
 func potrfUpperContext(ctx context.Context, a blas64.Symmetric) bool {
 	n, lda := a.N, a.Stride
-	gen := func(i, j, r, c int) blas64.General {
-		return blas64.General{Rows: r, Cols: c, Stride: lda, Data: a.Data[i*lda+j:]}
-	}
+	gen := func(i, j, r, c int) blas64.General { return subMatrix(a.Data, lda, i, j, r, c) }
 	var impl gonum.Implementation
 	for j := 0; j < n; j += potrfBlock {
 		if ctx.Err() != nil {
