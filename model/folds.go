@@ -250,7 +250,7 @@ func mergeFolds(folds []*Stats, skip int) *Stats {
 // shape whose values are no longer needed, when not nil.
 func withoutFoldInto(dst, total, fold *Stats) *Stats {
 	if dst == nil {
-		dst = total.derived()
+		dst = total.emptyDerived()
 	}
 	dst.N = total.N - fold.N
 	d := total.Dim()

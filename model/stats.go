@@ -203,6 +203,14 @@ func (s *Stats) Clone() *Stats {
 	return c
 }
 
+// emptyDerived returns zero statistics of s's shape without residues,
+// for derived ones to be written into.
+func (s *Stats) emptyDerived() *Stats {
+	d, k := s.Dim(), s.Outputs()
+	return &Stats{Ranks: slices.Clone(s.Ranks), S: mat.NewSymDense(d, nil), C: mat.NewDense(d, k, nil),
+		YtY: make([]float64, k), USum: make([]float64, d), YSum: make([]float64, k)}
+}
+
 // derived returns a copy of the values without their residues, for
 // statistics computed from these (centred, in label units), which a fit
 // reads and nothing adds to.
@@ -222,8 +230,7 @@ func (s *Stats) derived() *Stats {
 // are no longer needed, when not nil.
 func (s *Stats) centered(dst *Stats) *Stats {
 	if dst == nil {
-		dst = &Stats{Ranks: slices.Clone(s.Ranks), S: mat.NewSymDense(s.Dim(), nil), C: mat.NewDense(s.Dim(), s.Outputs(), nil),
-			YtY: make([]float64, s.Outputs()), USum: make([]float64, s.Dim()), YSum: make([]float64, s.Outputs())}
+		dst = s.emptyDerived()
 	}
 	dst.N = s.N
 	d := s.Dim()
