@@ -70,23 +70,31 @@ func TestLayout(t *testing.T) {
 	}
 }
 
-// Open names what is wrong, in order: magic and size, version, checksum,
-// header length.
-func TestOpenRefuses(t *testing.T) {
-	errLater := errors.New("format 9 is later")
-	f := Format{Magic: "MVMLTEST", Versioned: true, Header: true, MaxHeader: 64, MinBody: 1,
+// refusalCase is a versioned format with a header, errLater the error
+// of its versions past 7, good a binary of it (version 7, header "hi",
+// body "body") and patched a copy of good with bytes b written at at.
+func refusalCase() (f Format, good []byte, patched func(at int, b ...byte) []byte, errLater error) {
+	errLater = errors.New("format 9 is later")
+	f = Format{Magic: "MVMLTEST", Versioned: true, Header: true, MaxHeader: 64, MinBody: 1,
 		Version: func(v uint32) error {
 			if v > 7 {
 				return errLater
 			}
 			return nil
 		}}
-	good := Seal(append(f.Begin(nil, 7, []byte("hi"), 4), "body"...))
-	patched := func(at int, b ...byte) []byte {
+	good = Seal(append(f.Begin(nil, 7, []byte("hi"), 4), "body"...))
+	patched = func(at int, b ...byte) []byte {
 		d := bytes.Clone(good)
 		copy(d[at:], b)
 		return d
 	}
+	return f, good, patched, errLater
+}
+
+// Open names what is wrong, in order: magic and size, version, checksum,
+// header length.
+func TestOpenRefuses(t *testing.T) {
+	f, good, patched, errLater := refusalCase()
 	resealed := func(d []byte) []byte { return Seal(d[:len(d)-SumSize]) }
 	tests := []struct {
 		name string
@@ -117,20 +125,7 @@ func TestOpenRefuses(t *testing.T) {
 // match, which it does not compute: a byte flipped after the checksum was
 // made is read as it is, for the caller's outer checksum to have caught.
 func TestOpenCovered(t *testing.T) {
-	errLater := errors.New("format 9 is later")
-	f := Format{Magic: "MVMLTEST", Versioned: true, Header: true, MaxHeader: 64, MinBody: 1,
-		Version: func(v uint32) error {
-			if v > 7 {
-				return errLater
-			}
-			return nil
-		}}
-	good := Seal(append(f.Begin(nil, 7, []byte("hi"), 4), "body"...))
-	patched := func(at int, b ...byte) []byte {
-		d := bytes.Clone(good)
-		copy(d[at:], b)
-		return d
-	}
+	f, good, patched, errLater := refusalCase()
 	tests := []struct {
 		name string
 		data []byte
