@@ -1,151 +1,38 @@
 package model
 
 import (
-	"math"
-
 	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/mvml/mvml/internal/asm/vec"
 )
 
-// The level-2 kernels of the metric steps' solves and factor updates, in
-// Go. Each sums in the order of an eight-lane vector kernel: partial sums
-// of fused multiply-adds in eight lanes, added up in a fixed order. That
-// order fixes the bits of a fit, and so its model version; math.FMA runs
-// the processor's own instruction where it has one, the same bits on
-// every processor.
+// The level-1 kernels of the metric steps' solves and factor updates are
+// package vec's (AVX2 where the processor has it, else their Go twins,
+// the same bits either way): each sums in a fixed eight-lane order, which
+// fixes the bits of a fit, and so its model version, on every processor.
 
 // unitVec is v as a gonum vector of unit stride.
 func unitVec(v []float64) blas64.Vector { return blas64.Vector{N: len(v), Inc: 1, Data: v} }
 
-// lanes is the width of the partial sums.
-const lanes = 8
-
-// hsum adds the eight lanes of z: the upper half onto the lower, then
-// pairs, then the last two.
-func hsum(z *[lanes]float64) float64 {
-	y0, y1, y2, y3 := z[0]+z[4], z[1]+z[5], z[2]+z[6], z[3]+z[7]
-	x0, x1 := y0+y2, y1+y3
-	return x0 + x1
-}
-
-// fmaTail adds x[i]·y[i] into the lanes of acc for the last round of a
-// kernel, whose lanes past the end multiply zeros (adding +0, which turns
-// a −0 into +0).
-func fmaTail(acc *[lanes]float64, x, y []float64) {
-	for l := range acc {
-		if l < len(x) {
-			acc[l] = math.FMA(x[l], y[l], acc[l])
-		} else {
-			acc[l] += 0
-		}
-	}
-}
-
-// dotGo returns xᵀy: four accumulators of eight lanes over rounds of 32,
-// the rest in rounds of eight into the first.
-func dotGo(x, y []float64) float64 {
-	y = y[:len(x)]
-	var acc [4][lanes]float64
-	i := 0
-	for ; i+4*lanes <= len(x); i += 4 * lanes {
-		for q := range acc {
-			for l := range lanes {
-				j := i + q*lanes + l
-				acc[q][l] = math.FMA(x[j], y[j], acc[q][l])
-			}
-		}
-	}
-	for ; i < len(x); i += lanes {
-		end := min(i+lanes, len(x))
-		fmaTail(&acc[0], x[i:end], y[i:end])
-	}
-	var z [lanes]float64
-	for l := range z {
-		z[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l])
-	}
-	return hsum(&z)
-}
-
-// axpyGo sets y[j] = a·x[j] + y[j], fused.
-func axpyGo(a float64, x, y []float64) {
-	x = x[:len(y)]
-	for j := range y {
-		y[j] = math.FMA(a, x[j], y[j])
-	}
-}
-
-// dot4Go returns the dot products of r0…r3 with x: per row two accumulators of eight lanes over
-// rounds of 16, the rest in rounds of eight into the first.
-func dot4Go(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64) {
-	var out [4]float64
-	for q, r := range [4][]float64{r0, r1, r2, r3} {
-		r = r[:len(x)]
-		var lo, hi [lanes]float64
-		i := 0
-		for ; i+2*lanes <= len(x); i += 2 * lanes {
-			for l := range lanes {
-				lo[l] = math.FMA(x[i+l], r[i+l], lo[l])
-				hi[l] = math.FMA(x[i+lanes+l], r[i+lanes+l], hi[l])
-			}
-		}
-		for ; i < len(x); i += lanes {
-			end := min(i+lanes, len(x))
-			fmaTail(&lo, x[i:end], r[i:end])
-		}
-		for l := range lo {
-			lo[l] += hi[l]
-		}
-		out[q] = hsum(&lo)
-	}
-	return out[0], out[1], out[2], out[3]
-}
-
-// axpy4Go adds to y[j] a[0]·r0[j], then a[1]·r1[j], …, each
-// fused.
-func axpy4Go(a *[4]float64, r0, r1, r2, r3, y []float64) {
-	r0, r1, r2, r3 = r0[:len(y)], r1[:len(y)], r2[:len(y)], r3[:len(y)]
-	for j := range y {
-		v := math.FMA(a[0], r0[j], y[j])
-		v = math.FMA(a[1], r1[j], v)
-		v = math.FMA(a[2], r2[j], v)
-		y[j] = math.FMA(a[3], r3[j], v)
-	}
-}
-
-// rotGo sets r[j] = ac·r[j] + snc·x[j] and then x[j] = c·x[j] − sn·r[j].
-// The conversions keep every product rounded on its own (Go may fuse a
-// product into a sum otherwise).
-func rotGo(ac, snc, c, sn float64, r, x []float64) {
-	r = r[:len(x)] // one bounds check for the loop
-	for j, xj := range x {
-		v := float64(ac*r[j]) + float64(snc*xj)
-		r[j] = v
-		x[j] = float64(c*xj) - float64(sn*v)
-	}
-}
-
 // dot returns xᵀy over len(x) elements; y must have as many.
-func dot(x, y []float64) float64 { return dotGo(x, y[:len(x)]) }
+func dot(x, y []float64) float64 { return vec.Dot(x, y) }
 
 // axpy adds a·x to y over len(y) elements; x must have as many.
-func axpy(a float64, x, y []float64) { axpyGo(a, x[:len(y)], y) }
+func axpy(a float64, x, y []float64) { vec.Axpy(a, x, y) }
 
 // rot applies the Givens rotation of cholUpdate to a row r of the factor
 // and the rest x of the update vector.
-func rot(ac, snc, c, sn float64, r, x []float64) { rotGo(ac, snc, c, sn, r[:len(x)], x) }
+func rot(ac, snc, c, sn float64, r, x []float64) { vec.Rot(ac, snc, c, sn, r, x) }
 
 // dot4 returns the dot products of the rows r0…r3 with x over len(x)
 // elements; each row must have as many.
 func dot4(r0, r1, r2, r3, x []float64) (s0, s1, s2, s3 float64) {
-	n := len(x)
-	return dot4Go(r0[:n], r1[:n], r2[:n], r3[:n], x)
+	return vec.Dot4(r0, r1, r2, r3, x)
 }
 
 // axpy4 adds a[0]·r0 + … + a[3]·r3 to y over len(y) elements; each row
 // must have as many.
-func axpy4(a *[4]float64, r0, r1, r2, r3, y []float64) {
-	n := len(y)
-	axpy4Go(a, r0[:n], r1[:n], r2[:n], r3[:n], y)
-}
+func axpy4(a *[4]float64, r0, r1, r2, r3, y []float64) { vec.Axpy4(a, r0, r1, r2, r3, y) }
 
 // subMatrix is the r×c block at row i, column j of the matrix in data
 // (row stride lda), sharing its memory.

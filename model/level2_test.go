@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/mvml/mvml/internal/asm/vec"
 )
 
 // level2Kernels are the implementations of dot, axpy and rot: the ones
@@ -20,7 +22,7 @@ type level2Kernels struct {
 
 var level2Impls = []level2Kernels{
 	{"chosen", dot, axpy, rot, dot4, axpy4},
-	{"go", dotGo, axpyGo, rotGo, dot4Go, axpy4Go},
+	{"go", vec.DotGo, vec.AxpyGo, vec.RotGo, vec.Dot4Go, vec.Axpy4Go},
 }
 
 // level2Lengths are every length up to 17 (empty, below one lane, a lane
