@@ -26,7 +26,7 @@ help:
 	@echo "                     BUILDS=\"default openblas\" scores every file with both builds in turn,"
 	@echo "                     BASE=REV with that revision's default build too"
 	@echo "make bench-stream    mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
-	@echo "make bench-kernels   each hand-written kernel's share of mvml score and train --stream (builds without it in turn)"
+	@echo "make bench-kernels   each hand-written kernel's share of mvml score, train --stream and train (builds without it in turn)"
 	@echo "make bench-train     mvml train with default flags on 1M rows of 3 × 64: seconds, peak RSS, held or streamed"
 	@echo "make bench-arrow     serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
 	@echo "make bench-serve     serve on JSON and on Arrow IPC input against the bare consumer, and labelled"

@@ -6,6 +6,8 @@
 //     AVX2); twin: dd.AxpyGo.
 //   - rbf: the Gaussian kernel's exp over a row (AVX-512, AVX2); twin:
 //     rbf.RowGo, math.Exp element by element.
+//   - vec: the learned fit's metric steps: dot products, axpys (one row or
+//     four) and Givens rotations (AVX2); twins: vec.DotGo and the others.
 //   - scan: JSON arrays of plain numbers (AVX-512 VBMI2); twin: the
 //     caller's item-by-item parser, which reads what scan leaves.
 //
