@@ -329,3 +329,51 @@ func TestFoldAccumulatorRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Deltas of five folds, each merged as one sum (WithOneFold), give the
+// sums one pass keeping one sum gives, as deltas of one fold do: a
+// refitter keeping one sum can take deltas of any number of folds.
+func TestFoldDeltasMergeIntoOneSum(t *testing.T) {
+	m, views := trainedToy(t)
+	labels := make([]float64, 120)
+	for i := range labels {
+		labels[i] = float64(i%3 + 1)
+	}
+	ids := seqIDs(500, 620)
+	one := m.NewAccumulator()
+	if err := one.Add(views, labels); err != nil {
+		t.Fatal(err)
+	}
+	merged := copyOf(t, m).NewAccumulator()
+	for r := range 4 {
+		replica, _ := copyOf(t, m).NewFoldAccumulator(5)
+		v, l := rowsOf(views, labels, r*30, (r+1)*30)
+		if err := replica.AddFolds(ids[r*30:(r+1)*30], v, l); err != nil {
+			t.Fatal(err)
+		}
+		data, err := replica.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := UnmarshalAccumulator(data, merged.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		collapsed := back.WithOneFold()
+		if collapsed.Folds() != 1 || collapsed.Rows() != 30 {
+			t.Fatalf("replica %d: %d folds and %v rows, want 1 and 30", r, collapsed.Folds(), collapsed.Rows())
+		}
+		if err := merged.Merge(collapsed); err != nil {
+			t.Fatal(err)
+		}
+		if back.Folds() != 5 || back.Rows() != 30 {
+			t.Errorf("replica %d: WithOneFold changed its receiver", r)
+		}
+	}
+	if diff := statsDiffer(merged.Stats(), one.Stats()); diff != "" && exactBLAS {
+		t.Errorf("five-fold deltas merged as one sum against one pass: %s", diff)
+	}
+	if merged.Rows() != 120 {
+		t.Errorf("%v rows, want 120", merged.Rows())
+	}
+}
