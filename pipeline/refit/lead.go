@@ -341,7 +341,17 @@ func (l *leader) openLineage(ctx context.Context, m *model.Model, from int64) (*
 	case err != nil:
 		return nil, fmt.Errorf("refit: %w", err)
 	}
-	lin := newLineageState(m, cp.NextSOffset, l.r.cfg.Folds)
+	folds := l.r.cfg.Folds
+	if l.r.cfg.FoldsFromCheckpoint && base.Folds() != max(folds, 1) && (len(l.r.cfg.Tune) == 0 || base.Folds() > 1) {
+		l.r.logger.Info("refit: the lineage's checkpoint keeps another number of fold sums; continuing with it",
+			"lineage", m.Lineage(), "folds", base.Folds(), "default", max(folds, 1))
+		folds = base.Folds()
+	}
+	lin := newLineageState(m, cp.NextSOffset, folds)
+	if base.Folds() == 1 && lin.folds > 1 && len(l.r.cfg.Tune) > 0 {
+		return nil, fmt.Errorf("refit: the checkpoint of lineage %s keeps 1 fold sums, which --tune cannot cross-validate on: run without --tune, or publish a model of a new lineage (mvml train) to start its statistics as %d fold sums",
+			m.Lineage(), lin.folds)
+	}
 	if base.Folds() != lin.folds {
 		return nil, fmt.Errorf("refit: the checkpoint of lineage %s keeps %d fold sums, the refitter %d (--folds): run it with --folds %d, or publish a model of a new lineage (mvml train) to start the statistics again",
 			m.Lineage(), base.Folds(), lin.folds, base.Folds())
@@ -410,7 +420,12 @@ func (l *leader) take(ctx context.Context, msg kafkaconn.Message) error {
 		return nil
 	}
 	acc, err := d.AccumulatorFrom(lin.dec)
-	if err == nil && acc.Folds() != lin.folds {
+	switch {
+	case err != nil:
+	case lin.folds == 1 && acc.Folds() > 1:
+		// One sum is kept: the delta's folds are merged into one.
+		acc = acc.WithOneFold()
+	case acc.Folds() != lin.folds:
 		err = fmt.Errorf("the delta keeps %d fold sums, the refitter %d: give the replicas and stats jobs the refitter's --folds", acc.Folds(), lin.folds)
 	}
 	if err == nil {

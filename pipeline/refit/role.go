@@ -81,8 +81,16 @@ type Config struct {
 	// fold sums (model.NewFoldAccumulator), for Tune and the gate: every
 	// delta must keep as many (serve.LateLabels.Folds, pipeline.StatsJob.Folds); one of
 	// another number is refused and logged, and a checkpoint of another
-	// number stops the refitter with an error. Default (0) one.
+	// number stops the refitter with an error (unless FoldsFromCheckpoint).
+	// Default (0) one, which takes deltas of any number of folds, their
+	// folds merged into one sum.
 	Folds int
+	// FoldsFromCheckpoint makes a lineage whose checkpoint keeps another
+	// number of folds than Folds go on with the checkpoint's number
+	// (logged) instead of stopping the refitter: `mvml refit` without
+	// --folds, so that a lineage begun with another default continues. A
+	// checkpoint of one sum still stops a refitter that tunes.
+	FoldsFromCheckpoint bool
 	// Tune, when not empty, lists candidate values of the fit's
 	// hyper-parameters (model.TuneKeys, the grammar of `cv --grid`):
 	// every refit cross-validates them exactly on the Folds fold sums
