@@ -32,7 +32,7 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	cold := fs.Bool("cold", false, "fit every refit from the paper's initialisation, as train --like does, instead of from the current model")
 	tune := gridFlag{}
 	fs.Var(tune, "tune", "`NAME=V1,V2,...` values of lambda, eta, mu or learn_w every refit chooses from by exact cross-validation on the fold sums (repeatable; needs --folds 2 or more); the table goes into the manifest, the values chosen into /metrics")
-	folds := fs.Int("folds", 1, "number of fold sums `K` the statistics keep, 1 to 100: the deltas must keep as many (mvml serve and mvml stats --folds K; a delta of another K is refused and logged); K times the memory and delta size")
+	folds := fs.Int("folds", model.DefaultFolds, "number of fold sums `K` the statistics keep, 1 to 100: the deltas must keep as many (mvml serve and mvml stats --folds K; a delta of another K is refused and logged), but with 1 any K is added up into one sum; K times the memory and delta size. Not given, a lineage whose checkpoint keeps another K goes on with it")
 	gateMargin := fs.Float64("gate-margin", refit.DefaultGateMargin, "with --tune, a refit is made current only if its loss is not worse than the serving model's by more than this fraction (cross-validated, and on the labels since the serving model); otherwise it is published as a candidate. Negative: no gate")
 	once := fs.Bool("once", false, "merge the deltas up to the stats topic's end, refit, publish the model and checkpoint, and exit (while no refitter runs)")
 	session := fs.Duration("session-timeout", refit.DefaultSessionTimeout, "how long the group waits for the active refitter's heartbeats before a standby takes over")
@@ -103,7 +103,7 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	defer models.Close(context.WithoutCancel(ctx))
 	cfg := refit.Config{
 		Conn: conn, StatsTopic: *statsTopic, Group: *group, Models: models, ModelDir: *modelDir,
-		Decay: *decay, Cold: *cold, Folds: *folds, Tune: tune, GateMargin: *gateMargin, Once: *once, SessionTimeout: *session, HTTPAddr: *httpAddr, Logger: a.log,
+		Decay: *decay, Cold: *cold, Folds: *folds, FoldsFromCheckpoint: !given["folds"], Tune: tune, GateMargin: *gateMargin, Once: *once, SessionTimeout: *session, HTTPAddr: *httpAddr, Logger: a.log,
 	}
 	if !*once {
 		cfg.Rows, cfg.Interval = *refitRows, *refitEvery

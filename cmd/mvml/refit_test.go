@@ -26,8 +26,9 @@ import (
 	"github.com/mvml/mvml/statsbus"
 )
 
-// statsReplica plays a serve replica: it publishes the statistics of
-// labelled rows, projected on its copy of the model, as deltas.
+// statsReplica plays a serve replica with the default --folds: it
+// publishes the statistics of labelled rows, projected on its copy of the
+// model, as deltas of model.DefaultFolds fold sums, a row's id its index.
 type statsReplica struct {
 	name, epoch string
 	seq         uint64
@@ -49,8 +50,15 @@ func (r *statsReplica) publish(t *testing.T, c *kafkatest.Cluster, views []*mat.
 	}
 	var u mat.Dense
 	r.m.Project(&u, rows)
-	acc := r.m.NewAccumulator()
-	if err := acc.AddProjected(&u, labels[lo:hi]); err != nil {
+	acc, err := r.m.NewFoldAccumulator(model.DefaultFolds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, hi-lo)
+	for i := range ids {
+		ids[i] = int64(lo + i)
+	}
+	if err := acc.AddProjectedFolds(ids, &u, labels[lo:hi]); err != nil {
 		t.Fatal(err)
 	}
 	var rs statsbus.Ranges

@@ -109,7 +109,7 @@ func TestServeTuneFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{args("--tune", "lambda=1,2", "--refit-rows", "10"), "give --folds 2 or more"},
+		{args("--tune", "lambda=1,2", "--folds", "1", "--refit-rows", "10"), "give --folds 2 or more"},
 		{args("--tune", "lambda=1,2", "--folds", "5"), "give --refit-rows or --refit-interval"},
 		{args("--folds", "5", "--refit-rows", "10"), "--folds keeps fold sums"},
 		{args("--gate-margin", "0.2", "--refit-rows", "10"), "only --tune computes"},

@@ -25,7 +25,7 @@ func runStats(ctx context.Context, a *app, args []string) error {
 	statsTopic := fs.String("stats-topic", "", "stats `TOPIC` (one partition) the deltas are published to, which mvml refit merges (required)")
 	shard := fs.String("shard", "", "`I/N`: read the I-th share of N (I from 0) of the files: file k, in the order --input lists them with globs expanded, is shard k mod N's (default: every file)")
 	shards := fs.Int("shards", 0, "`N` shares, this one's index taken from $"+jobIndexEnv+" (which a Kubernetes indexed job sets), instead of --shard")
-	folds := fs.Int("folds", 1, "keep every delta's statistics as `K` fold sums (rows to folds by a hash of their id), for mvml refit --tune --folds K; K times the size of a delta, 1 to 100")
+	folds := fs.Int("folds", model.DefaultFolds, "keep every delta's statistics as `K` fold sums (rows to folds by a hash of their id), for mvml refit --tune, whose --folds must be the same (a refitter of --folds 1 takes any K); K times the size of a delta, 1 to 100")
 	deltaRows := fs.Int64("delta-rows", pipeline.DefaultDeltaRows, "rows per delta (the shard's last has fewer); a shard started again must be given the same, so that mvml refit drops the deltas it publishes again")
 	read := registerRead(fs)
 	if err := parseFlags(a, fs, args); err != nil {
