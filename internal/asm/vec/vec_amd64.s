@@ -185,6 +185,23 @@ axpydone:
 	VZEROUPPER
 	RET
 
+// ROTATE is rotAVX2's arithmetic on eight elements: r in Y4 (lanes 0–3)
+// and Y10 (4–7), x in Y5 and Y11, ac, snc, c and sn in Y0–Y3; the new r
+// in Y6 and Y12, the new x in Y8 and Y4.
+#define ROTATE \
+	VMULPD Y4, Y0, Y6;    \
+	VMULPD Y5, Y1, Y7;    \
+	VMULPD Y10, Y0, Y12;  \
+	VMULPD Y11, Y1, Y13;  \
+	VADDPD Y7, Y6, Y6;    \
+	VADDPD Y13, Y12, Y12; \
+	VMULPD Y5, Y2, Y8;    \
+	VMULPD Y6, Y3, Y9;    \
+	VMULPD Y11, Y2, Y4;   \
+	VMULPD Y12, Y3, Y5;   \
+	VSUBPD Y9, Y8, Y8;    \
+	VSUBPD Y5, Y4, Y4
+
 // func rotAVX2(ac, snc, c, sn float64, r, x []float64)
 //
 // v = ac·r[j] + snc·x[j], r[j] = v, x[j] = c·x[j] − sn·v: every product
@@ -208,18 +225,7 @@ rot8:
 	VMOVUPD (SI)(AX*8), Y5
 	VMOVUPD 32(DI)(AX*8), Y10
 	VMOVUPD 32(SI)(AX*8), Y11
-	VMULPD  Y4, Y0, Y6
-	VMULPD  Y5, Y1, Y7
-	VMULPD  Y10, Y0, Y12
-	VMULPD  Y11, Y1, Y13
-	VADDPD  Y7, Y6, Y6
-	VADDPD  Y13, Y12, Y12
-	VMULPD  Y5, Y2, Y8
-	VMULPD  Y6, Y3, Y9
-	VMULPD  Y11, Y2, Y4
-	VMULPD  Y12, Y3, Y5
-	VSUBPD  Y9, Y8, Y8
-	VSUBPD  Y5, Y4, Y4
+	ROTATE
 	VMOVUPD Y6, (DI)(AX*8)
 	VMOVUPD Y8, (SI)(AX*8)
 	VMOVUPD Y12, 32(DI)(AX*8)
@@ -235,18 +241,7 @@ rottail:
 	VMASKMOVPD (SI)(AX*8), Y14, Y5
 	VMASKMOVPD 32(DI)(AX*8), Y15, Y10
 	VMASKMOVPD 32(SI)(AX*8), Y15, Y11
-	VMULPD     Y4, Y0, Y6
-	VMULPD     Y5, Y1, Y7
-	VMULPD     Y10, Y0, Y12
-	VMULPD     Y11, Y1, Y13
-	VADDPD     Y7, Y6, Y6
-	VADDPD     Y13, Y12, Y12
-	VMULPD     Y5, Y2, Y8
-	VMULPD     Y6, Y3, Y9
-	VMULPD     Y11, Y2, Y4
-	VMULPD     Y12, Y3, Y5
-	VSUBPD     Y9, Y8, Y8
-	VSUBPD     Y5, Y4, Y4
+	ROTATE
 	VMASKMOVPD Y6, Y14, (DI)(AX*8)
 	VMASKMOVPD Y8, Y14, (SI)(AX*8)
 	VMASKMOVPD Y12, Y15, 32(DI)(AX*8)
