@@ -205,20 +205,7 @@ func TestMergedFoldsEqualOnePass(t *testing.T) {
 	}
 	merged, _ := copyOf(t, m).NewFoldAccumulator(5)
 	for r := range 4 {
-		replica, _ := copyOf(t, m).NewFoldAccumulator(5)
-		v, l := rowsOf(views, labels, r*30, (r+1)*30)
-		if err := replica.AddFolds(ids[r*30:(r+1)*30], v, l); err != nil {
-			t.Fatal(err)
-		}
-		data, err := replica.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := UnmarshalAccumulator(data, merged.m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := merged.Merge(back); err != nil {
+		if err := merged.Merge(replicaFoldDelta(t, m, merged.m, ids, views, labels, r*30, (r+1)*30)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -330,6 +317,26 @@ func TestFoldAccumulatorRoundTrip(t *testing.T) {
 	}
 }
 
+// replicaFoldDelta is the delta of rows [lo, hi) as a replica on its own
+// copy of m publishes it (five fold sums, encoded), read back on on.
+func replicaFoldDelta(t *testing.T, m, on *Model, ids []int64, views []*mat.Dense, labels []float64, lo, hi int) *Accumulator {
+	t.Helper()
+	replica, _ := copyOf(t, m).NewFoldAccumulator(5)
+	v, l := rowsOf(views, labels, lo, hi)
+	if err := replica.AddFolds(ids[lo:hi], v, l); err != nil {
+		t.Fatal(err)
+	}
+	data, err := replica.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := UnmarshalAccumulator(data, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
 // Deltas of five folds, each merged as one sum (WithOneFold), give the
 // sums one pass keeping one sum gives, as deltas of one fold do: a
 // refitter keeping one sum can take deltas of any number of folds.
@@ -346,19 +353,7 @@ func TestFoldDeltasMergeIntoOneSum(t *testing.T) {
 	}
 	merged := copyOf(t, m).NewAccumulator()
 	for r := range 4 {
-		replica, _ := copyOf(t, m).NewFoldAccumulator(5)
-		v, l := rowsOf(views, labels, r*30, (r+1)*30)
-		if err := replica.AddFolds(ids[r*30:(r+1)*30], v, l); err != nil {
-			t.Fatal(err)
-		}
-		data, err := replica.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := UnmarshalAccumulator(data, merged.m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		back := replicaFoldDelta(t, m, merged.m, ids, views, labels, r*30, (r+1)*30)
 		collapsed := back.WithOneFold()
 		if collapsed.Folds() != 1 || collapsed.Rows() != 30 {
 			t.Fatalf("replica %d: %d folds and %v rows, want 1 and 30", r, collapsed.Folds(), collapsed.Rows())
