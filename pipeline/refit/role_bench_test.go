@@ -132,8 +132,10 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 // as with --cold, learned warm-started from the serving model, the
 // default):
 //
-//   - untuned: the deltas keep one sum (no --folds); the refit without
+//   - untuned: the deltas keep one sum (--folds 1); the refit without
 //     --tune (Accumulator.RefitCold, or Refit warm);
+//   - untuned-folds5: the same refit of deltas that keep
+//     model.DefaultFolds fold sums (the default --folds 5);
 //   - tuned: the deltas keep model.DefaultFolds fold sums (--folds 5),
 //     tuned on --tune lambda=1e-4,1e-3,1e-2,1e-1,1 (Accumulator.Tune) and
 //     gated with the default margin against the serving model on the
@@ -180,12 +182,14 @@ func BenchmarkRefitterTune(b *testing.B) {
 		mode model.Mode
 		cold bool
 	}{{"cold-identity", model.ModeIdentity, true}, {"cold-cov", model.ModeCov, true}, {"warm-learned", model.ModeLearned, false}} {
-		for _, tuned := range []bool{false, true} {
-			name := tc.name + "/untuned"
+		for _, variant := range []string{"untuned", "untuned-folds5", "tuned-5x5"} {
+			name := tc.name + "/" + variant
 			cfg := Config{StatsTopic: "stats", Cold: tc.cold, Decay: 1, GateMargin: DefaultGateMargin}
 			var tuneCands []model.Candidate
-			if tuned {
-				name = tc.name + "/tuned-5x5"
+			switch variant {
+			case "untuned-folds5":
+				cfg.Folds = model.DefaultFolds
+			case "tuned-5x5":
 				cfg.Folds, cfg.Tune, tuneCands = model.DefaultFolds, grid, cands
 			}
 			b.Run(name, func(b *testing.B) {
