@@ -67,7 +67,8 @@ type StatsJob struct {
 	// that many fold sums, each row's fold chosen by its record id
 	// (model.FoldOf), for a refitter that tunes (refit.Config.Tune):
 	// Folds times the size of a delta. Default (0) one, today's deltas.
-	// The refitter refuses deltas of another number of folds than its own.
+	// A refitter of several folds refuses deltas of another number; one
+	// keeping one sum adds their folds up.
 	Folds int
 	// Publish publishes a delta and returns once the brokers
 	// acknowledged it whole (StatsTopic.Publish). Required.
