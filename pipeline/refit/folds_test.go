@@ -33,7 +33,11 @@ func TestOneSumRefitterTakesFoldDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := f.current(t)
-	if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(got, views), pipelinetest.Decisions(want, views)); diff > 1e-12 {
+	tol := 1e-8 // -tags openblas sums without residues, so merges round (TestRefitterMergesDeltasExactly)
+	if exactStats {
+		tol = 1e-12
+	}
+	if diff := pipelinetest.MaxRelDiff(pipelinetest.Decisions(got, views), pipelinetest.Decisions(want, views)); diff > tol {
 		t.Errorf("decisions differ from one sum's by %g", diff)
 	}
 	if st := refitter.Stats(); st.DeltasMerged != 2 || st.DeltasCorrupt != 0 || st.RowsMerged != 120 {
