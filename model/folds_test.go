@@ -56,10 +56,7 @@ func TestFoldOf(t *testing.T) {
 func foldToy(t testing.TB) (*Model, *Accumulator, []*mat.Dense, []float64) {
 	t.Helper()
 	m, views := trainedToy(t)
-	labels := make([]float64, 120)
-	for i := range labels {
-		labels[i] = float64(i%3 + 1)
-	}
+	labels := toyLabels()
 	acc, err := m.NewFoldAccumulator(5)
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +80,7 @@ func foldToy(t testing.TB) (*Model, *Accumulator, []*mat.Dense, []float64) {
 // are refused and add nothing.
 func TestFoldAccumulator(t *testing.T) {
 	m, views := trainedToy(t)
-	labels := make([]float64, 120)
-	for i := range labels {
-		labels[i] = float64(i%3 + 1)
-	}
+	labels := toyLabels()
 	ids := seqIDs(1000, 1120)
 	acc, err := m.NewFoldAccumulator(4)
 	if err != nil {
@@ -194,10 +188,7 @@ func TestFoldAccumulator(t *testing.T) {
 // default build, and decay alike.
 func TestMergedFoldsEqualOnePass(t *testing.T) {
 	m, views := trainedToy(t)
-	labels := make([]float64, 120)
-	for i := range labels {
-		labels[i] = float64(i%3 + 1)
-	}
+	labels := toyLabels()
 	ids := seqIDs(500, 620)
 	one, _ := m.NewFoldAccumulator(5)
 	if err := one.AddFolds(ids, views, labels); err != nil {
@@ -342,10 +333,7 @@ func replicaFoldDelta(t *testing.T, m, on *Model, ids []int64, views []*mat.Dens
 // refitter keeping one sum can take deltas of any number of folds.
 func TestFoldDeltasMergeIntoOneSum(t *testing.T) {
 	m, views := trainedToy(t)
-	labels := make([]float64, 120)
-	for i := range labels {
-		labels[i] = float64(i%3 + 1)
-	}
+	labels := toyLabels()
 	ids := seqIDs(500, 620)
 	one := m.NewAccumulator()
 	if err := one.Add(views, labels); err != nil {

@@ -225,6 +225,16 @@ func trainedToy(t testing.TB) (*Model, []*mat.Dense) {
 	return m, views
 }
 
+// toyLabels are labels for trainedToy's 120 rows: the classes 1, 2, 3 in
+// turn.
+func toyLabels() []float64 {
+	labels := make([]float64, 120)
+	for i := range labels {
+		labels[i] = float64(i%3 + 1)
+	}
+	return labels
+}
+
 func TestModelFileRoundTrip(t *testing.T) {
 	m, views := trainedToy(t)
 	var buf bytes.Buffer

@@ -141,10 +141,7 @@ func TestMergeAcrossCopiesOfALineage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels := make([]float64, 120)
-	for i := range labels {
-		labels[i] = float64(i%3 + 1)
-	}
+	labels := toyLabels()
 	whole, here, there := m.NewAccumulator(), m.NewAccumulator(), copied.NewAccumulator()
 	if err := whole.Add(views, labels); err != nil {
 		t.Fatal(err)

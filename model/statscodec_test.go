@@ -19,10 +19,7 @@ import (
 func gatheredToy(t testing.TB) (*Model, *Accumulator) {
 	t.Helper()
 	m, views := trainedToy(t)
-	labels := make([]float64, 120)
-	for i := range labels {
-		labels[i] = float64(i%3 + 1)
-	}
+	labels := toyLabels()
 	acc := m.NewAccumulator()
 	v, l := rowsOf(views, labels, 0, 70)
 	if err := acc.Add(v, l); err != nil {
