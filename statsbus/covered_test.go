@@ -22,11 +22,7 @@ import (
 // and the readers of checkpoints and files verify every checksum.
 func TestDeltaHashedOnce(t *testing.T) {
 	m := trained(t, 0)
-	acc, rs := gathered(t, m)
-	d, err := New(acc, origin(rs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := gatheredDelta(t, m)
 	data, err := d.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -151,11 +147,7 @@ func TestDeltaHashedOnce(t *testing.T) {
 // vouch for them.
 func TestMessagesRefuseDamagedStats(t *testing.T) {
 	m := trained(t, 0)
-	acc, rs := gathered(t, m)
-	d, err := New(acc, origin(rs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := gatheredDelta(t, m)
 	damaged := *d
 	damaged.Stats = bytes.Clone(d.Stats)
 	damaged.Stats[60] ^= 0x10
@@ -174,11 +166,7 @@ func TestMessagesRefuseDamagedStats(t *testing.T) {
 // the decoder's model alone.
 func TestAccumulatorFromVerifies(t *testing.T) {
 	m := trained(t, 0)
-	acc, rs := gathered(t, m)
-	d, err := New(acc, origin(rs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := gatheredDelta(t, m)
 	data, err := d.Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -78,6 +78,18 @@ func origin(rs Ranges) Header {
 		Created: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), Ranges: rs}
 }
 
+// gatheredDelta is the delta of gathered's rows on m, with origin's
+// header.
+func gatheredDelta(t testing.TB, m *model.Model) *Delta {
+	t.Helper()
+	acc, rs := gathered(t, m)
+	d, err := New(acc, origin(rs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // A delta goes through bytes unchanged, and its statistics are read by a
 // copy of the model they were gathered on.
 func TestDeltaRoundTrip(t *testing.T) {
@@ -193,11 +205,7 @@ func TestDeltaRefuses(t *testing.T) {
 // Damaged bytes are refused with ErrCorruptDelta and what is wrong.
 func TestDecodeRefuses(t *testing.T) {
 	m := trained(t, 0)
-	acc, rs := gathered(t, m)
-	d, err := New(acc, origin(rs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := gatheredDelta(t, m)
 	data, err := d.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -263,11 +271,7 @@ func TestNewEpoch(t *testing.T) {
 // Decode does), and no byte of a valid delta can change unnoticed.
 func FuzzDecode(f *testing.F) {
 	m := trained(f, 0)
-	acc, rs := gathered(f, m)
-	d, err := New(acc, origin(rs))
-	if err != nil {
-		f.Fatal(err)
-	}
+	d := gatheredDelta(f, m)
 	data, err := d.Encode()
 	if err != nil {
 		f.Fatal(err)

@@ -33,11 +33,7 @@ func at(first int64, msgs []kafkaconn.Message) []kafkaconn.Message {
 // enough.
 func TestStream(t *testing.T) {
 	m := trained(t, 0)
-	acc, rs := gathered(t, m)
-	d, err := New(acc, origin(rs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := gatheredDelta(t, m)
 	small, big := from(d, "small", 1), from(d, "big", 1)
 	one, err := Messages(small, 0)
 	if err != nil {
