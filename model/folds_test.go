@@ -317,7 +317,14 @@ func replicaFoldDelta(t *testing.T, m, on *Model, ids []int64, views []*mat.Dens
 	if err := replica.AddFolds(ids[lo:hi], v, l); err != nil {
 		t.Fatal(err)
 	}
-	data, err := replica.MarshalBinary()
+	return viaBytes(t, replica, on)
+}
+
+// viaBytes is acc encoded and read back on the model on, as a delta
+// travels from a replica to the refitter.
+func viaBytes(t *testing.T, acc *Accumulator, on *Model) *Accumulator {
+	t.Helper()
+	data, err := acc.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

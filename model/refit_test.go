@@ -362,15 +362,7 @@ func TestMergedShardsRefitColdEqualsOne(t *testing.T) {
 					if err := acc.AddProjected(&u, l); err != nil {
 						t.Fatal(err)
 					}
-					delta, err := acc.MarshalBinary()
-					if err != nil {
-						t.Fatal(err)
-					}
-					received, err := UnmarshalAccumulator(delta, refitter)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := merged.Merge(received); err != nil {
+					if err := merged.Merge(viaBytes(t, acc, refitter)); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -224,15 +224,7 @@ func TestTuneMergedReplicasEqualsOnePass(t *testing.T) {
 					if err := acc.AddProjectedFolds(ids[r*60:(r+1)*60], &u, l); err != nil {
 						t.Fatal(err)
 					}
-					data, err := acc.MarshalBinary()
-					if err != nil {
-						t.Fatal(err)
-					}
-					back, err := UnmarshalAccumulator(data, refitter)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := merged.Merge(back); err != nil {
+					if err := merged.Merge(viaBytes(t, acc, refitter)); err != nil {
 						t.Fatal(err)
 					}
 				}
