@@ -98,18 +98,6 @@ func (a *Accumulator) Clone() *Accumulator {
 	return c
 }
 
-// WithOneFold returns an accumulator of one fold on the same model
-// holding the sums of all of a's rows, its folds merged in fold order: a
-// delta of several folds as an accumulator keeping one sum merges it. With
-// one fold it is a Clone.
-func (a *Accumulator) WithOneFold() *Accumulator {
-	if len(a.folds) == 1 {
-		return a.Clone()
-	}
-	st := a.sums().Clone()
-	return &Accumulator{m: a.m, stats: st, folds: []*Stats{st}, u: make([]*mat.Dense, len(a.u)), lineage: a.lineage}
-}
-
 // AddFolds is Add for rows with their record ids: row i goes to fold
 // FoldOf(ids[i], Folds()). As with Add, nothing is added on an error.
 func (a *Accumulator) AddFolds(ids []int64, views []*mat.Dense, labels []float64) error {

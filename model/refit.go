@@ -226,12 +226,20 @@ func (a *Accumulator) Decay(f float64) {
 // same lineage: the same model, a refit of it, or a copy of it decoded
 // elsewhere (another replica, the model topic). Statistics of different
 // lineages live in different feature spaces; merging them is an error
-// naming both, and so is merging statistics of another number of folds;
-// fold f merges into fold f.
+// naming both. Fold f merges into fold f; an accumulator of one fold
+// takes o's folds merged in fold order (the bits of one pass, as merged
+// folds are), and any other difference in the number of folds is an
+// error.
 func (a *Accumulator) Merge(o *Accumulator) error {
 	if o.m != a.m && o.Lineage() != a.Lineage() {
 		return fmt.Errorf("accumulate: statistics of lineage %s (model %s) cannot merge into lineage %s (model %s): their feature maps or target encodings differ",
 			o.Lineage(), o.m.Version, a.Lineage(), a.m.Version)
+	}
+	if len(a.folds) == 1 && len(o.folds) > 1 {
+		if err := a.stats.Merge(o.sums()); err != nil {
+			return fmt.Errorf("accumulate: %w", err)
+		}
+		return nil
 	}
 	if len(o.folds) != len(a.folds) {
 		return fmt.Errorf("accumulate: statistics of %d folds cannot merge into statistics of %d folds", len(o.folds), len(a.folds))

@@ -61,7 +61,7 @@ func mergeStats(t *testing.T, c *kafkatest.Cluster, topic string, base *model.Mo
 		}
 		// As a refitter keeping one sum merges a delta of any number of
 		// folds.
-		if err := m.acc.Merge(acc.WithOneFold()); err != nil {
+		if err := m.acc.Merge(acc); err != nil {
 			t.Fatal(err)
 		}
 		ledger.Add(&d.Header)

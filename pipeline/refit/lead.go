@@ -420,12 +420,8 @@ func (l *leader) take(ctx context.Context, msg kafkaconn.Message) error {
 		return nil
 	}
 	acc, err := d.AccumulatorFrom(lin.dec)
-	switch {
-	case err != nil:
-	case lin.folds == 1 && acc.Folds() > 1:
-		// One sum is kept: the delta's folds are merged into one.
-		acc = acc.WithOneFold()
-	case acc.Folds() != lin.folds:
+	// One sum takes a delta of any number of folds (Accumulator.Merge).
+	if err == nil && lin.folds > 1 && acc.Folds() != lin.folds {
 		err = fmt.Errorf("the delta keeps %d fold sums, the refitter %d: give the replicas and stats jobs the refitter's --folds", acc.Folds(), lin.folds)
 	}
 	if err == nil {
