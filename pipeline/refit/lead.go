@@ -341,21 +341,21 @@ func (l *leader) openLineage(ctx context.Context, m *model.Model, from int64) (*
 	case err != nil:
 		return nil, fmt.Errorf("refit: %w", err)
 	}
-	folds := l.r.cfg.Folds
-	if l.r.cfg.FoldsFromCheckpoint && base.Folds() != max(folds, 1) && (len(l.r.cfg.Tune) == 0 || base.Folds() > 1) {
+	folds := max(l.r.cfg.Folds, 1)
+	switch {
+	case base.Folds() == folds:
+	case base.Folds() == 1 && len(l.r.cfg.Tune) > 0:
+		return nil, fmt.Errorf("refit: the checkpoint of lineage %s keeps 1 fold sums, which --tune cannot cross-validate on: run without --tune, or publish a model of a new lineage (mvml train) to start its statistics as %d fold sums",
+			m.Lineage(), folds)
+	case l.r.cfg.FoldsFromCheckpoint:
 		l.r.logger.Info("refit: the lineage's checkpoint keeps another number of fold sums; continuing with it",
-			"lineage", m.Lineage(), "folds", base.Folds(), "default", max(folds, 1))
+			"lineage", m.Lineage(), "folds", base.Folds(), "default", folds)
 		folds = base.Folds()
+	default:
+		return nil, fmt.Errorf("refit: the checkpoint of lineage %s keeps %d fold sums, the refitter %d (--folds): run it with --folds %d, or publish a model of a new lineage (mvml train) to start the statistics again",
+			m.Lineage(), base.Folds(), folds, base.Folds())
 	}
 	lin := newLineageState(m, cp.NextSOffset, folds)
-	if base.Folds() == 1 && lin.folds > 1 && len(l.r.cfg.Tune) > 0 {
-		return nil, fmt.Errorf("refit: the checkpoint of lineage %s keeps 1 fold sums, which --tune cannot cross-validate on: run without --tune, or publish a model of a new lineage (mvml train) to start its statistics as %d fold sums",
-			m.Lineage(), lin.folds)
-	}
-	if base.Folds() != lin.folds {
-		return nil, fmt.Errorf("refit: the checkpoint of lineage %s keeps %d fold sums, the refitter %d (--folds): run it with --folds %d, or publish a model of a new lineage (mvml train) to start the statistics again",
-			m.Lineage(), base.Folds(), lin.folds, base.Folds())
-	}
 	lin.base, lin.ledger = base, cp.Ledger
 	lin.checkpointModel = cp.Model
 	if err := l.restoreSince(lin, cp, m); err != nil {
