@@ -278,34 +278,60 @@ func readStats(r *statsReader, st *Stats, format uint32) error {
 	}
 	s := st.S.RawSymmetric()
 	for i := range d {
-		for j := i; j < d; j++ {
-			s.Data[i*s.Stride+j] = r.float()
-		}
+		r.floats(s.Data[i*s.Stride+i : i*s.Stride+d])
 	}
 	c := st.C.RawMatrix()
 	for i := range d {
-		for j := range k {
-			c.Data[i*c.Stride+j] = r.float()
-		}
+		r.floats(c.Data[i*c.Stride : i*c.Stride+k])
 	}
 	for _, xs := range [][]float64{st.YtY, st.USum, st.YSum} {
-		for j := range xs {
-			xs[j] = r.float()
-		}
+		r.floats(xs)
 	}
 	if format == StatsFormatVersion {
 		for i := range d {
-			for j := i; j < d; j++ {
-				st.res.s[i*s.Stride+j] = r.float()
-			}
+			r.floats(st.res.s[i*s.Stride+i : i*s.Stride+d])
 		}
 		for _, xs := range [][]float64{st.res.c, st.res.yty, st.res.uSum, st.res.ySum} {
-			for j := range xs {
-				xs[j] = r.float()
-			}
+			r.floats(xs)
 		}
 	}
+	if statsValid(st) {
+		return nil
+	}
 	return nonFiniteStats(st)
+}
+
+// statsValid says whether every statistic is a finite number with a
+// finite residue of at most half a unit in the last place of its value:
+// nonFiniteStats's test, without saying which fails.
+func statsValid(st *Stats) bool {
+	d := st.Dim()
+	s := st.S.RawSymmetric()
+	for i := range d {
+		if !ddValid(s.Data[i*s.Stride+i:i*s.Stride+d], st.res.s[i*s.Stride+i:i*s.Stride+d]) {
+			return false
+		}
+	}
+	return ddValid(st.C.RawMatrix().Data, st.res.c) && ddValid(st.YtY, st.res.yty) &&
+		ddValid(st.USum, st.res.uSum) && ddValid(st.YSum, st.res.ySum)
+}
+
+// ddValid says whether every hi[j] is finite and every lo[j] finite and at
+// most ulp(hi[j])/2 in magnitude.
+func ddValid(hi, lo []float64) bool {
+	lo = lo[:len(hi)]
+	for j, v := range hi {
+		a, l := math.Abs(v), math.Abs(lo[j])
+		if !(a <= math.MaxFloat64 && l <= math.MaxFloat64) {
+			return false
+		}
+		// ulp(a): the next float64 up is one more in the bits (+Inf
+		// after the largest).
+		if !(l <= (math.Float64frombits(math.Float64bits(a)+1)-a)/2) {
+			return false
+		}
+	}
+	return true
 }
 
 // nonFiniteStats names the first statistic that is not a finite number:
@@ -376,6 +402,20 @@ func (r *statsReader) uint32() uint32 {
 		return 0
 	}
 	return binary.LittleEndian.Uint32(b)
+}
+
+// floats reads len(dst) values into dst, NaN where the buffer runs short.
+func (r *statsReader) floats(dst []float64) {
+	b := r.bytes(8 * len(dst))
+	if b == nil {
+		for j := range dst {
+			dst[j] = math.NaN()
+		}
+		return
+	}
+	for j := range dst {
+		dst[j] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
+	}
 }
 
 func (r *statsReader) float() float64 {

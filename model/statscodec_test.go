@@ -359,3 +359,33 @@ func FuzzUnmarshalAccumulator(f *testing.F) {
 		}
 	})
 }
+
+// TestDDValidAgreesWithNonFiniteStats checks the decoder's fast test of
+// a value and its residue against nonFiniteStats's, at the edges: a
+// residue of exactly half a unit in the last place and one just above,
+// zero and subnormal values, the largest float64, and NaN or infinity
+// on either side.
+func TestDDValidAgreesWithNonFiniteStats(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	tiny := math.SmallestNonzeroFloat64
+	var cases [][2]float64
+	for _, v := range []float64{0, tiny, 3 * tiny, 0x1p-1022, 1, 1.5, 3, -7.25, 1e300, math.MaxFloat64, -math.MaxFloat64, inf, -inf, nan} {
+		half := ulp(v) / 2
+		for _, lo := range []float64{0, half, -half, math.Nextafter(half, inf), -math.Nextafter(half, inf), half / 2, tiny, inf, nan} {
+			cases = append(cases, [2]float64{v, lo})
+		}
+	}
+	for _, c := range cases {
+		v, lo := c[0], c[1]
+		st := NewStats([]int{1}, 1)
+		st.S.SetSym(0, 0, v)
+		st.res.s[0] = lo
+		want := nonFiniteStats(st) == nil
+		if got := ddValid([]float64{v}, []float64{lo}); got != want {
+			t.Errorf("ddValid(%v, %v) = %v, nonFiniteStats says %v", v, lo, got, want)
+		}
+		if got := statsValid(st); got != want {
+			t.Errorf("statsValid with S[0,0] = %v, residue %v: %v, nonFiniteStats says %v", v, lo, got, want)
+		}
+	}
+}
