@@ -95,11 +95,13 @@ func renormalize(hi, lo []float64) {
 	}
 }
 
-// ddAdd adds the double-doubles (oHi, oLo) to (hi, lo).
+// ddAdd adds the double-doubles (oHi, oLo) to (hi, lo) and renormalizes
+// the sums: the bits of the addition followed by renormalize, in one pass.
 func ddAdd(hi, lo, oHi, oLo []float64) {
 	lo, oHi, oLo = lo[:len(hi)], oHi[:len(hi)], oLo[:len(hi)]
 	for j, h := range hi {
-		hi[j], lo[j] = addTerm(h, lo[j]+oLo[j], oHi[j])
+		h, l := addTerm(h, lo[j]+oLo[j], oHi[j])
+		hi[j], lo[j] = addTerm(h, 0, l)
 	}
 }
 

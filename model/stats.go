@@ -170,7 +170,6 @@ func (s *Stats) Merge(o *Stats) error {
 	ddAdd(s.USum, s.res.uSum, o.USum, o.res.uSum)
 	ddAdd(s.YSum, s.res.ySum, o.YSum, o.res.ySum)
 	s.N += o.N
-	s.normalize()
 	return nil
 }
 
