@@ -96,14 +96,9 @@ func renormalize(hi, lo []float64) {
 }
 
 // ddAdd adds the double-doubles (oHi, oLo) to (hi, lo) and renormalizes
-// the sums: the bits of the addition followed by renormalize, in one pass.
-func ddAdd(hi, lo, oHi, oLo []float64) {
-	lo, oHi, oLo = lo[:len(hi)], oHi[:len(hi)], oLo[:len(hi)]
-	for j, h := range hi {
-		h, l := addTerm(h, lo[j]+oLo[j], oHi[j])
-		hi[j], lo[j] = addTerm(h, 0, l)
-	}
-}
+// the sums (dd.Add): the bits of addTerm's addition followed by
+// renormalize, in one pass.
+func ddAdd(hi, lo, oHi, oLo []float64) { dd.Add(hi, lo, oHi, oLo) }
 
 // ddDiff sets out[j] to the nearest float64 to the difference of the
 // double-doubles (aHi, aLo) and (bHi, bLo).

@@ -43,6 +43,29 @@ func AxpyGo(a float64, x, hi, lo []float64) {
 	}
 }
 
+// Add adds the double-doubles (oHi[j], oLo[j]) to (hi[j], lo[j]) and
+// renormalizes each sum: hi[j] becomes the float64 nearest to it, lo[j]
+// what remains. It is how statistics merge: on AVX2 four elements at a
+// time, in AddGo's bits. oHi, oLo and lo must have len(hi) elements at
+// least.
+func Add(hi, lo, oHi, oLo []float64) {
+	lo, oHi, oLo = lo[:len(hi)], oHi[:len(hi)], oLo[:len(hi)]
+	done := addWide(hi, lo, oHi, oLo)
+	AddGo(hi[done:], lo[done:], oHi[done:], oLo[done:])
+}
+
+// AddGo is Add in Go, for any processor: the twin whose bits the kernel
+// gives. The sum is one TwoSum of the values with the residues added to
+// its error, then one TwoSum of the result, whose residue is 0 + error
+// (never a negative zero).
+func AddGo(hi, lo, oHi, oLo []float64) {
+	lo, oHi, oLo = lo[:len(hi)], oHi[:len(hi)], oLo[:len(hi)]
+	for j, h := range hi {
+		h, l := addTerm(h, lo[j]+oLo[j], oHi[j])
+		hi[j], lo[j] = addTerm(h, 0, l)
+	}
+}
+
 // addTerm adds the term p to the double-double (hi, lo) as model's
 // addTerm does (Knuth's TwoSum). The conversion of a product to float64
 // where addTerm is called keeps a compiler from fusing it into the
@@ -53,10 +76,12 @@ func addTerm(hi, lo, p float64) (float64, float64) {
 	return s, lo + ((hi - (s - b)) + (p - b))
 }
 
-// kernel is one width of wide kernels: one row's and eight rows', each
-// returning how many elements it did.
+// kernel is one width of wide kernels: one row's and eight rows', and
+// the merge's (nil where the width has none, which Add then leaves to a
+// narrower one), each returning how many elements it did.
 type kernel struct {
 	name  string
 	one   func(a float64, x, hi, lo []float64) int
 	eight func(a *[8]float64, x *[8][]float64, hi, lo []float64) int
+	add   func(hi, lo, oHi, oLo []float64) int
 }

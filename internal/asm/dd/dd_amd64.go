@@ -26,6 +26,12 @@ func axpy8AVX2(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 //go:noescape
 func axpy8AVX512(a *[8]float64, x *[8][]float64, hi, lo []float64) int
 
+// addAVX2 is AddGo on AVX2 for all but the last len(hi) mod 4 elements;
+// it returns how many it did.
+//
+//go:noescape
+func addAVX2(hi, lo, oHi, oLo []float64) int
+
 // width names a set of kernels: none (the Go twin alone), or the wide
 // kernels on AVX2 or AVX-512 with the Go twin for their tails.
 type width int
@@ -74,15 +80,25 @@ func axpy8Wide(a *[8]float64, x *[8][]float64, hi, lo []float64) int {
 	return 0
 }
 
+// addWide runs the merge's AVX2 kernel, on AVX-512 processors too (it is
+// bound by memory, not by the additions), and returns how many elements
+// it did.
+func addWide(hi, lo, oHi, oLo []float64) int {
+	if widest == widthGo {
+		return 0
+	}
+	return addAVX2(hi, lo, oHi, oLo)
+}
+
 // kernels are the wide kernels the processor runs, not only the widest
 // that Axpy and Axpy8 pick.
 func kernels() []kernel {
 	var ks []kernel
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		ks = append(ks, kernel{"AVX2", axpyAVX2, axpy8AVX2})
+		ks = append(ks, kernel{"AVX2", axpyAVX2, axpy8AVX2, addAVX2})
 	}
 	if cpu.X86.HasAVX512F {
-		ks = append(ks, kernel{"AVX512", axpyAVX512, axpy8AVX512})
+		ks = append(ks, kernel{"AVX512", axpyAVX512, axpy8AVX512, nil})
 	}
 	return ks
 }

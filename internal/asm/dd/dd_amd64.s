@@ -314,3 +314,51 @@ done8x16:
 	MOVQ hi_len+24(FP), BX
 	MOVQ BX, ret+64(FP)
 	RET
+
+// func addAVX2(hi, lo, oHi, oLo []float64) int
+//
+// AddGo on four lanes at a time: it returns how many elements it did,
+// len(hi) less its remainder modulo 4. In order: l = lo + oLo,
+// s = h + oh, b = s − h, e = (h − (s − b)) + (oh − b), l += e; then the
+// same TwoSum of s and l, whose residue is 0 + its error (+0, never −0,
+// as in Go).
+TEXT ·addAVX2(SB), NOSPLIT, $0-104
+	MOVQ   hi_base+0(FP), SI
+	MOVQ   hi_len+8(FP), CX
+	MOVQ   lo_base+24(FP), DI
+	MOVQ   oHi_base+48(FP), R8
+	MOVQ   oLo_base+72(FP), R9
+	ANDQ   $-4, CX
+	VXORPD Y15, Y15, Y15
+	XORQ   AX, AX
+
+loop4:
+	CMPQ    AX, CX
+	JGE     done
+	VMOVUPD (SI)(AX*8), Y1
+	VMOVUPD (DI)(AX*8), Y2
+	VMOVUPD (R8)(AX*8), Y3
+	VADDPD  (R9)(AX*8), Y2, Y2
+	VADDPD  Y3, Y1, Y4
+	VSUBPD  Y1, Y4, Y5
+	VSUBPD  Y5, Y4, Y6
+	VSUBPD  Y6, Y1, Y6
+	VSUBPD  Y5, Y3, Y3
+	VADDPD  Y3, Y6, Y6
+	VADDPD  Y6, Y2, Y2
+	VADDPD  Y2, Y4, Y1
+	VSUBPD  Y4, Y1, Y5
+	VSUBPD  Y5, Y1, Y6
+	VSUBPD  Y6, Y4, Y6
+	VSUBPD  Y5, Y2, Y2
+	VADDPD  Y2, Y6, Y6
+	VADDPD  Y6, Y15, Y6
+	VMOVUPD Y1, (SI)(AX*8)
+	VMOVUPD Y6, (DI)(AX*8)
+	ADDQ    $4, AX
+	JMP     loop4
+
+done:
+	VZEROUPPER
+	MOVQ CX, ret+96(FP)
+	RET

@@ -186,3 +186,71 @@ func floatBytes(v []float64) []byte {
 	}
 	return b
 }
+
+// Add, and every wide merge kernel the processor runs, give AddGo's bits
+// at every length, over three rounds so that residues build up, for the
+// awkward values, values that cancel exactly and residues of every size
+// up to a value's.
+func TestDDAddMatchesGo(t *testing.T) {
+	adds := map[string]func(hi, lo, oHi, oLo []float64){"Add": Add}
+	for _, k := range kernels() {
+		if k.add != nil {
+			adds[k.name] = func(hi, lo, oHi, oLo []float64) {
+				done := k.add(hi, lo, oHi, oLo)
+				AddGo(hi[done:], lo[done:], oHi[done:], oLo[done:])
+			}
+		}
+	}
+	for name, add := range adds {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(6, 6))
+			for n := range 71 {
+				hi, lo := awkwardFloats(rng, n), awkwardFloats(rng, n)
+				wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
+				for range 3 {
+					oHi, oLo := awkwardFloats(rng, n), awkwardFloats(rng, n)
+					for j := 0; j < n; j += 5 {
+						oHi[j], oLo[j] = -hi[j], -lo[j]
+					}
+					add(hi, lo, oHi, oLo)
+					AddGo(wantHi, wantLo, oHi, oLo)
+				}
+				for j := range n {
+					if math.Float64bits(hi[j]) != math.Float64bits(wantHi[j]) || math.Float64bits(lo[j]) != math.Float64bits(wantLo[j]) {
+						t.Fatalf("n = %d, element %d: %v + %v, AddGo %v + %v", n, j, hi[j], lo[j], wantHi[j], wantLo[j])
+					}
+				}
+			}
+		})
+	}
+}
+
+// Add gives AddGo's bits for any bits: subnormals, overflows to
+// infinity, signed zeros. A NaN only has to be a NaN.
+func FuzzDDAddMatchesGo(f *testing.F) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{0, 1, 4, 5, 13} {
+		f.Add(floatBytes(awkwardFloats(rng, 4*n)))
+	}
+	f.Add(floatBytes([]float64{math.MaxFloat64, -0.0, 1, math.SmallestNonzeroFloat64, math.MaxFloat64, 0, -1, -math.SmallestNonzeroFloat64}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		vals := make([]float64, len(data)/8)
+		for i := range vals {
+			vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
+		}
+		n := len(vals) / 4
+		hi, lo := slices.Clone(vals[:n]), slices.Clone(vals[n:2*n])
+		oHi, oLo := vals[2*n:3*n], vals[3*n:4*n]
+		wantHi, wantLo := slices.Clone(hi), slices.Clone(lo)
+		Add(hi, lo, oHi, oLo)
+		AddGo(wantHi, wantLo, oHi, oLo)
+		same := func(g, w float64) bool {
+			return math.Float64bits(g) == math.Float64bits(w) || math.IsNaN(g) && math.IsNaN(w)
+		}
+		for j := range n {
+			if !same(hi[j], wantHi[j]) || !same(lo[j], wantLo[j]) {
+				t.Fatalf("element %d of %d: %v + %v, AddGo %v + %v", j, n, hi[j], lo[j], wantHi[j], wantLo[j])
+			}
+		}
+	})
+}
