@@ -150,7 +150,7 @@ func statsValues(d, k int, format uint32) int {
 // length, shape, a value that is not finite), statistics of another
 // lineage one wrapping ErrOtherLineage that names both lineages.
 func UnmarshalAccumulator(data []byte, m *Model) (*Accumulator, error) {
-	return unmarshalAccumulator(data, m, "", true)
+	return unmarshalAccumulator(data, m, "", true, nil)
 }
 
 // StatsDecoder reads statistics for one model as UnmarshalAccumulator
@@ -174,7 +174,7 @@ func (d *StatsDecoder) Lineage() string { return d.lineage }
 
 // Decode is UnmarshalAccumulator(data, d.Model()).
 func (d *StatsDecoder) Decode(data []byte) (*Accumulator, error) {
-	return unmarshalAccumulator(data, d.m, d.lineage, true)
+	return unmarshalAccumulator(data, d.m, d.lineage, true, nil)
 }
 
 // DecodeCovered is Decode for data whose every byte a checksum the caller
@@ -183,7 +183,18 @@ func (d *StatsDecoder) Decode(data []byte) (*Accumulator, error) {
 // other check (magic, format, lineage, shape, length, finite values and
 // residues) is made.
 func (d *StatsDecoder) DecodeCovered(data []byte) (*Accumulator, error) {
-	return unmarshalAccumulator(data, d.m, d.lineage, false)
+	return unmarshalAccumulator(data, d.m, d.lineage, false, nil)
+}
+
+// DecodeCoveredReusing is DecodeCovered into the memory of reuse, an
+// accumulator that d returned before and that is no longer needed, when
+// it keeps as many folds as data; otherwise, or with reuse nil, into a
+// new accumulator. A refitter reads thousands of deltas, each merged
+// once and dropped: reading them into one accumulator spares allocating
+// and clearing megabytes for every one. After an error reuse holds
+// whatever was read.
+func (d *StatsDecoder) DecodeCoveredReusing(data []byte, reuse *Accumulator) (*Accumulator, error) {
+	return unmarshalAccumulator(data, d.m, d.lineage, false, reuse)
 }
 
 // CheckStats verifies that data are statistics (MarshalBinary's, of a
@@ -214,8 +225,10 @@ func openStats(data []byte, verify bool) (envelope.Frame, error) {
 }
 
 // unmarshalAccumulator is UnmarshalAccumulator for m of the given
-// lineage ("": hashed here), verifying the checksum when verify is set.
-func unmarshalAccumulator(data []byte, m *Model, lineageOfM string, verify bool) (*Accumulator, error) {
+// lineage ("": hashed here), verifying the checksum when verify is set,
+// into reuse when it is an accumulator of m with the data's folds
+// (readStats writes every value a fold holds).
+func unmarshalAccumulator(data []byte, m *Model, lineageOfM string, verify bool, reuse *Accumulator) (*Accumulator, error) {
 	fr, err := openStats(data, verify)
 	if err != nil {
 		return nil, err
@@ -242,10 +255,13 @@ func unmarshalAccumulator(data []byte, m *Model, lineageOfM string, verify bool)
 	if format == StatsFormatFolds && (folds < 2 || folds > MaxFolds) {
 		return nil, fmt.Errorf("%w: %d folds, format %d holds 2 to %d", ErrCorruptStats, folds, StatsFormatFolds, MaxFolds)
 	}
-	acc, err := m.NewFoldAccumulator(folds)
-	if err != nil {
-		return nil, err
+	acc := reuse
+	if acc == nil || acc.m != m || len(acc.folds) != folds {
+		if acc, err = m.NewFoldAccumulator(folds); err != nil {
+			return nil, err
+		}
 	}
+	acc.changed()
 	acc.lineage = lineageOfM
 	if want := acc.Lineage(); lineage != want {
 		return nil, fmt.Errorf("%w: gathered on lineage %q, model %s is of lineage %s", ErrOtherLineage, lineage, m.Version, want)

@@ -389,3 +389,58 @@ func TestDDValidAgreesWithNonFiniteStats(t *testing.T) {
 		}
 	}
 }
+
+// A delta read into the memory of an earlier one holds its own sums and
+// nothing of the earlier one's, its merged sums included: the same bytes
+// re-encoded, and the same sums, as a fresh read gives. An accumulator of
+// other folds is not reused.
+func TestDecodeCoveredReusing(t *testing.T) {
+	m, views := trainedToy(t)
+	labels := toyLabels()
+	encoded := func(folds, lo, hi int) []byte {
+		acc, err := m.NewFoldAccumulator(folds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, l := rowsOf(views, labels, lo, hi)
+		if err := acc.AddFolds(seqIDs(lo, hi), v, l); err != nil {
+			t.Fatal(err)
+		}
+		data, err := acc.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	dec := NewStatsDecoder(m)
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		again bool
+	}{{"same folds", encoded(3, 50, 120), true}, {"other folds", encoded(2, 0, 120), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reuse, err := dec.DecodeCovered(encoded(3, 0, 70))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reuse.sums() // merged and kept, as a one-sum refitter's merge does
+			got, err := dec.DecodeCoveredReusing(tc.data, reuse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == reuse) != tc.again {
+				t.Errorf("reused the accumulator: %v, want %v", got == reuse, tc.again)
+			}
+			fresh, err := dec.DecodeCovered(tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, err := got.MarshalBinary(); err != nil || !bytes.Equal(again, tc.data) {
+				t.Errorf("the accumulator read into reused memory encodes to other bytes than it was read from (%v)", err)
+			}
+			if !mat.Equal(got.sums().S, fresh.sums().S) || got.Rows() != fresh.Rows() {
+				t.Errorf("its merged sums are of %v rows, a fresh read's of %v, or differ", got.Rows(), fresh.Rows())
+			}
+		})
+	}
+}

@@ -119,7 +119,7 @@ func TestDeltaHashedOnce(t *testing.T) {
 				if got == nil || err != nil {
 					t.Fatalf("no delta: %v", err)
 				}
-				a, err := got.AccumulatorFrom(dec)
+				a, err := got.AccumulatorFrom(dec, nil)
 				if want == refusedAcc {
 					if !errors.Is(err, ErrCorruptDelta) || !strings.Contains(err.Error(), tc.text[i]) {
 						t.Fatalf("statistics %v, error %v; want %v with %q", a != nil, err, ErrCorruptDelta, tc.text[i])
@@ -196,7 +196,7 @@ func TestAccumulatorFromVerifies(t *testing.T) {
 		{"for a model of another lineage", decoded, model.NewStatsDecoder(trained(t, 7)), model.ErrOtherLineage, m.Lineage()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.d.AccumulatorFrom(tc.dec)
+			got, err := tc.d.AccumulatorFrom(tc.dec, nil)
 			switch {
 			case tc.is == nil && err != nil:
 				t.Fatalf("refused: %v", err)

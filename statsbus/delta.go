@@ -165,10 +165,14 @@ func (d *Delta) Accumulator(m *model.Model) (*model.Accumulator, error) {
 // was decoded (Decode, Stream) and its Stats are still the bytes decoded,
 // the statistics' own checksum is not computed again: the delta's, which
 // covers every byte of them, was verified (or its blob's), and Messages
-// sealed them only after checking theirs. Otherwise they are verified.
-func (d *Delta) AccumulatorFrom(dec *model.StatsDecoder) (*model.Accumulator, error) {
+// sealed them only after checking theirs; they are then read into the
+// memory of reuse, an accumulator AccumulatorFrom returned before that
+// is no longer needed, when it fits (model.StatsDecoder.
+// DecodeCoveredReusing). Otherwise they are verified and read into a new
+// accumulator. reuse may be nil.
+func (d *Delta) AccumulatorFrom(dec *model.StatsDecoder, reuse *model.Accumulator) (*model.Accumulator, error) {
 	if len(d.Stats) > 0 && len(d.Stats) == len(d.decoded) && &d.Stats[0] == &d.decoded[0] {
-		return d.accumulator(dec.DecodeCovered(d.Stats))
+		return d.accumulator(dec.DecodeCoveredReusing(d.Stats, reuse))
 	}
 	return d.accumulator(dec.Decode(d.Stats))
 }

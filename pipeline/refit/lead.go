@@ -72,10 +72,13 @@ type lineageState struct {
 	// current (fresh's of every refit the gate rejected since, decayed
 	// alike), on which the gate compares a refit with it; folds is the
 	// number of fold sums of each accumulator.
-	since  *model.Accumulator
-	folds  int
-	ledger statsbus.Ledger
-	stream *statsbus.Stream
+	since *model.Accumulator
+	folds int
+	// scratch is the accumulator the last delta was read into, whose
+	// memory the next one reuses (statsbus.Delta.AccumulatorFrom).
+	scratch *model.Accumulator
+	ledger  statsbus.Ledger
+	stream  *statsbus.Stream
 	// next is the stats topic offset after the last message taken; deltas
 	// counts those merged into fresh.
 	next   int64
@@ -419,7 +422,10 @@ func (l *leader) take(ctx context.Context, msg kafkaconn.Message) error {
 			"labels", fmt.Sprintf("%s/%d %v", overlap.Topic, overlap.Partition, overlap.Runs), "rows", d.Rows)
 		return nil
 	}
-	acc, err := d.AccumulatorFrom(lin.dec)
+	acc, err := d.AccumulatorFrom(lin.dec, lin.scratch)
+	if acc != nil {
+		lin.scratch = acc
+	}
 	// One sum takes a delta of any number of folds (Accumulator.Merge).
 	if err == nil && lin.folds > 1 && acc.Folds() != lin.folds {
 		err = fmt.Errorf("the delta keeps %d fold sums, the refitter %d: give the replicas and stats jobs the refitter's --folds", acc.Folds(), lin.folds)
