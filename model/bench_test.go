@@ -258,25 +258,36 @@ func BenchmarkDDAxpy(b *testing.B) {
 	})
 }
 
+// uwaveFolds trains a model of mode on uwaveShaped's 896 rows (3 × 315,
+// 8 classes; λ = 0.01, η = 1) and gathers those rows in DefaultFolds
+// fold sums: the benchmarks' statistics at the uWave training set's
+// shape. It returns the configuration trained with too.
+func uwaveFolds(b *testing.B, mode Mode) (*Model, *Accumulator, TrainConfig) {
+	b.Helper()
+	views, labels := uwaveShaped(896)
+	spec := testSpec(schemas.Classification, 315, 315, 315)
+	cfg := trainWith(func(c *TrainConfig) { c.Fit.Mode, c.Fit.Lambda, c.Fit.Eta = mode, 0.01, 1 })
+	m, err := Train(context.Background(), spec, views, labels, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	acc, err := m.NewFoldAccumulator(DefaultFolds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := acc.AddFolds(seqIDs(0, len(labels)), views, labels); err != nil {
+		b.Fatal(err)
+	}
+	return m, acc, cfg
+}
+
 // BenchmarkMergeDelta is a refitter's work per delta, apart from the
 // transport: decoding a delta's statistics of DefaultFolds fold sums at
 // the uWave training set's shape (D = 321, 8 classes; 4.1 MB) with every
 // check (DecodeCovered: the delta's checksum is the transport's), and
 // merging them into an accumulator of the same folds.
 func BenchmarkMergeDelta(b *testing.B) {
-	views, labels := uwaveShaped(896)
-	spec := testSpec(schemas.Classification, 315, 315, 315)
-	m, err := Train(context.Background(), spec, views, labels, trainWith(func(c *TrainConfig) { c.Fit.Mode = ModeIdentity }))
-	if err != nil {
-		b.Fatal(err)
-	}
-	delta, err := m.NewFoldAccumulator(DefaultFolds)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := delta.AddFolds(seqIDs(0, len(labels)), views, labels); err != nil {
-		b.Fatal(err)
-	}
+	m, delta, _ := uwaveFolds(b, ModeIdentity)
 	data, err := delta.MarshalBinary()
 	if err != nil {
 		b.Fatal(err)

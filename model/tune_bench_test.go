@@ -3,8 +3,6 @@ package model
 import (
 	"context"
 	"testing"
-
-	"github.com/mvml/mvml/schemas"
 )
 
 // BenchmarkTune compares a refit tuning 5 λ values over 5 folds with an
@@ -18,26 +16,13 @@ import (
 // goroutines): on a shared machine steadier than the wall clock, and the
 // measure of work when Tune fits folds on several CPUs.
 func BenchmarkTune(b *testing.B) {
-	views, labels := uwaveShaped(896)
-	spec := testSpec(schemas.Classification, 315, 315, 315)
 	cands, err := Candidates(map[string][]float64{"lambda": {1e-4, 1e-3, 1e-2, 1e-1, 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, mode := range []Mode{ModeIdentity, ModeCov, ModeLearned} {
 		b.Run(string(mode), func(b *testing.B) {
-			cfg := trainWith(func(c *TrainConfig) { c.Fit.Mode, c.Fit.Lambda, c.Fit.Eta = mode, 0.01, 1 })
-			base, err := Train(context.Background(), spec, views, labels, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			acc, err := base.NewFoldAccumulator(DefaultFolds)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := acc.AddFolds(seqIDs(0, len(labels)), views, labels); err != nil {
-				b.Fatal(err)
-			}
+			base, acc, cfg := uwaveFolds(b, mode)
 			var warm *Model
 			if mode == ModeLearned {
 				warm = base
