@@ -227,7 +227,7 @@ func openStats(data []byte, verify bool) (envelope.Frame, error) {
 // unmarshalAccumulator is UnmarshalAccumulator for m of the given
 // lineage ("": hashed here), verifying the checksum when verify is set,
 // into reuse when it is an accumulator of m with the data's folds
-// (readStats writes every value a fold holds).
+// (readStats writes every value and residue a fold holds).
 func unmarshalAccumulator(data []byte, m *Model, lineageOfM string, verify bool, reuse *Accumulator) (*Accumulator, error) {
 	fr, err := openStats(data, verify)
 	if err != nil {
@@ -309,6 +309,11 @@ func readStats(r *statsReader, st *Stats, format uint32) error {
 		}
 		for _, xs := range [][]float64{st.res.c, st.res.yty, st.res.uSum, st.res.ySum} {
 			r.floats(xs)
+		}
+	} else {
+		// Format 1 has no residues: zero, also in a reused accumulator.
+		for _, xs := range [][]float64{st.res.s, st.res.c, st.res.yty, st.res.uSum, st.res.ySum} {
+			clear(xs)
 		}
 	}
 	if statsValid(st) {

@@ -391,9 +391,10 @@ func TestDDValidAgreesWithNonFiniteStats(t *testing.T) {
 }
 
 // A delta read into the memory of an earlier one holds its own sums and
-// nothing of the earlier one's, its merged sums included: the same bytes
-// re-encoded, and the same sums, as a fresh read gives. An accumulator of
-// other folds is not reused.
+// nothing of the earlier one's, its merged sums and residues included:
+// the same bytes re-encoded, and the same sums, as a fresh read gives,
+// also when the delta is of format 1, without residues. An accumulator
+// of other folds is not reused.
 func TestDecodeCoveredReusing(t *testing.T) {
 	m, views := trainedToy(t)
 	labels := toyLabels()
@@ -413,13 +414,22 @@ func TestDecodeCoveredReusing(t *testing.T) {
 		return data
 	}
 	dec := NewStatsDecoder(m)
+	oneSum := encoded(1, 20, 90)
+	plain, err := UnmarshalAccumulator(oneSum, m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		name  string
-		data  []byte
-		again bool
-	}{{"same folds", encoded(3, 50, 120), true}, {"other folds", encoded(2, 0, 120), false}} {
+		name        string
+		first, data []byte
+		again       bool
+	}{
+		{"same folds", encoded(3, 0, 70), encoded(3, 50, 120), true},
+		{"other folds", encoded(3, 0, 70), encoded(2, 0, 120), false},
+		{"format 1", encoded(1, 0, 70), plainFormat(oneSum, plain.stats), true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reuse, err := dec.DecodeCovered(encoded(3, 0, 70))
+			reuse, err := dec.DecodeCovered(tc.first)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -435,8 +445,9 @@ func TestDecodeCoveredReusing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if again, err := got.MarshalBinary(); err != nil || !bytes.Equal(again, tc.data) {
-				t.Errorf("the accumulator read into reused memory encodes to other bytes than it was read from (%v)", err)
+			again, err := got.MarshalBinary()
+			if want, _ := fresh.MarshalBinary(); err != nil || !bytes.Equal(again, want) {
+				t.Errorf("the accumulator read into reused memory encodes to other bytes than a fresh read (%v)", err)
 			}
 			if !mat.Equal(got.sums().S, fresh.sums().S) || got.Rows() != fresh.Rows() {
 				t.Errorf("its merged sums are of %v rows, a fresh read's of %v, or differ", got.Rows(), fresh.Rows())
