@@ -232,7 +232,7 @@ func FuzzDDAddMatchesGo(f *testing.F) {
 	for _, n := range []int{0, 1, 4, 5, 13} {
 		f.Add(floatBytes(awkwardFloats(rng, 4*n)))
 	}
-	f.Add(floatBytes([]float64{math.MaxFloat64, -0.0, 1, math.SmallestNonzeroFloat64, math.MaxFloat64, 0, -1, -math.SmallestNonzeroFloat64}))
+	f.Add(floatBytes([]float64{math.MaxFloat64, math.Copysign(0, -1), 1, math.SmallestNonzeroFloat64, math.MaxFloat64, 0, -1, -math.SmallestNonzeroFloat64}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		vals := make([]float64, len(data)/8)
 		for i := range vals {
