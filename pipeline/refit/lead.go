@@ -68,10 +68,11 @@ type lineageState struct {
 	model       *model.Model
 	dec         *model.StatsDecoder
 	base, fresh *model.Accumulator
-	// since holds the rows merged since the model in service was made
-	// current (fresh's of every refit the gate rejected since, decayed
-	// alike), on which the gate compares a refit with it; folds is the
-	// number of fold sums of each accumulator.
+	// since holds the rows of every refit the gate rejected since the
+	// model in service was made current (fresh's at each, decayed alike):
+	// with fresh, the labels since that model (labelsSince), on which the
+	// gate compares a refit with it. folds is the number of fold sums of
+	// each accumulator.
 	since *model.Accumulator
 	folds int
 	// scratch is the accumulator the last delta was read into, whose
@@ -102,6 +103,34 @@ func (s *lineageState) empty() *model.Accumulator {
 		panic(err) // New checked the folds
 	}
 	return acc
+}
+
+// labelsSince is the statistics of the labels since the model in
+// service was made current: since, and the rows merged since the last
+// refit. A delta is merged once, into fresh, as it arrives; this merge
+// is made only when the gate needs it.
+func (s *lineageState) labelsSince() (*model.Accumulator, error) {
+	t := s.since.Clone()
+	if err := t.Merge(s.fresh); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// refitted makes total, the statistics of a refit just published, the
+// base of the next, and starts fresh again. The rows merged since the
+// last refit join since when the gate rejected the refit (current
+// false), decayed as the others; when it is current, since starts again.
+func (s *lineageState) refitted(total *model.Accumulator, current bool, decay float64) {
+	if current {
+		s.since = s.empty()
+	} else {
+		if err := s.since.Merge(s.fresh); err != nil {
+			panic(err) // both of the lineage's folds, as s.empty's and restoreSince's
+		}
+		s.since.Decay(decay)
+	}
+	s.base, s.fresh, s.deltas = total, s.empty(), 0
 }
 
 // total is the statistics a refit fits now: those of the last refit,
@@ -433,9 +462,6 @@ func (l *leader) take(ctx context.Context, msg kafkaconn.Message) error {
 	if err == nil {
 		err = lin.fresh.Merge(acc)
 	}
-	if err == nil {
-		err = lin.since.Merge(acc)
-	}
 	if err != nil {
 		l.r.metrics.add(refitMetricDeltasCorrupt, 1)
 		l.r.logger.Warn("refit: the statistics of a delta cannot be read; skipped", "delta", d.ID(), "offset", msg.Offset, "err", err)
@@ -576,19 +602,16 @@ func (l *leader) refit(ctx context.Context) error {
 		return l.refitEnded(ctx, err)
 	}
 	merged := lin.fresh.Rows()
-	lin.base, lin.fresh, lin.deltas = total, lin.empty(), 0
+	// When the gate rejected the refit, it goes on comparing later refits
+	// with the model in service on every row since it was made current.
+	lin.refitted(total, current, l.r.cfg.Decay)
 	l.lastRefit, l.retryAt, l.retryPause = time.Now(), time.Time{}, refitRetryMin
 	metrics.set(refitMetricRowsPending, 0)
 	if current {
-		lin.since = lin.empty()
 		l.cur = m
 		l.r.setServing(lin.id, m.Version)
 		l.r.logger.Info("refit: published", "model", m.Version, "parent", cur.Version, "lineage", lin.id, "rows", total.Rows(), "new_rows", merged)
 	} else {
-		// The rows merged stay in the statistics (decayed as the others);
-		// the gate goes on comparing later refits with the model in
-		// service on every row since it was made current.
-		lin.since.Decay(l.r.cfg.Decay)
 		l.r.logger.Warn("refit: rejected by the gate: published as a candidate, not made current; mvml models promote can make it current",
 			"model", m.Version, "serving", cur.Version, "lineage", lin.id, "rows", total.Rows(), "new_rows", merged, "gate", gate.Summary(verdict))
 	}
@@ -725,5 +748,9 @@ func (l *leader) tune(ctx context.Context, total *model.Accumulator, cur *model.
 // cur, the model in service, on the labels since cur was made current
 // (gate.Judge).
 func (l *leader) gate(ctx context.Context, total *model.Accumulator, m, warm, cur *model.Model) (*registry.Gate, error) {
-	return gate.Judge(ctx, total, l.lin.since, m, warm, cur, l.r.cfg.GateMargin)
+	since, err := l.lin.labelsSince()
+	if err != nil {
+		return nil, err
+	}
+	return gate.Judge(ctx, total, since, m, warm, cur, l.r.cfg.GateMargin)
 }

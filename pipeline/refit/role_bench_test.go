@@ -280,7 +280,10 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 		start = time.Now()
 		since, serving := l.lin.empty(), m.Version
 		if verdict != nil && verdict.Outcome != registry.GateAccepted {
-			since, serving = l.lin.since, cur.Version
+			if since, err = l.lin.labelsSince(); err != nil {
+				b.Fatal(err)
+			}
+			serving = cur.Version
 			since.Decay(cfg.Decay)
 		}
 		cp, err := statsbus.NewCheckpoint(total, statsbus.CheckpointHeader{NextSOffset: int64(len(msgs)), Model: m.Version, Created: time.Now().UTC(), Ledger: l.lin.ledger.Clone()})

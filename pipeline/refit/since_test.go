@@ -1,6 +1,7 @@
 package refit
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"testing"
@@ -118,4 +119,78 @@ func TestRefitterStandbyKeepsLabelsSince(t *testing.T) {
 	if rows := second.Stats().RowsMerged; last.Publisher.Role != registry.RoleRefit || rows != 200 {
 		t.Errorf("publisher %+v, the standby merged %d rows: want the 200 after the checkpoint", last.Publisher, rows)
 	}
+}
+
+// The labels since the serving model are the rows of the refits the gate
+// rejected, decayed at each, and the rows merged since the last refit:
+// the same statistics, bit for bit, as merging every delta into them as
+// it arrives, though each delta is now merged once. An accepted refit
+// starts them again.
+func TestLabelsSinceMergesEachDeltaOnce(t *testing.T) {
+	spec := pipelinetest.Spec(t)
+	d := pipelinetest.MakeData(spec, 200, 5)
+	m, err := model.Train(context.Background(), spec, d.Matrices(), d.Labels, pipelinetest.TrainWith(func(c *model.TrainConfig) { c.Landmarks, c.Seed = 24, 3 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const folds, decay = 3, 0.5
+	views := d.Matrices()
+	delta := func(lo, hi int) *model.Accumulator {
+		acc, err := m.NewFoldAccumulator(folds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.AddFolds(d.IDs[lo:hi], rowRange(views, lo, hi), d.Labels[lo:hi]); err != nil {
+			t.Fatal(err)
+		}
+		return acc
+	}
+	lin := newLineageState(m, 0, folds)
+	// asArrived merges every delta into the labels since as it arrives.
+	asArrived := lin.empty()
+	take := func(lo, hi int) {
+		acc := delta(lo, hi)
+		if err := lin.fresh.Merge(acc); err != nil {
+			t.Fatal(err)
+		}
+		if err := asArrived.Merge(acc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, rows float64) {
+		t.Helper()
+		got, err := lin.labelsSince()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotBytes, err := got.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantBytes, err := asArrived.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Rows() != rows || !bytes.Equal(gotBytes, wantBytes) {
+			t.Errorf("%s: the labels since hold %v rows (want %v), equal to merging every delta as it arrived: %v", when, got.Rows(), rows, bytes.Equal(gotBytes, wantBytes))
+		}
+	}
+	take(0, 30)
+	take(30, 70)
+	check("before a refit", 70)
+	total, err := lin.total(decay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin.refitted(total, false, decay)
+	asArrived.Decay(decay)
+	check("after a rejected refit", 35)
+	take(70, 110)
+	take(110, 130)
+	check("rows merged after it", 95)
+	lin.refitted(total, true, decay)
+	asArrived = lin.empty()
+	check("after an accepted refit", 0)
+	take(130, 200)
+	check("rows merged after that", 70)
 }
