@@ -1,7 +1,6 @@
 package kafkaconn
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -204,7 +203,10 @@ func NewAssembler() *Assembler { return &Assembler{blobs: map[blobID]*partialBlo
 // (another count or size, more bytes than the blob has), or a complete
 // blob whose bytes do not add up to its size and checksum, is an error
 // naming the blob, which is then forgotten. A chunk received again is
-// ignored: its first copy counts.
+// ignored: its first copy counts. Add holds msg.Value, not a copy, until
+// its blob is complete or forgotten, so the caller must not change those
+// bytes meanwhile; the messages this package reads from Kafka each have
+// bytes of their own. The value returned is a new slice.
 func (a *Assembler) Add(msg Message) (Chunk, []byte, error) {
 	c, err := ParseChunk(msg.Key, msg.Headers)
 	if err != nil {
@@ -227,7 +229,7 @@ func (a *Assembler) Add(msg Message) (Chunk, []byte, error) {
 		delete(a.blobs, id)
 		return c, nil, fmt.Errorf("blob %s: its chunks hold more than its %d bytes (chunk %d of %d)", c.Blob, b.bytes, c.Index, c.Count)
 	}
-	b.parts[c.Index] = bytes.Clone(msg.Value)
+	b.parts[c.Index] = msg.Value
 	b.held += int64(len(msg.Value))
 	if len(b.parts) < b.count {
 		return c, nil, nil
