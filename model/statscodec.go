@@ -316,25 +316,7 @@ func readStats(r *statsReader, st *Stats, format uint32) error {
 			clear(xs)
 		}
 	}
-	if statsValid(st) {
-		return nil
-	}
 	return nonFiniteStats(st)
-}
-
-// statsValid says whether every statistic is a finite number with a
-// finite residue of at most half a unit in the last place of its value:
-// nonFiniteStats's test, without saying which fails.
-func statsValid(st *Stats) bool {
-	d := st.Dim()
-	s := st.S.RawSymmetric()
-	for i := range d {
-		if !ddValid(s.Data[i*s.Stride+i:i*s.Stride+d], st.res.s[i*s.Stride+i:i*s.Stride+d]) {
-			return false
-		}
-	}
-	return ddValid(st.C.RawMatrix().Data, st.res.c) && ddValid(st.YtY, st.res.yty) &&
-		ddValid(st.USum, st.res.uSum) && ddValid(st.YSum, st.res.ySum)
 }
 
 // ddValid says whether every hi[j] is finite and every lo[j] finite and at
@@ -357,47 +339,48 @@ func ddValid(hi, lo []float64) bool {
 
 // nonFiniteStats names the first statistic that is not a finite number:
 // one would spoil every refit of the statistics it is merged into. A
-// residue must also be below half a unit in the last place of its value,
-// as it is after every batch and merge.
+// residue must also be finite and at most half a unit in the last place
+// of its value, as it is after every batch and merge. Each row is tested
+// at once (ddValid); only a row that fails is walked for its first bad
+// element.
 func nonFiniteStats(st *Stats) error {
 	d, k := st.Dim(), st.Outputs()
-	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
-	badResidue := func(v, lo float64) bool { return bad(lo) || math.Abs(lo) > ulp(v)/2 }
-	for i := range d {
-		for j := i; j < d; j++ {
-			if v := st.S.At(i, j); bad(v) {
-				return fmt.Errorf("S[%d,%d] is %v", i, j, v)
-			} else if lo := st.res.s[i*d+j]; badResidue(v, lo) {
-				return fmt.Errorf("the residue of S[%d,%d] = %v is %v", i, j, v, lo)
+	s, c := st.S.RawSymmetric(), st.C.RawMatrix()
+	// check names the first bad element of hi (lo its residues), the
+	// element j being called name(j).
+	check := func(hi, lo []float64, name func(j int) string) error {
+		if ddValid(hi, lo) {
+			return nil
+		}
+		for j, v := range hi {
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				return fmt.Errorf("%s is %v", name(j), v)
+			case !ddValid(hi[j:j+1], lo[j:j+1]):
+				return fmt.Errorf("the residue of %s = %v is %v", name(j), v, lo[j])
 			}
 		}
-		for j := range k {
-			if v := st.C.At(i, j); bad(v) {
-				return fmt.Errorf("C[%d,%d] is %v", i, j, v)
-			} else if lo := st.res.c[i*k+j]; badResidue(v, lo) {
-				return fmt.Errorf("the residue of C[%d,%d] = %v is %v", i, j, v, lo)
-			}
+		return nil
+	}
+	for i := range d {
+		if err := check(s.Data[i*s.Stride+i:i*s.Stride+d], st.res.s[i*s.Stride+i:i*s.Stride+d],
+			func(j int) string { return fmt.Sprintf("S[%d,%d]", i, i+j) }); err != nil {
+			return err
+		}
+		if err := check(c.Data[i*c.Stride:i*c.Stride+k], st.res.c[i*k:i*k+k],
+			func(j int) string { return fmt.Sprintf("C[%d,%d]", i, j) }); err != nil {
+			return err
 		}
 	}
 	for _, vec := range []struct {
 		name    string
 		xs, res []float64
 	}{{"YtY", st.YtY, st.res.yty}, {"USum", st.USum, st.res.uSum}, {"YSum", st.YSum, st.res.ySum}} {
-		for j, v := range vec.xs {
-			if bad(v) {
-				return fmt.Errorf("%s[%d] is %v", vec.name, j, v)
-			} else if lo := vec.res[j]; badResidue(v, lo) {
-				return fmt.Errorf("the residue of %s[%d] = %v is %v", vec.name, j, v, lo)
-			}
+		if err := check(vec.xs, vec.res, func(j int) string { return fmt.Sprintf("%s[%d]", vec.name, j) }); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// ulp is the distance from |v| to the next float64 away from zero.
-func ulp(v float64) float64 {
-	v = math.Abs(v)
-	return math.Nextafter(v, math.Inf(1)) - v
 }
 
 // statsReader reads little-endian values off a buffer, remembering

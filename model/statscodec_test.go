@@ -360,14 +360,16 @@ func FuzzUnmarshalAccumulator(f *testing.F) {
 	})
 }
 
-// TestDDValidAgreesWithNonFiniteStats checks the decoder's fast test of
-// a value and its residue against nonFiniteStats's, at the edges: a
-// residue of exactly half a unit in the last place and one just above,
-// zero and subnormal values, the largest float64, and NaN or infinity
-// on either side.
+// TestDDValidAgreesWithNonFiniteStats checks the decoder's test of a
+// value and its residue, ddValid, and nonFiniteStats, which reads with
+// it, against the rule written out (finite, and a residue of at most
+// ulp/2), at the edges: a residue of exactly half a unit in the last
+// place and one just above, zero and subnormal values, the largest
+// float64, and NaN or infinity on either side.
 func TestDDValidAgreesWithNonFiniteStats(t *testing.T) {
 	inf, nan := math.Inf(1), math.NaN()
 	tiny := math.SmallestNonzeroFloat64
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 	var cases [][2]float64
 	for _, v := range []float64{0, tiny, 3 * tiny, 0x1p-1022, 1, 1.5, 3, -7.25, 1e300, math.MaxFloat64, -math.MaxFloat64, inf, -inf, nan} {
 		half := ulp(v) / 2
@@ -377,17 +379,23 @@ func TestDDValidAgreesWithNonFiniteStats(t *testing.T) {
 	}
 	for _, c := range cases {
 		v, lo := c[0], c[1]
+		want := !bad(v) && !bad(lo) && math.Abs(lo) <= ulp(v)/2
+		if got := ddValid([]float64{v}, []float64{lo}); got != want {
+			t.Errorf("ddValid(%v, %v) = %v, want %v", v, lo, got, want)
+		}
 		st := NewStats([]int{1}, 1)
 		st.S.SetSym(0, 0, v)
 		st.res.s[0] = lo
-		want := nonFiniteStats(st) == nil
-		if got := ddValid([]float64{v}, []float64{lo}); got != want {
-			t.Errorf("ddValid(%v, %v) = %v, nonFiniteStats says %v", v, lo, got, want)
-		}
-		if got := statsValid(st); got != want {
-			t.Errorf("statsValid with S[0,0] = %v, residue %v: %v, nonFiniteStats says %v", v, lo, got, want)
+		if err := nonFiniteStats(st); (err == nil) != want {
+			t.Errorf("nonFiniteStats with S[0,0] = %v, residue %v: %v, want valid %v", v, lo, err, want)
 		}
 	}
+}
+
+// ulp is the distance from |v| to the next float64 away from zero.
+func ulp(v float64) float64 {
+	v = math.Abs(v)
+	return math.Nextafter(v, math.Inf(1)) - v
 }
 
 // A delta read into the memory of an earlier one holds its own sums and
