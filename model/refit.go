@@ -227,8 +227,8 @@ func (a *Accumulator) Decay(f float64) {
 // elsewhere (another replica, the model topic). Statistics of different
 // lineages live in different feature spaces; merging them is an error
 // naming both. Fold f merges into fold f; an accumulator of one fold
-// takes o's folds merged in fold order (the bits of one pass, as merged
-// folds are), and any other difference in the number of folds is an
+// takes every fold of o in turn (in the default build the bits of one
+// pass, as merges in any order are), and any other difference in the number of folds is an
 // error.
 func (a *Accumulator) Merge(o *Accumulator) error {
 	if o.m != a.m && o.Lineage() != a.Lineage() {
@@ -236,8 +236,10 @@ func (a *Accumulator) Merge(o *Accumulator) error {
 			o.Lineage(), o.m.Version, a.Lineage(), a.m.Version)
 	}
 	if len(a.folds) == 1 && len(o.folds) > 1 {
-		if err := a.stats.Merge(o.sums()); err != nil {
-			return fmt.Errorf("accumulate: %w", err)
+		for _, st := range o.folds {
+			if err := a.stats.Merge(st); err != nil {
+				return fmt.Errorf("accumulate: %w", err)
+			}
 		}
 		return nil
 	}
