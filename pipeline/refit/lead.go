@@ -651,11 +651,10 @@ func (l *leader) refitEnded(ctx context.Context, err error) error {
 	return fmt.Errorf("refit: %w", err)
 }
 
-// putCheckpoint stores the checkpoint of lin, whose base statistics are
-// those of model version (or of none, ""), then commits the stats topic
-// offset it reads on from. Nothing is stored once the refitter is not
-// active.
-func (l *leader) putCheckpoint(ctx context.Context, lin *lineageState, version string) error {
+// encodeCheckpoint is the checkpoint of lin whose base statistics are
+// those of model version, encoded, and the stats topic offset it reads
+// on from.
+func (l *leader) encodeCheckpoint(lin *lineageState, version string) ([]byte, int64, error) {
 	next := lin.stream.Resume(lin.next)
 	cp, err := statsbus.NewCheckpoint(lin.base, statsbus.CheckpointHeader{NextSOffset: next, Model: version, Created: time.Now().UTC(), Ledger: lin.ledger.Clone()})
 	if err == nil && l.cur != nil {
@@ -663,9 +662,18 @@ func (l *leader) putCheckpoint(ctx context.Context, lin *lineageState, version s
 		err = cp.KeepSince(lin.since, l.cur.Version)
 	}
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	data, err := cp.Encode()
+	return data, next, err
+}
+
+// putCheckpoint stores the checkpoint of lin, whose base statistics are
+// those of model version (or of none, ""), then commits the stats topic
+// offset it reads on from. Nothing is stored once the refitter is not
+// active.
+func (l *leader) putCheckpoint(ctx context.Context, lin *lineageState, version string) error {
+	data, next, err := l.encodeCheckpoint(lin, version)
 	if err != nil {
 		return err
 	}

@@ -144,13 +144,13 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 //     the serving model).
 //
 // merge_ms is taking the messages (decode, checksums, ledger, merge into
-// the rows since the last refit and the labels since the serving model)
-// and the statistics of the refit (leader's total: the last refit's,
+// the rows since the last refit) and the statistics of the refit (leader's total: the last refit's,
 // copied and decayed, and the rows since); fit_ms the refit or the tuning
 // with its final fit; gate_ms the gate; encode_ms the model's encoding as
-// the model store publishes it (Model.Encode); ckpt_ms the encoding of
-// the checkpoint stored after it (statsbus.Checkpoint: the statistics,
-// the labels since the model in service and the ledger). The writes to
+// the model store publishes it (Model.Encode); ckpt_ms the refit's
+// statistics made the base (lineageState.refitted) and the encoding of
+// the checkpoint stored after it (leader.encodeCheckpoint: the
+// statistics, the labels since the model in service and the ledger). The writes to
 // the brokers are not timed. cpu-ms/op is the process's
 // CPU time per operation, all goroutines (Tune and the gate fit folds in
 // parallel), fit_cpu-ms and gate_cpu-ms that of the fit and the gate
@@ -273,27 +273,15 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 		}
 		encode += time.Since(start)
 		size = buf.Len()
-		// leader.refit's checkpoint as putCheckpoint encodes it: the
-		// statistics refitted and the labels since the model in service,
-		// emptied when the refit is made current, decayed when the gate
-		// rejects it.
+		// leader.refit's checkpoint, after the refit's statistics became
+		// the base (refitted), as putCheckpoint encodes it.
 		start = time.Now()
-		since, serving := l.lin.empty(), m.Version
-		if verdict != nil && verdict.Outcome != registry.GateAccepted {
-			if since, err = l.lin.labelsSince(); err != nil {
-				b.Fatal(err)
-			}
-			serving = cur.Version
-			since.Decay(cfg.Decay)
+		current := verdict == nil || verdict.Outcome == registry.GateAccepted
+		l.lin.refitted(total, current, cfg.Decay)
+		if current {
+			l.cur = m
 		}
-		cp, err := statsbus.NewCheckpoint(total, statsbus.CheckpointHeader{NextSOffset: int64(len(msgs)), Model: m.Version, Created: time.Now().UTC(), Ledger: l.lin.ledger.Clone()})
-		if err == nil {
-			err = cp.KeepSince(since, serving)
-		}
-		var data []byte
-		if err == nil {
-			data, err = cp.Encode()
-		}
+		data, _, err := l.encodeCheckpoint(l.lin, m.Version)
 		if err != nil {
 			b.Fatal(err)
 		}
