@@ -95,11 +95,6 @@ func renormalize(hi, lo []float64) {
 	}
 }
 
-// ddAdd adds the double-doubles (oHi, oLo) to (hi, lo) and renormalizes
-// the sums (dd.Add): the bits of addTerm's addition followed by
-// renormalize, in one pass.
-func ddAdd(hi, lo, oHi, oLo []float64) { dd.Add(hi, lo, oHi, oLo) }
-
 // ddDiff sets out[j] to the nearest float64 to the difference of the
 // double-doubles (aHi, aLo) and (bHi, bLo).
 func ddDiff(out, aHi, aLo, bHi, bLo []float64) {

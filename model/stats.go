@@ -162,13 +162,13 @@ func (s *Stats) Merge(o *Stats) error {
 	d := s.Dim()
 	raw, oraw := s.S.RawSymmetric(), o.S.RawSymmetric()
 	for i := 0; i < d; i++ {
-		ddAdd(raw.Data[i*raw.Stride+i:i*raw.Stride+d], s.res.s[i*raw.Stride+i:i*raw.Stride+d],
+		dd.Add(raw.Data[i*raw.Stride+i:i*raw.Stride+d], s.res.s[i*raw.Stride+i:i*raw.Stride+d],
 			oraw.Data[i*oraw.Stride+i:i*oraw.Stride+d], o.res.s[i*oraw.Stride+i:i*oraw.Stride+d])
 	}
-	ddAdd(s.C.RawMatrix().Data, s.res.c, o.C.RawMatrix().Data, o.res.c)
-	ddAdd(s.YtY, s.res.yty, o.YtY, o.res.yty)
-	ddAdd(s.USum, s.res.uSum, o.USum, o.res.uSum)
-	ddAdd(s.YSum, s.res.ySum, o.YSum, o.res.ySum)
+	dd.Add(s.C.RawMatrix().Data, s.res.c, o.C.RawMatrix().Data, o.res.c)
+	dd.Add(s.YtY, s.res.yty, o.YtY, o.res.yty)
+	dd.Add(s.USum, s.res.uSum, o.USum, o.res.uSum)
+	dd.Add(s.YSum, s.res.ySum, o.YSum, o.res.ySum)
 	s.N += o.N
 	return nil
 }

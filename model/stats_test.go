@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mvml/mvml/internal/asm/dd"
 )
 
 // The double-double sums are the same whatever the order of the terms,
@@ -41,7 +43,7 @@ func TestAddTermAnyOrder(t *testing.T) {
 		hi, lo := make([]float64, 1), make([]float64, 1)
 		hi[0], lo[0] = sum(shuffled[:cut])
 		oHi, oLo := sum(shuffled[cut:])
-		ddAdd(hi, lo, []float64{oHi}, []float64{oLo})
+		dd.Add(hi, lo, []float64{oHi}, []float64{oLo})
 		renormalize(hi, lo)
 		if hi[0] != want {
 			t.Fatalf("trial %d: two partial sums merged give %v, want %v", trial, hi[0], want)
