@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
@@ -142,24 +145,69 @@ func (r *CVResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// combos enumerates the grid's combinations, in a fixed order.
+// combos enumerates the grid's combinations, in a fixed order. An
+// unknown key, a key without values, a value given twice or one that no
+// configuration accepts is an error.
 func combos(grid map[string][]float64) ([]map[string]float64, error) {
-	for k, vals := range grid {
+	for _, k := range slices.Sorted(maps.Keys(grid)) {
+		vals := grid[k]
 		if !slices.Contains(gridKeys, k) {
 			return nil, fmt.Errorf("grid: unknown hyper-parameter %q (want lambda, eta, mu, landmarks, sigma_scale or learn_w)", k)
+		}
+		if slices.Contains(model.TuneKeys, k) {
+			if err := model.CheckTuneValues(k, vals); err != nil {
+				return nil, fmt.Errorf("grid: %w", err)
+			}
+			continue
 		}
 		if len(vals) == 0 {
 			return nil, fmt.Errorf("grid: %s has no values", k)
 		}
-		if k == "learn_w" {
-			for _, v := range vals {
-				if v != 0 && v != 1 {
-					return nil, fmt.Errorf("grid: learn_w is 0 (uniform w) or 1 (learned w), not %v", v)
-				}
+		for i, v := range vals {
+			switch {
+			case slices.Contains(vals[:i], v):
+				return nil, fmt.Errorf("grid: %s %v is given twice", k, v)
+			case !(v > 0) || math.IsInf(v, 0):
+				return nil, fmt.Errorf("grid: %s %v: want a positive finite number", k, v)
 			}
 		}
 	}
 	return model.GridProduct(gridKeys, grid), nil
+}
+
+// CheckGrid refuses a grid, before any row is read, that CrossValidate or
+// Select would refuse or stop on: a key or value combos refuses, or a
+// combination whose training configuration (base with its values) is
+// invalid.
+func CheckGrid(spec *schemas.ViewSpec, base model.TrainConfig, grid map[string][]float64) error {
+	_, err := checkedCombos(spec, base, grid)
+	return err
+}
+
+// checkedCombos is combos, checked as CheckGrid checks them.
+func checkedCombos(spec *schemas.ViewSpec, base model.TrainConfig, grid map[string][]float64) ([]map[string]float64, error) {
+	cs, err := combos(grid)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if err := apply(spec, base, c).Validate(); err != nil {
+			return nil, fmt.Errorf("grid: %s: %w", FormatCombo(c), err)
+		}
+	}
+	return cs, nil
+}
+
+// FormatCombo is a grid combination as "lambda=0.01 landmarks=64", in
+// the order the grid's combinations are enumerated.
+func FormatCombo(c map[string]float64) string {
+	var parts []string
+	for _, k := range gridKeys {
+		if v, ok := c[k]; ok {
+			parts = append(parts, k+"="+strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func apply(spec *schemas.ViewSpec, base model.TrainConfig, c map[string]float64) model.TrainConfig {
@@ -211,7 +259,7 @@ func CrossValidate(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Den
 	if cfg.InnerFolds == 0 {
 		cfg.InnerFolds = DefaultInnerFolds
 	}
-	grid, err := combos(cfg.Grid)
+	grid, err := checkedCombos(spec, cfg.Base, cfg.Grid)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +359,7 @@ func Select(ctx context.Context, spec *schemas.ViewSpec, views []*mat.Dense, lab
 	if cfg.InnerFolds == 0 {
 		cfg.InnerFolds = DefaultInnerFolds
 	}
-	grid, err := combos(cfg.Grid)
+	grid, err := checkedCombos(spec, cfg.Base, cfg.Grid)
 	if err != nil {
 		return model.TrainConfig{}, nil, err
 	}

@@ -168,6 +168,50 @@ func TestCrossValidateNested(t *testing.T) {
 	}
 }
 
+// CheckGrid refuses, before any row is read, what CrossValidate and
+// Select would stop on later: values given twice, values no
+// configuration accepts, and combinations the base makes invalid.
+func TestCheckGrid(t *testing.T) {
+	spec, views, labels := twoViews(40)
+	learned := trainWith(func(c *model.TrainConfig) { c.Fit.Mode = model.ModeLearned; c.Fit.Eta = 1 })
+	for _, tc := range []struct {
+		name string
+		base model.TrainConfig
+		grid map[string][]float64
+		want string // "" when accepted
+	}{
+		{"valid", model.DefaultTrainConfig(), map[string][]float64{"lambda": {1e-3, 1}, "landmarks": {0.1, 20}, "sigma_scale": {0.5, 2}}, ""},
+		{"negative lambda", model.DefaultTrainConfig(), map[string][]float64{"lambda": {1, -1}}, "grid: lambda -1: want a positive finite number"},
+		{"lambda twice", model.DefaultTrainConfig(), map[string][]float64{"lambda": {1, 1}}, "grid: lambda 1 is given twice"},
+		{"landmarks twice", model.DefaultTrainConfig(), map[string][]float64{"landmarks": {0.1, 0.1}}, "grid: landmarks 0.1 is given twice"},
+		{"zero sigma_scale", model.DefaultTrainConfig(), map[string][]float64{"sigma_scale": {0, 1}}, "grid: sigma_scale 0: want a positive finite number"},
+		{"fractional count", model.DefaultTrainConfig(), map[string][]float64{"landmarks": {1.5}},
+			"grid: landmarks=1.5: landmarks 1.5: want a fraction of the rows in (0,1] or a whole count of at least 2"},
+		{"mu too large for eta", learned, map[string][]float64{"mu": {0.1, 10}},
+			"grid: mu=10: mu 10 with eta 1: mode learned wants mu·eta below 1/2 (mu below 0.5) to keep Ã positive definite"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckGrid(spec, tc.base, tc.grid)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			// CrossValidate refuses it before its first fit.
+			fits := 0
+			_, err = CrossValidate(context.Background(), spec, views, labels, CVConfig{Base: tc.base, Folds: 2, Grid: tc.grid,
+				Progress: func(int, int) { fits++ }})
+			if err == nil || err.Error() != tc.want || fits != 0 {
+				t.Errorf("CrossValidate: %v after %d fits, want %q before any", err, fits, tc.want)
+			}
+		})
+	}
+}
+
 func TestApplyLearnW(t *testing.T) {
 	spec, _, _ := twoViews(4)
 	for _, tc := range []struct {

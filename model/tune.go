@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -29,22 +30,14 @@ type Candidate map[string]float64
 // Candidates returns every combination of the grid's values (NAME →
 // values, the grammar of `cv --grid`), the first of TuneKeys varying
 // slowest and each key's values in the order given. An unknown or
-// untunable key, a key without values, or learn_w other than 0 or 1 is
-// an error.
+// untunable key, or values CheckTuneValues refuses, is an error.
 func Candidates(grid map[string][]float64) ([]Candidate, error) {
-	for k, vals := range grid {
+	for _, k := range slices.Sorted(maps.Keys(grid)) {
 		if !slices.Contains(TuneKeys, k) {
 			return nil, fmt.Errorf("tune: unknown hyper-parameter %q (want %s; landmarks and sigma_scale change the features, which statistics cannot)", k, strings.Join(TuneKeys, ", "))
 		}
-		if len(vals) == 0 {
-			return nil, fmt.Errorf("tune: %s has no values", k)
-		}
-		if k == "learn_w" {
-			for _, v := range vals {
-				if v != 0 && v != 1 {
-					return nil, fmt.Errorf("tune: learn_w is 0 (uniform w) or 1 (learned w), not %v", v)
-				}
-			}
+		if err := CheckTuneValues(k, grid[k]); err != nil {
+			return nil, fmt.Errorf("tune: %w", err)
 		}
 	}
 	var out []Candidate
@@ -52,6 +45,33 @@ func Candidates(grid map[string][]float64) ([]Candidate, error) {
 		out = append(out, Candidate(c))
 	}
 	return out, nil
+}
+
+// CheckTuneValues checks the values a grid gives one of TuneKeys, as far
+// as no base configuration is needed: at least one value, none twice,
+// lambda, eta and mu positive and finite (Config.Validate's rule), learn_w
+// 0 (uniform w) or 1 (learned w). What depends on the rest of the
+// configuration (mu·eta in mode learned) is Candidate.Apply's check.
+func CheckTuneValues(key string, vals []float64) error {
+	if len(vals) == 0 {
+		return fmt.Errorf("%s has no values", key)
+	}
+	for i, v := range vals {
+		if slices.Contains(vals[:i], v) {
+			return fmt.Errorf("%s %v is given twice", key, v)
+		}
+		switch key {
+		case "lambda", "eta", "mu":
+			if !positiveFinite(v) {
+				return fmt.Errorf("%s %v: want a positive finite number", key, v)
+			}
+		case "learn_w":
+			if v != 0 && v != 1 {
+				return fmt.Errorf("learn_w is 0 (uniform w) or 1 (learned w), not %v", v)
+			}
+		}
+	}
+	return nil
 }
 
 // GridProduct is every combination of grid's values, one map a

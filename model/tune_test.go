@@ -358,6 +358,36 @@ func TestCandidates(t *testing.T) {
 	}
 }
 
+// CheckTuneValues refuses, whatever the base configuration, a value
+// given twice and one that no configuration accepts; Candidates reports
+// the first key in name order, whatever the map's order.
+func TestCheckTuneValues(t *testing.T) {
+	for _, tc := range []struct {
+		grid map[string][]float64
+		want string // "" when accepted
+	}{
+		{map[string][]float64{"lambda": {1e-4, 1e-2, 1}}, ""},
+		{map[string][]float64{"lambda": {-1, 1}}, "tune: lambda -1: want a positive finite number"},
+		{map[string][]float64{"lambda": {0}}, "tune: lambda 0: want a positive finite number"},
+		{map[string][]float64{"lambda": {1, 0.1, 1}}, "tune: lambda 1 is given twice"},
+		{map[string][]float64{"eta": {0}}, "tune: eta 0: want a positive finite number"},
+		{map[string][]float64{"mu": {-0.1}}, "tune: mu -0.1: want a positive finite number"},
+		{map[string][]float64{"learn_w": {0, 0}}, "tune: learn_w 0 is given twice"},
+		{map[string][]float64{"learn_w": {2}}, "tune: learn_w is 0 (uniform w) or 1 (learned w), not 2"},
+		{map[string][]float64{"lambda": {-1}, "eta": {-2}}, "tune: eta -2: want a positive finite number"},
+	} {
+		for range 5 { // map order varies from one call to the next
+			_, err := Candidates(tc.grid)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%v: %v", tc.grid, err)
+			case tc.want != "" && (err == nil || err.Error() != tc.want):
+				t.Errorf("%v: error %v, want %q", tc.grid, err, tc.want)
+			}
+		}
+	}
+}
+
 // Ties within TieTolerance go to the larger λ, then the larger η, then
 // uniform weights, then the earlier candidate; candidates that failed are
 // never chosen.

@@ -103,8 +103,8 @@ func Train(ctx context.Context, job TrainJob) (*model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := job.checkTune(); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+	if err := job.CheckGrids(); err != nil {
+		return nil, err
 	}
 	dir, err := job.checkFiles()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mvml/mvml/eval"
 	"github.com/mvml/mvml/model"
 	"gonum.org/v1/gonum/mat"
 )
@@ -62,19 +63,32 @@ func addRows(acc *model.Accumulator, ids []int64, views []*mat.Dense, labels []f
 	return acc.Add(views, labels)
 }
 
-// checkTune refuses a tuning job that cannot be.
-func (job TrainJob) checkTune() error {
+// CheckGrids refuses a job whose Tune or Grid cannot be, as Train does
+// before it reads a row: Tune with Grid, Folds without Tune or out of
+// range, a candidate of Tune that the job's fit configuration refuses
+// (model.Candidates, model.Candidate.Apply), or a Grid that
+// eval.CheckGrid refuses.
+func (job TrainJob) CheckGrids() error {
 	switch {
+	case !job.tuning() && job.Folds != 0:
+		return fmt.Errorf("%d folds without a grid to tune", job.Folds)
+	case !job.tuning() && len(job.Grid) > 0:
+		return eval.CheckGrid(job.Spec, job.Config, job.Grid)
 	case !job.tuning():
-		if job.Folds != 0 {
-			return fmt.Errorf("%d folds without a grid to tune", job.Folds)
-		}
 		return nil
 	case len(job.Grid) > 0:
 		return fmt.Errorf("give a grid to tune from fold statistics or one to cross-validate on the rows, not both")
 	case job.Folds != 0 && (job.Folds < 2 || job.Folds > model.MaxFolds):
 		return fmt.Errorf("%d folds: tuning wants 2 to %d", job.Folds, model.MaxFolds)
 	}
-	_, err := model.Candidates(job.Tune)
-	return err
+	cands, err := model.Candidates(job.Tune)
+	if err != nil {
+		return err
+	}
+	for _, c := range cands {
+		if _, err := c.Apply(job.Config.Fit); err != nil {
+			return fmt.Errorf("tune: %w", err)
+		}
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -46,6 +45,9 @@ func runCV(ctx context.Context, a *app, args []string) error {
 	base, err := fit.config(len(spec.Views))
 	if err != nil {
 		return err
+	}
+	if err := eval.CheckGrid(spec, base, grid); err != nil {
+		return usageError{err}
 	}
 	opts, err := read.options(a)
 	if err != nil {
@@ -136,14 +138,5 @@ func formatChosen(chosen map[string]float64) string {
 	if len(chosen) == 0 {
 		return "-"
 	}
-	names := make([]string, 0, len(chosen))
-	for k := range chosen {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	parts := make([]string, len(names))
-	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s=%g", k, chosen[k])
-	}
-	return strings.Join(parts, " ")
+	return eval.FormatCombo(chosen)
 }

@@ -139,6 +139,9 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	job := pipeline.TrainJob{Spec: spec, Inputs: inputs, Source: source, Config: cfg, Grid: grid, GridFolds: *gridFolds,
 		Tune: tune, Folds: *folds,
 		Stream: *stream, SampleRows: *sampleRows, SpecFile: *specPath, Output: *out, ModelDir: *store, Like: base, LikeFile: *like, Options: opts}
+	if err := job.CheckGrids(); err != nil {
+		return usageError{err}
+	}
 	given := givenFlags(fs)
 	if !given["landmarks"] && base == nil {
 		job.MaxLandmarks = pipeline.DefaultMaxLandmarks

@@ -161,6 +161,42 @@ func TestTrainTuneUsage(t *testing.T) {
 	}
 }
 
+// A grid's values that no fit can take are refused with one line before
+// a row is read, for --tune and --grid alike: the value, why, and for a
+// value the other flags make invalid, the candidate.
+func TestGridValuesRefusedBeforeRows(t *testing.T) {
+	dir := t.TempDir()
+	specPath, data := fixture(t, dir, "train.csv", classSpec, 50, 23, nil)
+	out := filepath.Join(dir, "m.mvml")
+	train := []string{"train", "--input", data, "--views", specPath, "--model", out}
+	cv := []string{"cv", "--input", data, "--views", specPath}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(train, "--tune", "lambda=1e-3,-1"), "mvml train: tune: lambda -1: want a positive finite number"},
+		{append(train, "--tune", "lambda=0.1,0.1"), "mvml train: tune: lambda 0.1 is given twice"},
+		{append(train, "--mode", "learned", "--eta", "1", "--tune", "mu=0.1,10"),
+			"mvml train: tune: candidate mu=10: mu 10 with eta 1: mode learned wants mu·eta below 1/2 (mu below 0.5) to keep Ã positive definite"},
+		{append(train, "--grid", "lambda=0"), "mvml train: grid: lambda 0: want a positive finite number"},
+		{append(cv, "--grid", "sigma_scale=1,0"), "mvml cv: grid: sigma_scale 0: want a positive finite number"},
+		{append(cv, "--grid", "landmarks=10,10"), "mvml cv: grid: landmarks 10 is given twice"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			code, _, stderr := mvml(t, tc.args...)
+			if code != exitUsage || !strings.HasPrefix(withoutLogs(stderr), tc.want+"\n") {
+				t.Errorf("exit %d, %q; want %d and %q", code, stderr, exitUsage, tc.want)
+			}
+			if strings.Contains(stderr, "reading file") {
+				t.Errorf("a row was read before the refusal:\n%s", stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a model was written")
+			}
+		})
+	}
+}
+
 // Stats shard jobs publishing fold sums (stats --folds) and `refit --once
 // --tune` on them choose what `train --like --tune` chooses on the same
 // files, with the same table (to rounding) and the same fit; the values
