@@ -29,16 +29,11 @@ type Candidate map[string]float64
 
 // Candidates returns every combination of the grid's values (NAME →
 // values, the grammar of `cv --grid`), the first of TuneKeys varying
-// slowest and each key's values in the order given. An unknown or
-// untunable key, or values CheckTuneValues refuses, is an error.
+// slowest and each key's values in the order given. A grid CheckTuneGrid
+// finds a problem in is an error: its first problem.
 func Candidates(grid map[string][]float64) ([]Candidate, error) {
-	for _, k := range slices.Sorted(maps.Keys(grid)) {
-		if !slices.Contains(TuneKeys, k) {
-			return nil, fmt.Errorf("tune: unknown hyper-parameter %q (want %s; landmarks and sigma_scale change the features, which statistics cannot)", k, strings.Join(TuneKeys, ", "))
-		}
-		if err := CheckTuneValues(k, grid[k]); err != nil {
-			return nil, fmt.Errorf("tune: %w", err)
-		}
+	if problems := CheckTuneGrid(grid); len(problems) > 0 {
+		return nil, fmt.Errorf("tune: %w", problems[0])
 	}
 	var out []Candidate
 	for _, c := range GridProduct(TuneKeys, grid) {
@@ -47,31 +42,57 @@ func Candidates(grid map[string][]float64) ([]Candidate, error) {
 	return out, nil
 }
 
+// CheckTuneGrid returns every problem of a tuning grid that no base
+// configuration is needed to see, keys in name order: a key not of
+// TuneKeys, and what CheckTuneValues refuses.
+func CheckTuneGrid(grid map[string][]float64) []error {
+	var problems []error
+	for _, k := range slices.Sorted(maps.Keys(grid)) {
+		if !slices.Contains(TuneKeys, k) {
+			problems = append(problems, fmt.Errorf("unknown hyper-parameter %q (want %s; landmarks and sigma_scale change the features, which statistics cannot)", k, strings.Join(TuneKeys, ", ")))
+			continue
+		}
+		problems = append(problems, tuneValueProblems(k, grid[k])...)
+	}
+	return problems
+}
+
 // CheckTuneValues checks the values a grid gives one of TuneKeys, as far
 // as no base configuration is needed: at least one value, none twice,
 // lambda, eta and mu positive and finite (Config.Validate's rule), learn_w
-// 0 (uniform w) or 1 (learned w). What depends on the rest of the
-// configuration (mu·eta in mode learned) is Candidate.Apply's check.
+// 0 (uniform w) or 1 (learned w). It returns the first problem. What
+// depends on the rest of the configuration (mu·eta in mode learned) is
+// Candidate.Apply's check.
 func CheckTuneValues(key string, vals []float64) error {
-	if len(vals) == 0 {
-		return fmt.Errorf("%s has no values", key)
+	if problems := tuneValueProblems(key, vals); len(problems) > 0 {
+		return problems[0]
 	}
+	return nil
+}
+
+// tuneValueProblems is every problem CheckTuneValues looks for.
+func tuneValueProblems(key string, vals []float64) []error {
+	if len(vals) == 0 {
+		return []error{fmt.Errorf("%s has no values", key)}
+	}
+	var problems []error
 	for i, v := range vals {
 		if slices.Contains(vals[:i], v) {
-			return fmt.Errorf("%s %v is given twice", key, v)
+			problems = append(problems, fmt.Errorf("%s %v is given twice", key, v))
+			continue
 		}
 		switch key {
 		case "lambda", "eta", "mu":
 			if !positiveFinite(v) {
-				return fmt.Errorf("%s %v: want a positive finite number", key, v)
+				problems = append(problems, fmt.Errorf("%s %v: want a positive finite number", key, v))
 			}
 		case "learn_w":
 			if v != 0 && v != 1 {
-				return fmt.Errorf("learn_w is 0 (uniform w) or 1 (learned w), not %v", v)
+				problems = append(problems, fmt.Errorf("learn_w is 0 (uniform w) or 1 (learned w), not %v", v))
 			}
 		}
 	}
-	return nil
+	return problems
 }
 
 // GridProduct is every combination of grid's values, one map a

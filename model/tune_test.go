@@ -388,6 +388,24 @@ func TestCheckTuneValues(t *testing.T) {
 	}
 }
 
+// CheckTuneGrid returns every problem, keys in name order, values in the
+// order given.
+func TestCheckTuneGridAll(t *testing.T) {
+	got := CheckTuneGrid(map[string][]float64{"lambda": {1, 1, -2}, "lamda": {0.1}, "eta": {0.5}})
+	want := []string{"lambda 1 is given twice", "lambda -2: want a positive finite number", `unknown hyper-parameter "lamda"`}
+	if len(got) != len(want) {
+		t.Fatalf("problems %v, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i].Error(), w) {
+			t.Errorf("problem %d is %q, want %q", i, got[i], w)
+		}
+	}
+	if p := CheckTuneGrid(map[string][]float64{"lambda": {1e-3, 1}, "learn_w": {0, 1}}); p != nil {
+		t.Errorf("a valid grid has problems %v", p)
+	}
+}
+
 // Ties within TieTolerance go to the larger λ, then the larger η, then
 // uniform weights, then the earlier candidate; candidates that failed are
 // never chosen.

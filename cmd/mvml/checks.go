@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mvml/mvml/model"
 	"github.com/mvml/mvml/pipeline"
 	"github.com/mvml/mvml/registry"
 )
@@ -126,5 +127,14 @@ func (c *checks) checkOutputDir(flag, dir, modelDirFlag, modelDir string) {
 		c.failf("--%s %s is --%s, the model store: write the outputs elsewhere", flag, dir, modelDirFlag)
 	case registry.IsStore(dir):
 		c.failf("--%s %s is a model store, which only its store writes: write the outputs elsewhere", flag, dir)
+	}
+}
+
+// checkTune notes every problem of a --tune grid that the model it will
+// tune is not needed to see (model.CheckTuneGrid), each naming --tune, so
+// that lint puts it on the line of the file's tune key.
+func (c *checks) checkTune(tune gridFlag) {
+	for _, p := range model.CheckTuneGrid(tune) {
+		c.failf("--tune %v", p)
 	}
 }

@@ -74,6 +74,41 @@ http: "not an addr"
 	}
 }
 
+// lint reports every problem of a tune grid, each at the tune key's line,
+// and refit and serve refuse the same grid with the same lines.
+func TestLintReportsEveryTuneProblem(t *testing.T) {
+	grid := "tune:\n  - lambda=1,1,-2\n  - lamda=0.1\n"
+	want := []string{
+		"line 4: tune: tune lambda 1 is given twice",
+		"line 4: tune: tune lambda -2: want a positive finite number",
+		`line 4: tune: tune unknown hyper-parameter "lamda"`,
+	}
+	refit := writeRefitConfig(t, "brokers: k:9092\nstats-topic: s\nmodel-topic: m\n"+grid)
+	serve := writeConfig(t, "brokers: k:9092\ntopic: in\noutput-topic: out\ndead-letter-topic: dlq\nmodel: m.mvml\nrefit-rows: 100\nlabels-topic: labels\n"+
+		strings.Replace(grid, "tune:", "folds: 5\ntune:", 1))
+	for _, tc := range []struct {
+		command, path string
+		line          string // of the tune key
+	}{{"refit", refit, "line 4"}, {"serve", serve, "line 9"}} {
+		code, stdout, _ := mvml(t, "lint", "--command", tc.command, tc.path)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		if code != exitError || len(lines) != len(want) {
+			t.Fatalf("lint --command %s: exit %d, stdout:\n%s\nwant %d lines", tc.command, code, stdout, len(want))
+		}
+		for i, w := range want {
+			if w = strings.Replace(w, "line 4", tc.line, 1); !strings.Contains(lines[i], w) {
+				t.Errorf("lint --command %s: line %d is %q, want it to contain %q", tc.command, i+1, lines[i], w)
+			}
+		}
+		code, _, stderr := mvml(t, tc.command, "--config", tc.path)
+		for _, w := range []string{"--tune lambda 1 is given twice (", "--tune lambda -2: want a positive finite number (", `--tune unknown hyper-parameter "lamda"`} {
+			if code != exitUsage || !strings.Contains(stderr, "mvml "+tc.command+": "+w) {
+				t.Errorf("%s --config: exit %d, stderr:\n%s\nwant it to contain %q", tc.command, code, stderr, w)
+			}
+		}
+	}
+}
+
 // lint reports a tab at the line it is on, a file that is missing as that
 // file's problem (not as --config's), and goes on with the other files.
 func TestLintFilesAndTabs(t *testing.T) {

@@ -81,11 +81,7 @@ func runRefit(ctx context.Context, a *app, args []string) error {
 	if math.IsNaN(*gateMargin) || math.IsInf(*gateMargin, 0) {
 		c.failf("--gate-margin %g must be finite", *gateMargin)
 	}
-	if len(tune) > 0 {
-		if _, err := model.Candidates(tune); err != nil {
-			c.add(usageError{err})
-		}
-	}
+	c.checkTune(tune)
 	if err := c.err(); err != nil {
 		return err
 	}

@@ -321,7 +321,5 @@ func serveTuneFlags(c *checks, fs *flag.FlagSet, tune gridFlag, folds int, gateM
 	if folds < 2 {
 		c.failf("--tune cross-validates on fold sums: give --folds 2 or more")
 	}
-	if _, err := model.Candidates(tune); err != nil {
-		c.add(usageError{err})
-	}
+	c.checkTune(tune)
 }

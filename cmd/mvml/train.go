@@ -56,10 +56,9 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 	case givenFlags(fs)["folds"] && (*folds < 2 || *folds > model.MaxFolds):
 		return usagef("--folds %d: want 2 to %d", *folds, model.MaxFolds)
 	}
-	if len(tune) > 0 {
-		if _, err := model.Candidates(tune); err != nil {
-			return usageError{err}
-		}
+	var c checks
+	if c.checkTune(tune); c.err() != nil {
+		return c.err()
 	}
 	switch {
 	case fromKafka && len(inputs) > 0:

@@ -174,8 +174,8 @@ func TestGridValuesRefusedBeforeRows(t *testing.T) {
 		args []string
 		want string
 	}{
-		{append(train, "--tune", "lambda=1e-3,-1"), "mvml train: tune: lambda -1: want a positive finite number"},
-		{append(train, "--tune", "lambda=0.1,0.1"), "mvml train: tune: lambda 0.1 is given twice"},
+		{append(train, "--tune", "lambda=1e-3,-1"), "mvml train: --tune lambda -1: want a positive finite number"},
+		{append(train, "--tune", "lambda=0.1,0.1"), "mvml train: --tune lambda 0.1 is given twice"},
 		{append(train, "--mode", "learned", "--eta", "1", "--tune", "mu=0.1,10"),
 			"mvml train: tune: candidate mu=10: mu 10 with eta 1: mode learned wants mu·eta below 1/2 (mu below 0.5) to keep Ã positive definite"},
 		{append(train, "--grid", "lambda=0"), "mvml train: grid: lambda 0: want a positive finite number"},
