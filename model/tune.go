@@ -77,8 +77,10 @@ func tuneValueProblems(key string, vals []float64) []error {
 	}
 	var problems []error
 	for i, v := range vals {
-		if slices.Contains(vals[:i], v) {
-			problems = append(problems, fmt.Errorf("%s %v is given twice", key, v))
+		if first := slices.Index(vals[:i], v); first >= 0 {
+			if !slices.Contains(vals[first+1:i], v) { // said once, at its second place
+				problems = append(problems, fmt.Errorf("%s %v is given twice", key, v))
+			}
 			continue
 		}
 		switch key {

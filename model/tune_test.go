@@ -370,6 +370,7 @@ func TestCheckTuneValues(t *testing.T) {
 		{map[string][]float64{"lambda": {-1, 1}}, "tune: lambda -1: want a positive finite number"},
 		{map[string][]float64{"lambda": {0}}, "tune: lambda 0: want a positive finite number"},
 		{map[string][]float64{"lambda": {1, 0.1, 1}}, "tune: lambda 1 is given twice"},
+		{map[string][]float64{"lambda": {1, 1, 1, -1}}, "tune: lambda 1 is given twice"},
 		{map[string][]float64{"eta": {0}}, "tune: eta 0: want a positive finite number"},
 		{map[string][]float64{"mu": {-0.1}}, "tune: mu -0.1: want a positive finite number"},
 		{map[string][]float64{"learn_w": {0, 0}}, "tune: learn_w 0 is given twice"},
@@ -391,7 +392,7 @@ func TestCheckTuneValues(t *testing.T) {
 // CheckTuneGrid returns every problem, keys in name order, values in the
 // order given.
 func TestCheckTuneGridAll(t *testing.T) {
-	got := CheckTuneGrid(map[string][]float64{"lambda": {1, 1, -2}, "lamda": {0.1}, "eta": {0.5}})
+	got := CheckTuneGrid(map[string][]float64{"lambda": {1, 1, -2, 1}, "lamda": {0.1}, "eta": {0.5}})
 	want := []string{"lambda 1 is given twice", "lambda -2: want a positive finite number", `unknown hyper-parameter "lamda"`}
 	if len(got) != len(want) {
 		t.Fatalf("problems %v, want %d", got, len(want))

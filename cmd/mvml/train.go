@@ -57,8 +57,9 @@ func runTrain(ctx context.Context, a *app, args []string) error {
 		return usagef("--folds %d: want 2 to %d", *folds, model.MaxFolds)
 	}
 	var c checks
-	if c.checkTune(tune); c.err() != nil {
-		return c.err()
+	c.checkTune(tune)
+	if err := c.err(); err != nil {
+		return err
 	}
 	switch {
 	case fromKafka && len(inputs) > 0:
