@@ -154,20 +154,14 @@ func combos(grid map[string][]float64) ([]map[string]float64, error) {
 		if !slices.Contains(gridKeys, k) {
 			return nil, fmt.Errorf("grid: unknown hyper-parameter %q (want lambda, eta, mu, landmarks, sigma_scale or learn_w)", k)
 		}
+		if err := model.CheckTuneValues(k, vals); err != nil {
+			return nil, fmt.Errorf("grid: %w", err)
+		}
 		if slices.Contains(model.TuneKeys, k) {
-			if err := model.CheckTuneValues(k, vals); err != nil {
-				return nil, fmt.Errorf("grid: %w", err)
-			}
-			continue
+			continue // CheckTuneValues knows their ranges
 		}
-		if len(vals) == 0 {
-			return nil, fmt.Errorf("grid: %s has no values", k)
-		}
-		for i, v := range vals {
-			switch {
-			case slices.Contains(vals[:i], v):
-				return nil, fmt.Errorf("grid: %s %v is given twice", k, v)
-			case !(v > 0) || math.IsInf(v, 0):
+		for _, v := range vals { // landmarks, sigma_scale
+			if !(v > 0) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("grid: %s %v: want a positive finite number", k, v)
 			}
 		}

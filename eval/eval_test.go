@@ -180,7 +180,8 @@ func TestCheckGrid(t *testing.T) {
 		grid map[string][]float64
 		want string // "" when accepted
 	}{
-		{"valid", model.DefaultTrainConfig(), map[string][]float64{"lambda": {1e-3, 1}, "landmarks": {0.1, 20}, "sigma_scale": {0.5, 2}}, ""},
+		{"valid", model.DefaultTrainConfig(), map[string][]float64{"lambda": {1e-3, 1}, "landmarks": {0.1, 20}, "sigma_scale": {0.5, 2}, "learn_w": {0, 1}}, ""},
+		{"sigma_scale thrice", model.DefaultTrainConfig(), map[string][]float64{"sigma_scale": {2, 2, 2}}, "grid: sigma_scale 2 is given twice"},
 		{"negative lambda", model.DefaultTrainConfig(), map[string][]float64{"lambda": {1, -1}}, "grid: lambda -1: want a positive finite number"},
 		{"lambda twice", model.DefaultTrainConfig(), map[string][]float64{"lambda": {1, 1}}, "grid: lambda 1 is given twice"},
 		{"landmarks twice", model.DefaultTrainConfig(), map[string][]float64{"landmarks": {0.1, 0.1}}, "grid: landmarks 0.1 is given twice"},

@@ -57,12 +57,12 @@ func CheckTuneGrid(grid map[string][]float64) []error {
 	return problems
 }
 
-// CheckTuneValues checks the values a grid gives one of TuneKeys, as far
-// as no base configuration is needed: at least one value, none twice,
-// lambda, eta and mu positive and finite (Config.Validate's rule), learn_w
-// 0 (uniform w) or 1 (learned w). It returns the first problem. What
-// depends on the rest of the configuration (mu·eta in mode learned) is
-// Candidate.Apply's check.
+// CheckTuneValues checks the values a grid gives one hyper-parameter, as
+// far as no base configuration is needed: at least one value, none twice,
+// and for those of TuneKeys, lambda, eta and mu positive and finite
+// (Config.Validate's rule), learn_w 0 (uniform w) or 1 (learned w). It
+// returns the first problem. What depends on the rest of the
+// configuration (mu·eta in mode learned) is Candidate.Apply's check.
 func CheckTuneValues(key string, vals []float64) error {
 	if problems := tuneValueProblems(key, vals); len(problems) > 0 {
 		return problems[0]
