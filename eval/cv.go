@@ -8,8 +8,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
@@ -194,15 +192,7 @@ func checkedCombos(spec *schemas.ViewSpec, base model.TrainConfig, grid map[stri
 
 // FormatCombo is a grid combination as "lambda=0.01 landmarks=64", in
 // the order the grid's combinations are enumerated.
-func FormatCombo(c map[string]float64) string {
-	var parts []string
-	for _, k := range gridKeys {
-		if v, ok := c[k]; ok {
-			parts = append(parts, k+"="+strconv.FormatFloat(v, 'g', -1, 64))
-		}
-	}
-	return strings.Join(parts, " ")
-}
+func FormatCombo(c map[string]float64) string { return model.FormatValues(gridKeys, c) }
 
 func apply(spec *schemas.ViewSpec, base model.TrainConfig, c map[string]float64) model.TrainConfig {
 	for k, v := range c {

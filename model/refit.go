@@ -228,8 +228,8 @@ func (a *Accumulator) Decay(f float64) {
 // lineages live in different feature spaces; merging them is an error
 // naming both. Fold f merges into fold f; an accumulator of one fold
 // takes every fold of o in turn (in the default build the bits of one
-// pass, as merges in any order are), and any other difference in the number of folds is an
-// error.
+// pass, as merges in any order are), and any other difference in the
+// number of folds is an error.
 func (a *Accumulator) Merge(o *Accumulator) error {
 	if o.m != a.m && o.Lineage() != a.Lineage() {
 		return fmt.Errorf("accumulate: statistics of lineage %s (model %s) cannot merge into lineage %s (model %s): their feature maps or target encodings differ",

@@ -150,10 +150,14 @@ func (c Candidate) Apply(base Config) (Config, error) {
 
 // String lists the candidate's values in TuneKeys order, "lambda=0.01
 // eta=1".
-func (c Candidate) String() string {
+func (c Candidate) String() string { return FormatValues(TuneKeys, c) }
+
+// FormatValues lists the values of a grid's combination in the order of
+// keys, "lambda=0.01 eta=1"; keys it lacks are left out.
+func FormatValues(keys []string, values map[string]float64) string {
 	var parts []string
-	for _, k := range TuneKeys {
-		if v, ok := c[k]; ok {
+	for _, k := range keys {
+		if v, ok := values[k]; ok {
 			parts = append(parts, k+"="+strconv.FormatFloat(v, 'g', -1, 64))
 		}
 	}
