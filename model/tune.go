@@ -213,7 +213,9 @@ type TuneRow struct {
 // With warm nil every fit is cold, as RefitCold's, and the model equals
 // RefitCold of the chosen configuration; otherwise every fit (fold and
 // final) is warm-started from warm's heads as Refit's, and warm must be
-// of the accumulator's lineage. The fits of a fold share its statistics
+// of the accumulator's lineage. In modes identity and cov without
+// learn_w, a warm start from uniform weights is the cold start
+// (startsCold), and the fold fits are the cold ones. The fits of a fold share its statistics
 // and, when cold, the initial metric's factorisation; candidates that
 // differ in λ alone in modes identity and cov cost one Cholesky
 // factorisation each. The folds are fitted in parallel on up to
@@ -444,6 +446,9 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 	for _, cfg := range cfgs {
 		allFixed = allFixed && isFixed(cfg)
 	}
+	if warm != nil && allFixed && startsCold(warm, len(in.labels.Ranks)) {
+		warm = nil
+	}
 	switch {
 	case warm == nil && allFixed:
 		// fixedFits factorises P + λI itself for every λ, and in mode
@@ -498,6 +503,23 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 		}
 	}
 	return losses, errs, nil
+}
+
+// startsCold says whether warm-starting a fixed fit (isFixed) of views
+// views from warm is its cold start, to the bit: such a fit is one g̃-step
+// at the mode's metric (I, or the statistics' S), whatever warm's, and of
+// warm it reads only the weights of its one head (fitGroups, newStart),
+// which are then uniform, as a cold start's.
+func startsCold(warm *Model, views int) bool {
+	if len(warm.Heads) != 1 || len(warm.Heads[0].W) != views {
+		return true
+	}
+	for _, w := range warm.Heads[0].W {
+		if w != 1/float64(views) {
+			return false
+		}
+	}
+	return true
 }
 
 // isFixed says whether cfg fixes the metric and the weights (modes cov

@@ -96,3 +96,50 @@ func TestCrossFoldReusesMatrices(t *testing.T) {
 		}
 	}
 }
+
+// In modes identity and cov a warm start from a model of uniform weights
+// is the cold start: the fold fits of a warm Tune or CrossLosses take the
+// cold path (fixedFits) and give its losses bit for bit. A warm model of
+// other weights is read: its fold fits start from them.
+func TestCrossFoldWarmFixedStartsCold(t *testing.T) {
+	tc := coldCases()[0]
+	for _, mode := range []Mode{ModeIdentity, ModeCov} {
+		t.Run(string(mode), func(t *testing.T) {
+			acc, cfgs := crossFoldCase(t, tc, mode)
+			uniform := acc.m
+			if !startsCold(uniform, len(uniform.Spec.Views)) {
+				t.Fatalf("weights %v of a fit without learn_w: not a cold start", uniform.Heads[0].W)
+			}
+			weighted := *uniform
+			head := *uniform.Heads[0]
+			head.W = []float64{0.5, 0.3, 0.2}[:len(head.W)]
+			weighted.Heads = []*Head{&head}
+			if startsCold(&weighted, len(uniform.Spec.Views)) {
+				t.Fatal("weights 0.5, 0.3, 0.2: taken for a cold start")
+			}
+			for f := range DefaultFolds {
+				cold, _, err := acc.crossFold(context.Background(), &foldWork{}, f, cfgs, nil, acc.folds[f])
+				if err != nil {
+					t.Fatal(err)
+				}
+				warm, _, err := acc.crossFold(context.Background(), &foldWork{}, f, cfgs, uniform, acc.folds[f])
+				if err != nil {
+					t.Fatal(err)
+				}
+				other, errs, err := acc.crossFold(context.Background(), &foldWork{}, f, cfgs, &weighted, acc.folds[f])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range cfgs {
+					if math.Float64bits(warm[i]) != math.Float64bits(cold[i]) {
+						t.Errorf("fold %d, λ %g: warm loss %.17g, cold %.17g", f, cfgs[i].Lambda, warm[i], cold[i])
+					}
+					if errs[i] != nil || other[i] == cold[i] {
+						t.Errorf("fold %d, λ %g: loss from weights %v: %.17g (error %v), the cold start's %.17g",
+							f, cfgs[i].Lambda, weighted.Heads[0].W, other[i], errs[i], cold[i])
+					}
+				}
+			}
+		})
+	}
+}
