@@ -51,9 +51,9 @@ type fixedFits struct {
 	// intercepts, errs the errors; sg = (S gamma)ᵀ with the held-out S.
 	gamma, icpt, sg []float64
 	errs            []error
-	// full is the held-out S with both triangles.
-	full blas64.General
-	sol  Solution
+	// full is the held-out S with both triangles, onFull scoreOn's.
+	full, onFull blas64.General
+	sol          Solution
 	// finiteA says that the start's metric and weights are finite.
 	finiteA bool
 }
@@ -81,7 +81,7 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 	d := start.d
 	f := &fixedFits{in: in, start: start, score: score, ident: start.cfg.Mode == ModeIdentity}
 	if reuse != nil && reuse.start.d == d && reuse.lbT.RawMatrix().Rows == k {
-		f.lbT, f.zT, f.bT, f.m, f.full, f.usq = reuse.lbT, reuse.zT, reuse.bT, reuse.m, reuse.full, reuse.usq
+		f.lbT, f.zT, f.bT, f.m, f.full, f.onFull, f.usq = reuse.lbT, reuse.zT, reuse.bT, reuse.m, reuse.full, reuse.onFull, reuse.usq
 		f.gT = reuse.gT
 		f.gamma, f.icpt, f.sg, f.errs = reuse.gamma[:0], reuse.icpt[:0], reuse.sg, reuse.errs[:0]
 	} else {
@@ -217,6 +217,30 @@ func (f *fixedFits) fit(cfg Config) {
 // the last call, in the order fitted, with the error of each that could
 // not be fitted, and forgets them.
 func (f *fixedFits) scoreFits() ([]float64, []error) {
+	losses, errs := f.lossesOn(f.score, f.full)
+	f.gamma, f.icpt, f.errs = f.gamma[:0], f.icpt[:0], f.errs[:0]
+	return losses, errs
+}
+
+// scoreOn is scoreFits on the rows of st, other held-out sums of the same
+// order and outputs, without forgetting the fits.
+func (f *fixedFits) scoreOn(st *Stats) ([]float64, []error) {
+	d := f.start.d
+	if len(f.onFull.Data) != d*d {
+		f.onFull = blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
+	}
+	sr := st.S.RawSymmetric()
+	for i := 0; i < d; i++ {
+		copy(f.onFull.Data[i*d+i:(i+1)*d], sr.Data[i*sr.Stride+i:i*sr.Stride+d])
+	}
+	mirrorUpper(f.onFull.Data, d, d)
+	return f.lossesOn(st, f.onFull)
+}
+
+// lossesOn returns the squared loss on the rows of sc, whose S with both
+// triangles is full, of every fit since the last scoreFits, with the
+// error of each that could not be fitted.
+func (f *fixedFits) lossesOn(sc *Stats, full blas64.General) ([]float64, []error) {
 	d, k := f.start.d, f.lbT.RawMatrix().Rows
 	n := len(f.errs)
 	rows := n * k
@@ -224,10 +248,10 @@ func (f *fixedFits) scoreFits() ([]float64, []error) {
 		f.sg = make([]float64, rows*d)
 	}
 	f.sg = f.sg[:rows*d]
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, blas64.General{Rows: rows, Cols: d, Stride: d, Data: f.gamma}, f.full,
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, blas64.General{Rows: rows, Cols: d, Stride: d, Data: f.gamma}, full,
 		0, blas64.General{Rows: rows, Cols: d, Stride: d, Data: f.sg})
 	losses, errs := make([]float64, n), slices.Clone(f.errs)
-	sc, cr := f.score, f.score.C.RawMatrix()
+	cr := sc.C.RawMatrix()
 	for slot := range n {
 		if errs[slot] != nil {
 			continue
@@ -245,7 +269,6 @@ func (f *fixedFits) scoreFits() ([]float64, []error) {
 		}
 		losses[slot], errs[slot] = lossUnits(total, f.in.units)
 	}
-	f.gamma, f.icpt, f.errs = f.gamma[:0], f.icpt[:0], f.errs[:0]
 	return losses, errs
 }
 

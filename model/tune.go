@@ -222,19 +222,38 @@ type TuneRow struct {
 // GOMAXPROCS goroutines; the result does not depend on the scheduling.
 // Cancelling ctx stops it with ctx's error.
 func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, warm *Model) (*Model, *Tuning, error) {
+	m, tun, _, err := a.TuneOn(ctx, base, cands, warm, nil)
+	return m, tun, err
+}
+
+// TuneOn is Tune that also scores the chosen candidate's fold fits on
+// the fold sums of on, other statistics of the lineage in as many folds
+// (such as the labels since the model in service, for a gate): its third
+// result, the chosen configuration's CrossLosses on on, bit for bit,
+// from the fits Tune makes anyway. With on nil it is Tune, and the third
+// result nil.
+func (a *Accumulator) TuneOn(ctx context.Context, base Config, cands []Candidate, warm *Model, on *Accumulator) (*Model, *Tuning, []float64, error) {
+	m, tun, onLoss, err := a.tuneOn(ctx, base, cands, warm, on)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("tune: %w", err)
+	}
+	return m, tun, onLoss, nil
+}
+
+func (a *Accumulator) tuneOn(ctx context.Context, base Config, cands []Candidate, warm *Model, on *Accumulator) (*Model, *Tuning, []float64, error) {
 	if len(cands) == 0 {
-		return nil, nil, errors.New("tune: no candidates")
+		return nil, nil, nil, errors.New("no candidates")
 	}
 	cfgs := make([]Config, len(cands))
 	for i, c := range cands {
 		cfg, err := c.Apply(base)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tune: %w", err)
+			return nil, nil, nil, err
 		}
 		cfgs[i] = cfg
 	}
 	if warm != nil && warm.Features != a.m.Features && warm.Lineage() != a.Lineage() {
-		return nil, nil, fmt.Errorf("tune: warm start from model %s of lineage %s, the statistics are of lineage %s (other feature maps or target encoding)",
+		return nil, nil, nil, fmt.Errorf("warm start from model %s of lineage %s, the statistics are of lineage %s (other feature maps or target encoding)",
 			warm.Version, warm.Lineage(), a.Lineage())
 	}
 	tun := &Tuning{Folds: len(a.folds), FoldRows: a.FoldRows(), Table: make([]TuneRow, len(cands))}
@@ -245,31 +264,53 @@ func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, 
 		}
 	}
 	if len(filled) < 2 {
-		return nil, nil, fmt.Errorf("tune: %w (rows in %d of %d)", errFewFolds, len(filled), len(a.folds))
+		return nil, nil, nil, fmt.Errorf("%w (rows in %d of %d)", errFewFolds, len(filled), len(a.folds))
+	}
+	// scored[f] is on's fold f where CrossLosses scores it; a fold of on
+	// with rows where a's has none is fitted for on alone.
+	scored := make([]*Stats, len(a.folds))
+	fitted := filled
+	if on != nil {
+		if on.m != a.m && on.Lineage() != a.Lineage() {
+			return nil, nil, nil, fmt.Errorf("statistics of lineage %s scored by fits on lineage %s", on.Lineage(), a.Lineage())
+		}
+		if len(on.folds) != len(a.folds) {
+			return nil, nil, nil, fmt.Errorf("statistics of %d folds scored by fits on %d folds", len(on.folds), len(a.folds))
+		}
+		fitted = nil
+		for f := range a.folds {
+			if on.folds[f].N > 0 && a.Rows()-a.folds[f].N > 0 {
+				scored[f] = on.folds[f]
+			}
+			if scored[f] != nil || tun.FoldRows[f] > 0 {
+				fitted = append(fitted, f)
+			}
+		}
 	}
 	for i, c := range cands {
 		tun.Table[i] = TuneRow{Candidate: c, FoldLoss: make([]float64, len(a.folds))}
 	}
-	// losses[f][i] is candidate i's loss on fold f, errs[f][i] its error.
-	losses := make([][]float64, len(a.folds))
-	errs := make([][]error, len(a.folds))
+	// losses[f][i] is candidate i's loss on fold f, errs[f][i] its error;
+	// onLosses and onErrs the same on scored[f].
+	losses, onLosses := make([][]float64, len(a.folds)), make([][]float64, len(a.folds))
+	errs, onErrs := make([][]error, len(a.folds)), make([][]error, len(a.folds))
 	var fatal error
 	var mu sync.Mutex
 	a.sums() // merged once, before the folds read them
-	eachFold(filled, func(w *foldWork, f int) {
-		l, e, err := a.crossFold(ctx, w, f, cfgs, warm, a.folds[f])
+	eachFold(fitted, func(w *foldWork, f int) {
+		l, e, ol, oe, err := a.crossFoldOn(ctx, w, f, cfgs, warm, a.folds[f], scored[f])
 		mu.Lock()
 		defer mu.Unlock()
-		losses[f], errs[f] = l, e
+		losses[f], errs[f], onLosses[f], onErrs[f] = l, e, ol, oe
 		if err != nil && fatal == nil {
 			fatal = err
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("tune: %w", err)
+		return nil, nil, nil, err
 	}
 	if fatal != nil {
-		return nil, nil, fmt.Errorf("tune: %w", fatal)
+		return nil, nil, nil, fatal
 	}
 	for i := range cands {
 		row := &tun.Table[i]
@@ -285,14 +326,27 @@ func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, 
 	}
 	chosen, err := choose(tun.Table, cfgs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tune: %w", err)
+		return nil, nil, nil, err
 	}
 	tun.Chosen = chosen
+	var onLoss []float64
+	if on != nil {
+		onLoss = make([]float64, len(a.folds))
+		for f, st := range scored {
+			if st == nil {
+				continue
+			}
+			if err := onErrs[f][chosen]; err != nil {
+				return nil, nil, nil, fmt.Errorf("candidate %s on fold %d of the statistics scored: %w", cands[chosen], f, err)
+			}
+			onLoss[f] = onLosses[f][chosen]
+		}
+	}
 	m, err := a.refit(ctx, cfgs[chosen], warm)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tune: candidate %s on all folds: %w", cands[chosen], err)
+		return nil, nil, nil, fmt.Errorf("candidate %s on all folds: %w", cands[chosen], err)
 	}
-	return m, tun, nil
+	return m, tun, onLoss, nil
 }
 
 // CrossLosses returns, for every fold f, the squared loss (Model.Loss's
@@ -423,13 +477,26 @@ type foldWork struct {
 // not be fitted; a failure that is not the candidate's (a cancelled ctx)
 // is the third result. It works in w's matrices and leaves its own there.
 func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []Config, warm *Model, score *Stats) ([]float64, []error, error) {
+	losses, errs, _, _, err := a.crossFoldOn(ctx, w, f, cfgs, warm, score, nil)
+	return losses, errs, err
+}
+
+// crossFoldOn is crossFold that also scores the same fits on the rows of
+// on, when not nil: the losses and errors on them are its third and
+// fourth results, those crossFold with score on would give, bit for bit.
+func (a *Accumulator) crossFoldOn(ctx context.Context, w *foldWork, f int, cfgs []Config, warm *Model, score, on *Stats) ([]float64, []error, []float64, []error, error) {
 	losses, errs := make([]float64, len(cfgs)), make([]error, len(cfgs))
+	var onLosses []float64
+	var onErrs []error
+	if on != nil {
+		onLosses, onErrs = make([]float64, len(cfgs)), make([]error, len(cfgs))
+	}
 	train := withoutFoldInto(w.train, a.sums(), a.folds[f])
 	w.train = train
 	units := a.m.labelUnits()
 	in, err := newFitInputFrom(train, cfgs[0], units, w.in)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	w.in = in
 	done := w.done // the last fit's, whose working matrices the next reuses
@@ -470,10 +537,13 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 	var fixedCands []int // the candidates fitted by fixed, in order
 	for i, cfg := range cfgs {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if startErr != nil {
 			errs[i] = startErr
+			if on != nil {
+				onErrs[i] = startErr
+			}
 			continue
 		}
 		if start != nil && isFixed(cfg) {
@@ -488,21 +558,34 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 		var err error
 		groups := headGroups(train.Outputs(), cfg, a.m.Config.Multiclass)
 		sols, done, err = fitGroups(ctx, in, start, done, cfg, groups, warm)
-		if err == nil {
-			losses[i], err = solutionsLoss(score, sols, units)
-		}
 		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+			return nil, nil, nil, nil, ctx.Err()
 		}
-		errs[i] = err
+		if err != nil {
+			errs[i] = err
+			if on != nil {
+				onErrs[i] = err
+			}
+			continue
+		}
+		losses[i], errs[i] = solutionsLoss(score, sols, units)
+		if on != nil {
+			onLosses[i], onErrs[i] = solutionsLoss(on, sols, units)
+		}
 	}
 	if len(fixedCands) > 0 {
+		if on != nil {
+			l, e := fixed.scoreOn(on)
+			for j, i := range fixedCands {
+				onLosses[i], onErrs[i] = l[j], e[j]
+			}
+		}
 		l, e := fixed.scoreFits()
 		for j, i := range fixedCands {
 			losses[i], errs[i] = l[j], e[j]
 		}
 	}
-	return losses, errs, nil
+	return losses, errs, onLosses, onErrs, nil
 }
 
 // startsCold says whether warm-starting a fixed fit (isFixed) of views

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -142,4 +143,63 @@ func TestCrossFoldWarmFixedStartsCold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TuneOn scores the fold fits it makes on other statistics of the
+// lineage: the chosen candidate's losses on them are its CrossLosses,
+// bit for bit, cold and warm, in every mode, and the model is Tune's.
+func TestTuneOnScoresAsCrossLosses(t *testing.T) {
+	cands := tuneCandidates(t)
+	for _, tc := range coldCases() {
+		for _, mode := range coldModes {
+			t.Run(tc.name+"/"+string(mode), func(t *testing.T) {
+				acc, _ := crossFoldCase(t, tc, mode)
+				base := acc.m
+				on, err := base.NewFoldAccumulator(DefaultFolds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, l := pick(tc.views, tc.labels, func(i int) bool { return i%3 == 0 })
+				if err := on.AddFolds(seqIDs(9000, 9000+len(l)), v, l); err != nil {
+					t.Fatal(err)
+				}
+				for _, warm := range []*Model{nil, base} {
+					m, tun, got, err := acc.TuneOn(context.Background(), base.Config.Fit, cands, warm, on)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := acc.CrossLosses(context.Background(), chosenConfig(t, tun, cands, base), warm, on)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for f := range want {
+						if math.Float64bits(got[f]) != math.Float64bits(want[f]) || want[f] <= 0 {
+							t.Errorf("warm %v, fold %d: loss on other rows %.17g, CrossLosses %.17g", warm != nil, f, got[f], want[f])
+						}
+					}
+					alone, _, err := acc.Tune(context.Background(), base.Config.Fit, cands, warm)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if m.Version != alone.Version {
+						t.Errorf("warm %v: model %s, Tune's %s", warm != nil, m.Version, alone.Version)
+					}
+				}
+				if _, _, _, err := acc.TuneOn(context.Background(), base.Config.Fit, cands, nil, must(base.NewFoldAccumulator(4))); err == nil || !strings.Contains(err.Error(), "statistics of 4 folds") {
+					t.Errorf("statistics of 4 folds: error %v", err)
+				}
+			})
+		}
+	}
+}
+
+// chosenConfig is the configuration of the candidate tun chose, applied
+// to base's.
+func chosenConfig(t *testing.T, tun *Tuning, cands []Candidate, base *Model) Config {
+	t.Helper()
+	cfg, err := cands[tun.Chosen].Apply(base.Config.Fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

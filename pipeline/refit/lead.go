@@ -734,7 +734,16 @@ func (l *leader) tune(ctx context.Context, total *model.Accumulator, cur *model.
 	if !l.r.cfg.Cold {
 		warm = cur
 	}
-	m, tun, err := total.Tune(ctx, cur.Config.Fit, l.r.cands, warm)
+	// The gate scores the fold fits on the labels since cur was made
+	// current (gate.Judge), which tuning makes anyway.
+	var since *model.Accumulator
+	if l.r.cfg.GateMargin >= 0 {
+		var err error
+		if since, err = l.lin.labelsSince(); err != nil {
+			return nil, nil, fmt.Errorf("gate: %w", err)
+		}
+	}
+	m, tun, sinceLoss, err := total.TuneOn(ctx, cur.Config.Fit, l.r.cands, warm, since)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -742,23 +751,12 @@ func (l *leader) tune(ctx context.Context, total *model.Accumulator, cur *model.
 	chosen := tun.Table[tun.Chosen].Candidate
 	l.r.setTuned(chosen)
 	l.r.logger.Info("refit: tuned", "chosen", chosen.String(), "folds", tun.Folds, "cv_loss", tun.Table[tun.Chosen].Loss, "candidates", len(tun.Table))
-	if l.r.cfg.GateMargin < 0 {
+	if since == nil {
 		return m, nil, nil
 	}
-	verdict, err := l.gate(ctx, total, m, warm, cur)
+	verdict, err := gate.Judge(since, sinceLoss, m, cur, l.r.cfg.GateMargin)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gate: %w", err)
 	}
 	return m, verdict, nil
-}
-
-// gate judges a tuned refit m of total (warm-started from warm) against
-// cur, the model in service, on the labels since cur was made current
-// (gate.Judge).
-func (l *leader) gate(ctx context.Context, total *model.Accumulator, m, warm, cur *model.Model) (*registry.Gate, error) {
-	since, err := l.lin.labelsSince()
-	if err != nil {
-		return nil, err
-	}
-	return gate.Judge(ctx, total, since, m, warm, cur, l.r.cfg.GateMargin)
 }

@@ -137,24 +137,23 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 //   - untuned-folds5: the same refit of deltas that keep
 //     model.DefaultFolds fold sums (the default --folds 5);
 //   - tuned: the deltas keep model.DefaultFolds fold sums (--folds 5),
-//     tuned on --tune lambda=1e-4,1e-3,1e-2,1e-1,1 (Accumulator.Tune) and
-//     gated with the default margin against the serving model on the
-//     rows merged since it was made current, here all of them
-//     (leader.gate: CrossLosses of the chosen configuration, Losses of
-//     the serving model).
+//     tuned on --tune lambda=1e-4,1e-3,1e-2,1e-1,1 and gated with the
+//     default margin against the serving model on the rows merged since
+//     it was made current, here all of them (leader.tune: Accumulator.TuneOn
+//     scoring its fold fits on those rows too, then gate.Judge).
 //
 // merge_ms is taking the messages (decode, checksums, ledger, merge into
 // the rows since the last refit) and the statistics of the refit (leader's total: the last refit's,
-// copied and decayed, and the rows since); fit_ms the refit or the tuning
-// with its final fit; gate_ms the gate; encode_ms the model's encoding as
+// copied and decayed, and the rows since); fit_ms the refit, or the tuning
+// with its final fit and the gate; encode_ms the model's encoding as
 // the model store publishes it (Model.Encode); ckpt_ms the refit's
 // statistics made the base (lineageState.refitted) and the encoding of
 // the checkpoint stored after it (leader.encodeCheckpoint: the
 // statistics, the labels since the model in service and the ledger). The writes to
 // the brokers are not timed. cpu-ms/op is the process's
-// CPU time per operation, all goroutines (Tune and the gate fit folds in
-// parallel), fit_cpu-ms and gate_cpu-ms that of the fit and the gate
-// alone (model.BenchmarkTune's measure). Run with -benchtime=3x.
+// CPU time per operation, all goroutines (tuning fits folds in
+// parallel), fit_cpu-ms that of the fit alone (model.BenchmarkTune's
+// measure). Run with -benchtime=3x.
 func BenchmarkRefitterTune(b *testing.B) {
 	grid := map[string][]float64{"lambda": {1e-4, 1e-3, 1e-2, 1e-1, 1}}
 	cands, err := model.Candidates(grid)
@@ -206,8 +205,8 @@ func BenchmarkRefitterTune(b *testing.B) {
 func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *model.Model, msgs []kafkaconn.Message) {
 	ctx := context.Background()
 	r := &Role{cfg: cfg, logger: slog.New(slog.DiscardHandler), cands: cands}
-	var merge, fit, gate, encode, checkpoint time.Duration
-	var fitCPU, gateCPU float64
+	var merge, fit, encode, checkpoint time.Duration
+	var fitCPU float64
 	var size, cpSize int
 	cpu := cpuSeconds()
 	for b.Loop() {
@@ -234,26 +233,14 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 		var verdict *registry.Gate
 		switch {
 		case len(r.cands) > 0:
-			var warm *model.Model
-			if !cfg.Cold {
-				warm = cur
-			}
-			var tun *model.Tuning
-			if m, tun, err = total.Tune(ctx, cur.Config.Fit, r.cands, warm); err != nil {
+			if m, verdict, err = l.tune(ctx, total, cur); err != nil {
 				b.Fatal(err)
 			}
-			m.Meta.Tuning = tun
 			fit += time.Since(start)
 			fitCPU += cpuSeconds() - startCPU
-			start, startCPU = time.Now(), cpuSeconds()
-			if verdict, err = l.gate(ctx, total, m, warm, cur); err != nil {
-				b.Fatal(err)
-			}
 			if verdict == nil || verdict.NewLoss == nil {
 				b.Fatalf("gate %+v: no loss on the labels since the serving model", verdict)
 			}
-			gate += time.Since(start)
-			gateCPU += cpuSeconds() - startCPU
 		case cfg.Cold:
 			m, err = total.RefitCold(ctx, cur.Config.Fit)
 			fit += time.Since(start)
@@ -292,12 +279,10 @@ func benchRefitCycle(b *testing.B, cfg Config, cands []model.Candidate, cur *mod
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N) }
 	b.ReportMetric(ms(merge), "merge_ms/op")
 	b.ReportMetric(ms(fit), "fit_ms/op")
-	b.ReportMetric(ms(gate), "gate_ms/op")
 	b.ReportMetric(ms(encode), "encode_ms/op")
 	b.ReportMetric(ms(checkpoint), "ckpt_ms/op")
 	b.ReportMetric(cpu*1e3/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(fitCPU*1e3/float64(b.N), "fit_cpu-ms/op")
-	b.ReportMetric(gateCPU*1e3/float64(b.N), "gate_cpu-ms/op")
 	b.ReportMetric(float64(size), "model_B")
 	b.ReportMetric(float64(cpSize), "ckpt_B")
 }

@@ -108,7 +108,13 @@ func (r *refitScheduler) takeFresh() error {
 // candidate and is not served.
 func (s *Service) tunedRefit(ctx context.Context, base *model.Model, snapshot, since *model.Accumulator, fit model.Config, warm, current *model.Model) refitResult {
 	start := time.Now()
-	m, tun, err := snapshot.Tune(ctx, fit, s.cands, warm)
+	// The gate scores the fold fits on the labels since (gate.Judge),
+	// which tuning makes anyway.
+	var on *model.Accumulator
+	if s.cfg.Refit.GateMargin >= 0 {
+		on = since
+	}
+	m, tun, sinceLoss, err := snapshot.TuneOn(ctx, fit, s.cands, warm, on)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -119,7 +125,7 @@ func (s *Service) tunedRefit(ctx context.Context, base *model.Model, snapshot, s
 		s.setTuned(chosen.Candidate)
 		s.cfg.Logger.Info("refit tuned", "chosen", chosen.Candidate.String(), "folds", tun.Folds, "cv_loss", chosen.Loss, "candidates", len(tun.Table))
 		if s.cfg.Refit.GateMargin >= 0 {
-			if verdict, err = gate.Judge(ctx, snapshot, since, m, warm, current, s.cfg.Refit.GateMargin); err != nil {
+			if verdict, err = gate.Judge(since, sinceLoss, m, current, s.cfg.Refit.GateMargin); err != nil {
 				err = fmt.Errorf("gate: %w", err)
 			}
 		}

@@ -6,7 +6,6 @@
 package gate
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/mvml/mvml/model"
@@ -14,19 +13,20 @@ import (
 )
 
 // Judge is the gate a tuned refit passes before it is made current:
-// m, tuned on total's fold sums (warm-started from warm, nil for cold),
-// is compared with cur, the model in service, on two out of sample
-// estimates, both squared losses per row from fold sums:
+// m, tuned on the fold sums of all the rows, is compared with cur, the
+// model in service, on two out of sample estimates, both squared losses
+// per row from fold sums:
 //
 //   - (a) its cross-validated loss against the one recorded for cur when
 //     cur was tuned (skipped when cur was not): the quality of the fit on
 //     all the rows, as each was estimated on the rows of its day;
 //   - (b) on the labels that arrived since cur was made current (since,
-//     kept as fold sums of total's folds): each fold's loss of m's
-//     configuration fitted on the other folds of total
-//     (Accumulator.CrossLosses: it never sees the fold it is scored on)
-//     against cur's loss on the same rows (Accumulator.Losses: cur never
-//     saw them at all). Skipped when since holds no row.
+//     kept as fold sums of the same folds): sinceLoss, each fold's loss
+//     of m's configuration fitted on the other folds of all the rows
+//     (Accumulator.TuneOn gives it with m, as CrossLosses would: it never
+//     sees the fold it is scored on), against cur's loss on the same rows
+//     (Accumulator.Losses: cur never saw them at all). Skipped when since
+//     holds no row.
 //
 // With ra and rb the refit's loss over cur's in (a) and (b) (1 for an
 // estimate skipped) and margin m, the refit is accepted when
@@ -46,7 +46,7 @@ import (
 // clean rows outnumbering them) and a refit is accepted again. Both
 // estimates use the decayed sums (total and since decay alike at every
 // refit).
-func Judge(ctx context.Context, total, since *model.Accumulator, m, warm, cur *model.Model, margin float64) (*registry.Gate, error) {
+func Judge(since *model.Accumulator, sinceLoss []float64, m, cur *model.Model, margin float64) (*registry.Gate, error) {
 	tun := m.Meta.Tuning
 	g := &registry.Gate{Outcome: registry.GateAccepted, Serving: cur.Version, Margin: margin,
 		CVLoss: tun.Table[tun.Chosen].Loss / sum(tun.FoldRows)}
@@ -57,15 +57,14 @@ func Judge(ctx context.Context, total, since *model.Accumulator, m, warm, cur *m
 		ra = lossRatio(g.CVLoss, v)
 	}
 	if g.NewRows = since.Rows(); g.NewRows > 0 {
-		cand, err := total.CrossLosses(ctx, m.Config.Fit, warm, since)
-		if err != nil {
-			return nil, err
+		if len(sinceLoss) != len(since.FoldRows()) {
+			return nil, fmt.Errorf("losses of %d folds on the labels since, of %d folds", len(sinceLoss), len(since.FoldRows()))
 		}
 		serving, err := since.Losses(cur)
 		if err != nil {
 			return nil, err
 		}
-		nc, ns := sum(cand)/g.NewRows, sum(serving)/g.NewRows
+		nc, ns := sum(sinceLoss)/g.NewRows, sum(serving)/g.NewRows
 		g.NewLoss, g.ServingNewLoss = &nc, &ns
 		rb = lossRatio(nc, ns)
 	}
