@@ -9,7 +9,7 @@ ROUNDS    ?= 3
 # The numeric packages whose tests run again on OpenBLAS (make test-openblas).
 OPENBLAS_PKGS := ./internal/blasimpl ./transform ./model ./eval ./pipeline/...
 
-.PHONY: help build build-openblas test test-short test-noasm test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-kernels bench-train bench-arrow bench-serve bench-fleet demo fuzz reproduce docs clean
+.PHONY: help build build-openblas test test-short test-noasm test-openblas vet lint fmt-check static bench bench-blas bench-score bench-stream bench-kernels bench-train bench-tune bench-arrow bench-serve bench-fleet demo fuzz reproduce docs clean
 
 help:
 	@echo "make demo            run the main job on the embedded default (no files, no network)"
@@ -28,6 +28,7 @@ help:
 	@echo "make bench-stream    mvml train --stream on 1M rows: seconds, rows/s and peak RSS (BASE=REV compares)"
 	@echo "make bench-kernels   each hand-written kernel's share of mvml score, train --stream and train (builds without it in turn)"
 	@echo "make bench-train     mvml train with default flags on 1M rows of 3 × 64: seconds, peak RSS, held or streamed"
+	@echo "make bench-tune      train and refit --once on uWave with and without --tune (5 λ, 5 folds): CPU and ratios (ROUNDS=$(ROUNDS))"
 	@echo "make bench-arrow     serve on Arrow IPC input against kafka-go's bare consumer, in one run (COUNT=$(COUNT))"
 	@echo "make bench-serve     serve on JSON and on Arrow IPC input against the bare consumer, and labelled"
 	@echo "                     against unlabelled records (COUNT=$(COUNT));"
@@ -122,6 +123,9 @@ bench-kernels:
 
 bench-train:
 	./scripts/bench-train.sh
+
+bench-tune:
+	ROUNDS=$(ROUNDS) ./scripts/bench-tune.sh
 
 # The service and the bare consumer alternate within every run, so that
 # their ratio is measured under the same load; benchstat summarises COUNT runs.
