@@ -215,10 +215,10 @@ type TuneRow struct {
 // final) is warm-started from warm's heads as Refit's, and warm must be
 // of the accumulator's lineage. In modes identity and cov without
 // learn_w, a warm start from uniform weights is the cold start
-// (startsCold), and the fold fits are the cold ones. The fits of a fold share its statistics
-// and, when cold, the initial metric's factorisation; candidates that
-// differ in λ alone in modes identity and cov cost one Cholesky
-// factorisation each. The folds are fitted in parallel on up to
+// (startsCold), and the fold fits are the cold ones. The fits of a fold
+// share its statistics and, when cold, the initial metric's
+// factorisation; candidates that differ in λ alone in modes identity and
+// cov cost one Cholesky factorisation each. The folds are fitted in parallel on up to
 // GOMAXPROCS goroutines; the result does not depend on the scheduling.
 // Cancelling ctx stops it with ctx's error.
 func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, warm *Model) (*Model, *Tuning, error) {
@@ -588,11 +588,12 @@ func (a *Accumulator) crossFoldOn(ctx context.Context, w *foldWork, f int, cfgs 
 	return losses, errs, onLosses, onErrs, nil
 }
 
-// startsCold says whether warm-starting a fixed fit (isFixed) of views
-// views from warm is its cold start, to the bit: such a fit is one g̃-step
-// at the mode's metric (I, or the statistics' S), whatever warm's, and of
-// warm it reads only the weights of its one head (fitGroups, newStart),
-// which are then uniform, as a cold start's.
+// startsCold says whether a fixed fit (isFixed) of statistics of that
+// many views, warm-started from warm, starts where a cold one does, to
+// the bit: such a fit is one g̃-step at the mode's metric (I, or the
+// statistics' S), whatever warm's, and of warm it reads only the weights
+// of its one head (fitGroups, newStart), which are then uniform, as a
+// cold start's.
 func startsCold(warm *Model, views int) bool {
 	if len(warm.Heads) != 1 || len(warm.Heads[0].W) != views {
 		return true

@@ -734,8 +734,9 @@ func (l *leader) tune(ctx context.Context, total *model.Accumulator, cur *model.
 	if !l.r.cfg.Cold {
 		warm = cur
 	}
-	// The gate scores the fold fits on the labels since cur was made
-	// current (gate.Judge), which tuning makes anyway.
+	// The gate (gate.Judge) reads the chosen configuration's fold fits
+	// scored on the labels since cur was made current: the tuning scores
+	// the fits it makes on them too.
 	var since *model.Accumulator
 	if l.r.cfg.GateMargin >= 0 {
 		var err error

@@ -108,8 +108,9 @@ func (r *refitScheduler) takeFresh() error {
 // candidate and is not served.
 func (s *Service) tunedRefit(ctx context.Context, base *model.Model, snapshot, since *model.Accumulator, fit model.Config, warm, current *model.Model) refitResult {
 	start := time.Now()
-	// The gate scores the fold fits on the labels since (gate.Judge),
-	// which tuning makes anyway.
+	// The gate (gate.Judge) reads the chosen configuration's fold fits
+	// scored on the labels since: the tuning scores the fits it makes on
+	// them too.
 	var on *model.Accumulator
 	if s.cfg.Refit.GateMargin >= 0 {
 		on = since

@@ -44,8 +44,8 @@ import (
 // wrong: a large gain in (b), accepted. Once clean labels return after a
 // rejected stretch, (a) falls as the wrong labels weigh less (decay, or
 // clean rows outnumbering them) and a refit is accepted again. Both
-// estimates use the decayed sums (total and since decay alike at every
-// refit).
+// estimates use the decayed sums (all the rows and since decay alike at
+// every refit).
 func Judge(since *model.Accumulator, sinceLoss []float64, m, cur *model.Model, margin float64) (*registry.Gate, error) {
 	tun := m.Meta.Tuning
 	g := &registry.Gate{Outcome: registry.GateAccepted, Serving: cur.Version, Margin: margin,
@@ -58,7 +58,7 @@ func Judge(since *model.Accumulator, sinceLoss []float64, m, cur *model.Model, m
 	}
 	if g.NewRows = since.Rows(); g.NewRows > 0 {
 		if len(sinceLoss) != len(since.FoldRows()) {
-			return nil, fmt.Errorf("losses of %d folds on the labels since, of %d folds", len(sinceLoss), len(since.FoldRows()))
+			return nil, fmt.Errorf("%d fold losses on the labels since, which keep %d folds", len(sinceLoss), len(since.FoldRows()))
 		}
 		serving, err := since.Losses(cur)
 		if err != nil {
