@@ -229,7 +229,8 @@ func (a *Accumulator) Tune(ctx context.Context, base Config, cands []Candidate, 
 // TuneOn is Tune that also scores the chosen candidate's fold fits on
 // the fold sums of on, other statistics of the lineage in as many folds
 // (such as the labels since the model in service, for a gate): its third
-// result, the chosen configuration's CrossLosses on on, bit for bit,
+// result, the chosen configuration's CrossLosses on on (bit for bit in
+// the default build, whose Dgemm sums in one order whatever the shapes),
 // from the fits Tune makes anyway. With on nil it is Tune, and the third
 // result nil.
 func (a *Accumulator) TuneOn(ctx context.Context, base Config, cands []Candidate, warm *Model, on *Accumulator) (*Model, *Tuning, []float64, error) {
@@ -483,7 +484,8 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 
 // crossFoldOn is crossFold that also scores the same fits on the rows of
 // on, when not nil: the losses and errors on them are its third and
-// fourth results, those crossFold with score on would give, bit for bit.
+// fourth results, those crossFold with score on would give (bit for bit
+// in the default build).
 func (a *Accumulator) crossFoldOn(ctx context.Context, w *foldWork, f int, cfgs []Config, warm *Model, score, on *Stats) ([]float64, []error, []float64, []error, error) {
 	losses, errs := make([]float64, len(cfgs)), make([]error, len(cfgs))
 	var onLosses []float64
