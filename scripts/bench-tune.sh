@@ -8,7 +8,10 @@
 #     the file's statistics published by `mvml stats --delta-rows 100`
 #     (9 deltas) to the in-process broker (`mvml broker`): tuned on 5 fold
 #     sums, untuned on the same, and untuned on one sum (--folds 1); warm
-#     from the base model (the command's default).
+#     from the base model (the command's default). The gate rejects the
+#     tuned refits: the labels since the base are its own training rows,
+#     so its loss on them is in sample, the refit's out of sample. A
+#     rejected refit's checkpoint also keeps those labels.
 # The runs of a mode alternate ROUNDS times (default 5). Prints each run's
 # CPU seconds (user + system) and wall seconds, then per mode the median
 # CPU of each and the ratios to the untuned run. The goal: a tuned refit
@@ -69,7 +72,7 @@ trainPart() {
   report train "$mode" untuned tuned
 }
 refitPart() {
-  local mode=$1 cpu wall port r run k t flags
+  local mode=$1 cpu wall port r run k t flags outcome
   : >"$dir/untuned-folds1" && : >"$dir/untuned" && : >"$dir/tuned"
   for r in $(seq "$rounds"); do
     # A broker a round: each refit --once takes its topics' deltas once.
@@ -95,6 +98,10 @@ refitPart() {
         --folds "$k" --delta-rows 100 >/dev/null 2>>"$dir/setup.log"
       read -r cpu wall < <(run "$dir/refit.usage" "$dir/mvml" refit --once --http= --brokers "127.0.0.1:$port" --stats-topic "stats$t" \
         --model-topic "models$t" --folds "$k" "${flags[@]}")
+      if [ "$run" = tuned ]; then
+        grep -q 'rejected by the gate' "$dir/stderr" && outcome=rejected || outcome=accepted
+        echo "$outcome" >>"$dir/outcomes"
+      fi
       [ -n "$cpu" ] || exit 1
       printf '%-6s %-9s %-12s %5d %8s %8s\n' refit "$mode" "$run" "$r" "$cpu" "$wall"
       echo "$cpu" >>"$dir/$run"
@@ -105,6 +112,8 @@ refitPart() {
   done
   report refit "$mode" untuned tuned
   report refit "$mode" untuned-folds1 untuned tuned
+  echo "# refit $mode: the gate on the tuned refits: $(sort "$dir/outcomes" | uniq -c | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }')"
+  rm -f "$dir/outcomes"
 }
 for part in "${parts[@]}"; do
   for mode in "${modes[@]}"; do
