@@ -152,8 +152,8 @@ func BenchmarkRefitterMergeAndRefit(b *testing.B) {
 // statistics, the labels since the model in service and the ledger). The writes to
 // the brokers are not timed. cpu-ms/op is the process's
 // CPU time per operation, all goroutines (tuning fits folds in
-// parallel), fit_cpu-ms that of the fit alone (model.BenchmarkTune's
-// measure). Run with -benchtime=3x.
+// parallel), fit_cpu-ms that of fit_ms's work alone (model.BenchmarkTune's
+// measure, with the gate when tuned). Run with -benchtime=3x.
 func BenchmarkRefitterTune(b *testing.B) {
 	grid := map[string][]float64{"lambda": {1e-4, 1e-3, 1e-2, 1e-1, 1}}
 	cands, err := model.Candidates(grid)
