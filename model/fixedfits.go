@@ -125,11 +125,7 @@ func newFixedFitsFrom(in *fitInput, start *solver, k int, score *Stats, reuse *f
 			f.gT = mat.NewDense(k, d, nil)
 		}
 	}
-	sr := score.S.RawSymmetric()
-	for i := 0; i < d; i++ {
-		copy(f.full.Data[i*d+i:(i+1)*d], sr.Data[i*sr.Stride+i:i*sr.Stride+d])
-	}
-	mirrorUpper(f.full.Data, d, d)
+	fillSymmetric(f.full, score.S.RawSymmetric())
 	f.sol = Solution{A: start.a, G: f.gT, W: start.w}
 	f.finiteA = (f.ident || allFinite(start.a.RawSymmetric().Data)) && allFinite(start.w) // mode identity's metric is I
 	return f
@@ -229,12 +225,18 @@ func (f *fixedFits) scoreOn(st *Stats) ([]float64, []error) {
 	if len(f.onFull.Data) != d*d {
 		f.onFull = blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
 	}
-	sr := st.S.RawSymmetric()
-	for i := 0; i < d; i++ {
-		copy(f.onFull.Data[i*d+i:(i+1)*d], sr.Data[i*sr.Stride+i:i*sr.Stride+d])
-	}
-	mirrorUpper(f.onFull.Data, d, d)
+	fillSymmetric(f.onFull, st.S.RawSymmetric())
 	return f.lossesOn(st, f.onFull)
+}
+
+// fillSymmetric writes s, stored as its upper triangle, into the square
+// dst (row stride its order) with both triangles.
+func fillSymmetric(dst blas64.General, s blas64.Symmetric) {
+	d := s.N
+	for i := 0; i < d; i++ {
+		copy(dst.Data[i*d+i:(i+1)*d], s.Data[i*s.Stride+i:i*s.Stride+d])
+	}
+	mirrorUpper(dst.Data, d, d)
 }
 
 // lossesOn returns the squared loss on the rows of sc, whose S with both

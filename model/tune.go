@@ -267,25 +267,18 @@ func (a *Accumulator) tuneOn(ctx context.Context, base Config, cands []Candidate
 	if len(filled) < 2 {
 		return nil, nil, nil, fmt.Errorf("%w (rows in %d of %d)", errFewFolds, len(filled), len(a.folds))
 	}
-	// scored[f] is on's fold f where CrossLosses scores it; a fold of on
-	// with rows where a's has none is fitted for on alone.
+	// A fold of on with rows where a's has none is fitted for on alone.
 	scored := make([]*Stats, len(a.folds))
-	fitted := filled
 	if on != nil {
-		if on.m != a.m && on.Lineage() != a.Lineage() {
-			return nil, nil, nil, fmt.Errorf("statistics of lineage %s scored by fits on lineage %s", on.Lineage(), a.Lineage())
+		var err error
+		if scored, err = a.scoredFolds(on); err != nil {
+			return nil, nil, nil, err
 		}
-		if len(on.folds) != len(a.folds) {
-			return nil, nil, nil, fmt.Errorf("statistics of %d folds scored by fits on %d folds", len(on.folds), len(a.folds))
-		}
-		fitted = nil
-		for f := range a.folds {
-			if on.folds[f].N > 0 && a.Rows()-a.folds[f].N > 0 {
-				scored[f] = on.folds[f]
-			}
-			if scored[f] != nil || tun.FoldRows[f] > 0 {
-				fitted = append(fitted, f)
-			}
+	}
+	var fitted []int
+	for f := range a.folds {
+		if tun.FoldRows[f] > 0 || scored[f] != nil {
+			fitted = append(fitted, f)
 		}
 	}
 	for i, c := range cands {
@@ -365,18 +358,16 @@ func (a *Accumulator) CrossLosses(ctx context.Context, fit Config, warm *Model, 
 	if err := fit.Validate(); err != nil {
 		return nil, fmt.Errorf("cross losses: %w", err)
 	}
-	if on.m != a.m && on.Lineage() != a.Lineage() {
-		return nil, fmt.Errorf("cross losses: statistics of lineage %s scored by fits on lineage %s", on.Lineage(), a.Lineage())
-	}
-	if len(on.folds) != len(a.folds) {
-		return nil, fmt.Errorf("cross losses: statistics of %d folds scored by fits on %d folds", len(on.folds), len(a.folds))
+	scored, err := a.scoredFolds(on)
+	if err != nil {
+		return nil, fmt.Errorf("cross losses: %w", err)
 	}
 	if warm != nil && warm.Features != a.m.Features && warm.Lineage() != a.Lineage() {
 		return nil, fmt.Errorf("cross losses: warm start from model %s of lineage %s, the statistics are of lineage %s", warm.Version, warm.Lineage(), a.Lineage())
 	}
 	var filled []int
-	for f := range a.folds {
-		if on.folds[f].N > 0 && a.Rows()-a.folds[f].N > 0 {
+	for f, st := range scored {
+		if st != nil {
 			filled = append(filled, f)
 		}
 	}
@@ -384,7 +375,7 @@ func (a *Accumulator) CrossLosses(ctx context.Context, fit Config, warm *Model, 
 	errs := make([]error, len(a.folds))
 	a.sums() // merged once, before the folds read them
 	eachFold(filled, func(w *foldWork, f int) {
-		l, e, err := a.crossFold(ctx, w, f, []Config{fit}, warm, on.folds[f])
+		l, e, err := a.crossFold(ctx, w, f, []Config{fit}, warm, scored[f])
 		if err == nil {
 			out[f], err = l[0], e[0]
 		}
@@ -399,6 +390,26 @@ func (a *Accumulator) CrossLosses(ctx context.Context, fit Config, warm *Model, 
 		return nil, fmt.Errorf("cross losses: %w", err)
 	}
 	return out, nil
+}
+
+// scoredFolds returns, for every fold f, on's fold f where fits on a's
+// other folds score it (CrossLosses, TuneOn): when it has rows and a's
+// other folds have rows to fit; nil otherwise. on must be of a's lineage
+// and number of folds.
+func (a *Accumulator) scoredFolds(on *Accumulator) ([]*Stats, error) {
+	if on.m != a.m && on.Lineage() != a.Lineage() {
+		return nil, fmt.Errorf("statistics of lineage %s scored by fits on lineage %s", on.Lineage(), a.Lineage())
+	}
+	if len(on.folds) != len(a.folds) {
+		return nil, fmt.Errorf("statistics of %d folds scored by fits on %d folds", len(on.folds), len(a.folds))
+	}
+	scored := make([]*Stats, len(a.folds))
+	for f, st := range on.folds {
+		if st.N > 0 && a.Rows()-a.folds[f].N > 0 {
+			scored[f] = st
+		}
+	}
+	return scored, nil
 }
 
 // choose returns the index of the candidate of least loss among those
@@ -485,14 +496,11 @@ func (a *Accumulator) crossFold(ctx context.Context, w *foldWork, f int, cfgs []
 // crossFoldOn is crossFold that also scores the same fits on the rows of
 // on, when not nil: the losses and errors on them are its third and
 // fourth results, those crossFold with score on would give (bit for bit
-// in the default build).
+// in the default build); with on nil, its losses are 0 and its errors
+// the fits'.
 func (a *Accumulator) crossFoldOn(ctx context.Context, w *foldWork, f int, cfgs []Config, warm *Model, score, on *Stats) ([]float64, []error, []float64, []error, error) {
 	losses, errs := make([]float64, len(cfgs)), make([]error, len(cfgs))
-	var onLosses []float64
-	var onErrs []error
-	if on != nil {
-		onLosses, onErrs = make([]float64, len(cfgs)), make([]error, len(cfgs))
-	}
+	onLosses, onErrs := make([]float64, len(cfgs)), make([]error, len(cfgs))
 	train := withoutFoldInto(w.train, a.sums(), a.folds[f])
 	w.train = train
 	units := a.m.labelUnits()
@@ -542,10 +550,7 @@ func (a *Accumulator) crossFoldOn(ctx context.Context, w *foldWork, f int, cfgs 
 			return nil, nil, nil, nil, err
 		}
 		if startErr != nil {
-			errs[i] = startErr
-			if on != nil {
-				onErrs[i] = startErr
-			}
+			errs[i], onErrs[i] = startErr, startErr
 			continue
 		}
 		if start != nil && isFixed(cfg) {
@@ -564,10 +569,7 @@ func (a *Accumulator) crossFoldOn(ctx context.Context, w *foldWork, f int, cfgs 
 			return nil, nil, nil, nil, ctx.Err()
 		}
 		if err != nil {
-			errs[i] = err
-			if on != nil {
-				onErrs[i] = err
-			}
+			errs[i], onErrs[i] = err, err
 			continue
 		}
 		losses[i], errs[i] = solutionsLoss(score, sols, units)
