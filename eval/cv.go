@@ -155,14 +155,6 @@ func combos(grid map[string][]float64) ([]map[string]float64, error) {
 		if err := model.CheckTuneValues(k, vals); err != nil {
 			return nil, fmt.Errorf("grid: %w", err)
 		}
-		if slices.Contains(model.TuneKeys, k) {
-			continue // CheckTuneValues knows their ranges
-		}
-		for _, v := range vals { // landmarks, sigma_scale
-			if !(v > 0) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("grid: %s %v: want a positive finite number", k, v)
-			}
-		}
 	}
 	return model.GridProduct(gridKeys, grid), nil
 }

@@ -59,10 +59,11 @@ func CheckTuneGrid(grid map[string][]float64) []error {
 
 // CheckTuneValues checks the values a grid gives one hyper-parameter, as
 // far as no base configuration is needed: at least one value, none twice,
-// and for those of TuneKeys, lambda, eta and mu positive and finite
-// (Config.Validate's rule), learn_w 0 (uniform w) or 1 (learned w). It
-// returns the first problem. What depends on the rest of the
-// configuration (mu·eta in mode learned) is Candidate.Apply's check.
+// learn_w 0 (uniform w) or 1 (learned w), any other key's values positive
+// and finite (Config.Validate's rule for lambda, eta and mu; that of
+// `cv --grid`'s landmarks and sigma_scale too). It returns the first
+// problem. What depends on the rest of the configuration (mu·eta in mode
+// learned, a landmark count that is not whole) is checked with it.
 func CheckTuneValues(key string, vals []float64) error {
 	if problems := tuneValueProblems(key, vals); len(problems) > 0 {
 		return problems[0]
@@ -83,15 +84,13 @@ func tuneValueProblems(key string, vals []float64) []error {
 			}
 			continue
 		}
-		switch key {
-		case "lambda", "eta", "mu":
-			if !positiveFinite(v) {
-				problems = append(problems, fmt.Errorf("%s %v: want a positive finite number", key, v))
-			}
-		case "learn_w":
+		switch {
+		case key == "learn_w":
 			if v != 0 && v != 1 {
 				problems = append(problems, fmt.Errorf("learn_w is 0 (uniform w) or 1 (learned w), not %v", v))
 			}
+		case !positiveFinite(v):
+			problems = append(problems, fmt.Errorf("%s %v: want a positive finite number", key, v))
 		}
 	}
 	return problems
